@@ -1,0 +1,33 @@
+from setuptools import find_packages, setup
+
+setup(
+    name="tati",
+    version="0.1.0",
+    description="Thermodynamic sampling toolkit for TensorFlow: Langevin and Hamiltonian samplers "
+                "as Keras 3 optimizers, with run-info, trajectory and averages tables",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    packages=find_packages(include=["tati", "tati.*"]),
+    install_requires=[
+        "tensorflow>=2.18,<2.22",
+        # TensorFlow Probability 0.25 imports tf-keras; its minor version must match
+        # TensorFlow's, which tf-keras' own requirement on tensorflow enforces.
+        "tf-keras>=2.18,<2.22",
+        "tensorflow-probability>=0.25,<0.26",
+        "numpy>=1.26",
+        "pandas>=2.0",
+        "scipy>=1.11",
+    ],
+    extras_require={
+        "progress": ["tqdm>=4.60"],
+        "plots": ["matplotlib>=3.7"],
+        "test": ["pytest>=7.4", "hypothesis>=6.80"],
+    },
+    entry_points={
+        "console_scripts": [
+            "tati-sample=tati.cli.sample:main",
+            "tati-optimize=tati.cli.optimize:main",
+        ],
+    },
+)

@@ -1,0 +1,1 @@
+"""Command-line tools: thin wrappers that parse options from the option table and run."""

@@ -1,0 +1,65 @@
+"""Shared machinery of the command-line tools.
+
+The parser is generated from `tati.options.OPTIONS`, so `--help` shows each option's true
+default and help text. Only options given on the command line reach the Simulation; the rest
+keep the table's defaults. Every input error is one line on stderr and exit status 2.
+"""
+
+import argparse
+import difflib
+import sys
+
+from tati.errors import InputError
+from tati.options import OPTIONS
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        if message.startswith("unrecognized arguments:"):
+            flags = [a for a in message.split(":", 1)[1].split() if a.startswith("--")]
+            known = [o.name for o in OPTIONS if o.on_command_line]
+            for flag in flags:
+                close = difflib.get_close_matches(flag[2:].split("=")[0], known, n=1)
+                if close:
+                    message += f" (did you mean --{close[0]}?)"
+                    break
+        fail(self.prog, message)
+
+
+def fail(prog, message):
+    print(f"{prog}: error: {' '.join(str(message).split())}", file=sys.stderr)
+    sys.exit(2)
+
+
+def make_parser(prog, description, groups):
+    parser = _Parser(prog=prog, description=description, allow_abbrev=False,
+                     argument_default=argparse.SUPPRESS)
+    sections = {}
+    for option in OPTIONS:
+        if not option.on_command_line or option.group not in groups:
+            continue
+        if option.group not in sections:
+            sections[option.group] = parser.add_argument_group(option.group)
+        default = "none" if option.default is None else option.default
+        if isinstance(default, list):
+            default = ",".join(map(str, default)) or "empty"
+        sections[option.group].add_argument(
+            f"--{option.name}", metavar=option.kind.metavar, dest=option.name,
+            help=f"{option.help} (default: {default})".replace("%", "%%"))
+    return parser
+
+
+def parse(parser, argv):
+    """The options given on the command line, as strings for the option kinds to convert."""
+    return vars(parser.parse_args(argv))
+
+
+def run_tool(prog, body):
+    """Run body(); InputError becomes one line and exit status 2, Ctrl-C exit status 130."""
+    try:
+        body()
+    except InputError as error:
+        fail(prog, error)
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        sys.exit(130)

@@ -1,0 +1,27 @@
+"""tati-optimize: train a network by gradient descent (or a Keras optimizer)."""
+
+import sys
+
+from tati.cli.common import make_parser, parse, run_tool
+
+GROUPS = ("data", "network", "optimizer", "run", "output")
+
+
+def main(argv=None):
+    parser = make_parser(
+        "tati-optimize", "Minimise a network's loss. With no data option it trains a small "
+        "network on the built-in two_clusters dataset.", GROUPS)
+    options = parse(parser, sys.argv[1:] if argv is None else argv)
+
+    def body():
+        from tati.cli.summary import summarise
+        from tati.simulation import Simulation
+        simulation = Simulation(**options)
+        result = simulation.fit()
+        print(summarise("tati-optimize", simulation, result, sampler=False))
+
+    run_tool("tati-optimize", body)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Data: built-in datasets, CSV files and the batch pipeline."""

@@ -1,0 +1,70 @@
+"""A user's Keras model with a loss, seen through the flat parameter view.
+
+The optimizer updates the model's own variables; the flat view concatenates them, weight
+variables first and bias variables (named ``bias``) after, each flattened row-major. Columns
+are weight0.., bias0.. as for the built-in network.
+"""
+
+import numpy as np
+import tensorflow as tf
+
+from tati.errors import InputError
+from tati.models.flat import check_flat
+from tati.models.losses import LOSSES, accuracy
+
+
+class KerasModel:
+    uses_data = True
+
+    def __init__(self, model, loss, input_dimension):
+        if not model.built:
+            model.build((None, input_dimension))
+        variables = list(model.trainable_variables)
+        if not variables:
+            raise InputError("model has no trainable variables")
+        is_bias = [v.path.split("/")[-1].startswith("bias") for v in variables]
+        self.variables = ([v for v, b in zip(variables, is_bias) if not b]
+                          + [v for v, b in zip(variables, is_bias) if b])
+        n_bias = sum(int(np.prod(v.shape)) for v, b in zip(variables, is_bias) if b)
+        n_weight = sum(int(np.prod(v.shape)) for v in variables) - n_bias
+        self.parameter_names = ([f"weight{i}" for i in range(n_weight)]
+                                + [f"bias{i}" for i in range(n_bias)])
+        if callable(loss):
+            self.loss_name, self._loss = None, loss
+        elif loss in LOSSES:
+            self.loss_name, self._loss = loss, LOSSES[loss]
+        else:
+            raise InputError(f"loss '{loss}' is unknown; choose one of {', '.join(LOSSES)} or pass a callable")
+        self.model = model
+        self.dtype = tf.as_dtype(self.variables[0].dtype)
+
+    @property
+    def num_parameters(self):
+        return len(self.parameter_names)
+
+    def flat_parameters(self):
+        return tf.concat([tf.reshape(tf.cast(v, self.dtype), [-1]) for v in self.variables], 0)
+
+    def get_parameters(self):
+        return self.flat_parameters().numpy()
+
+    def set_parameters(self, values):
+        values = check_flat("parameters", values, self.num_parameters, self.dtype)
+        start = 0
+        for v in self.variables:
+            size = int(np.prod(v.shape))
+            v.assign(values[start:start + size].reshape(v.shape))
+            start += size
+
+    def outputs(self, features):
+        return self.model(features, training=False)
+
+    def loss(self, features, labels):
+        return self._loss(labels, self.outputs(features))
+
+    def loss_and_accuracy(self, features, labels):
+        outputs = self.outputs(features)
+        loss = self._loss(labels, outputs)
+        if self.loss_name is None:
+            return loss, tf.constant(np.nan, self.dtype)
+        return loss, accuracy(self.loss_name, labels, outputs)

@@ -1,0 +1,66 @@
+"""Loss functions of the built-in network, by the original TATi's names, and accuracy rules.
+
+Every loss is a mean over the batch (and over output components), so the potential
+U(theta) = loss has the same scale for any batch size. Labels may be given as -1/+1 or 0/1 for
+the two-class losses; `sigmoid_cross_entropy` and `softmax_cross_entropy` read the network
+output as logits (use `output_activation="linear"` with them), `log_loss` as probabilities.
+`softmax_cross_entropy` takes one-hot labels or a single column of class indices.
+"""
+
+import tensorflow as tf
+
+_EPS = 1e-7
+
+
+def _as01(labels):
+    return tf.cast(labels > 0, labels.dtype)
+
+
+def _softmax(labels, outputs):
+    if labels.shape[-1] == 1 and outputs.shape[-1] != 1:
+        return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+            tf.cast(labels[:, 0], tf.int32), outputs))
+    return tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits(labels, outputs))
+
+
+LOSSES = {
+    "mean_squared": lambda y, f: tf.reduce_mean(tf.square(y - f)),
+    "absolute_difference": lambda y, f: tf.reduce_mean(tf.abs(y - f)),
+    "hinge_loss": lambda y, f: tf.reduce_mean(tf.nn.relu(1.0 - (2.0 * _as01(y) - 1.0) * f)),
+    "log_loss": lambda y, f: -tf.reduce_mean(
+        _as01(y) * tf.math.log(f + _EPS) + (1.0 - _as01(y)) * tf.math.log(1.0 - f + _EPS)),
+    "sigmoid_cross_entropy": lambda y, f: tf.reduce_mean(
+        tf.nn.sigmoid_cross_entropy_with_logits(_as01(y), f)),
+    "softmax_cross_entropy": _softmax,
+    "cosine_distance": lambda y, f: tf.reduce_mean(1.0 - tf.reduce_sum(y * f, axis=-1)),
+}
+
+ACTIVATIONS = {
+    "tanh": tf.tanh, "sigmoid": tf.sigmoid, "softplus": tf.nn.softplus,
+    "softsign": tf.nn.softsign, "elu": tf.nn.elu, "relu6": tf.nn.relu6, "relu": tf.nn.relu,
+    "linear": tf.identity,
+}
+
+
+def accuracy(loss, labels, outputs):
+    """Fraction of correctly classified points.
+
+    Several outputs: arg max against the class (one-hot or index column). One output: the
+    output's side of the decision threshold against the label's, the threshold being 0 for
+    logits and -1/+1 labels and 0.5 for probabilities and 0/1 labels.
+    """
+    if outputs.shape[-1] != 1:
+        predicted = tf.argmax(outputs, axis=-1, output_type=tf.int32)
+        actual = (tf.cast(labels[:, 0], tf.int32) if labels.shape[-1] == 1
+                  else tf.argmax(labels, axis=-1, output_type=tf.int32))
+        return tf.reduce_mean(tf.cast(tf.equal(predicted, actual), outputs.dtype))
+    label_middle = tf.where(tf.reduce_min(labels) < 0, 0.0, 0.5)
+    if loss == "sigmoid_cross_entropy":
+        threshold = 0.0
+    elif loss == "log_loss":
+        threshold = 0.5
+    else:
+        threshold = label_middle
+    correct = tf.equal(outputs > tf.cast(threshold, outputs.dtype),
+                       labels > tf.cast(label_middle, labels.dtype))
+    return tf.reduce_mean(tf.cast(correct, outputs.dtype))

@@ -1,0 +1,61 @@
+"""The built-in multi-layer perceptron, evaluated from one flat parameter vector.
+
+theta holds, as in the original TATi, all weight matrices (layer by layer, row-major
+[fan_in, fan_out]) and then all bias vectors: columns weight0..weight{W-1}, bias0..bias{B-1}.
+Weights start Glorot-uniform, biases at zero, drawn from the seed.
+"""
+
+import numpy as np
+import tensorflow as tf
+
+from tati.errors import InputError
+from tati.models.flat import FlatModel, check_flat
+from tati.models.losses import ACTIVATIONS, LOSSES, accuracy
+
+
+class MLP(FlatModel):
+    def __init__(self, input_dimension, output_dimension, hidden_dimension=(),
+                 hidden_activation="relu", output_activation="tanh", loss="mean_squared",
+                 seed=0, dtype="float32", initial_parameters=None):
+        for option, name, table in (("hidden_activation", hidden_activation, ACTIVATIONS),
+                                    ("output_activation", output_activation, ACTIVATIONS),
+                                    ("loss", loss, LOSSES)):
+            if name not in table:
+                raise InputError(f"{option} '{name}' is unknown; choose one of {', '.join(table)}")
+        widths = [int(input_dimension), *[int(h) for h in hidden_dimension], int(output_dimension)]
+        self.weight_shapes = list(zip(widths[:-1], widths[1:]))
+        self.bias_sizes = widths[1:]
+        self.activations = ([ACTIVATIONS[hidden_activation]] * (len(widths) - 2)
+                            + [ACTIVATIONS[output_activation]])
+        self.loss_name = loss
+        n_weights = sum(a * b for a, b in self.weight_shapes)
+        n_biases = sum(self.bias_sizes)
+        names = [f"weight{i}" for i in range(n_weights)] + [f"bias{i}" for i in range(n_biases)]
+        if initial_parameters is None:
+            rng = np.random.default_rng(seed)
+            weights = [rng.uniform(-1, 1, a * b) * np.sqrt(6.0 / (a + b)) for a, b in self.weight_shapes]
+            initial_parameters = np.concatenate(weights + [np.zeros(n_biases)])
+        else:
+            initial_parameters = check_flat("initial_parameters", initial_parameters, len(names), dtype)
+        super().__init__(initial_parameters, names, dtype)
+
+    def _layers(self, theta):
+        sizes = [a * b for a, b in self.weight_shapes] + self.bias_sizes
+        pieces = tf.split(theta, sizes)
+        n = len(self.weight_shapes)
+        weights = [tf.reshape(w, shape) for w, shape in zip(pieces[:n], self.weight_shapes)]
+        return zip(weights, pieces[n:], self.activations)
+
+    def outputs(self, features):
+        h = features
+        for weight, bias, activation in self._layers(tf.convert_to_tensor(self.theta)):
+            h = activation(tf.matmul(h, weight) + bias)
+        return h
+
+    def loss(self, features, labels):
+        return LOSSES[self.loss_name](labels, self.outputs(features))
+
+    def loss_and_accuracy(self, features, labels):
+        outputs = self.outputs(features)
+        return (LOSSES[self.loss_name](labels, outputs),
+                accuracy(self.loss_name, labels, outputs))

@@ -1,0 +1,18 @@
+"""GradientDescent: q <- q - learning_rate * grad U(q), the default optimizer of `fit`."""
+
+import keras
+
+from tati.samplers.base import check_positive
+
+
+@keras.saving.register_keras_serializable(package="tati")
+class GradientDescent(keras.optimizers.Optimizer):
+    """Plain (stochastic) gradient descent with no momentum."""
+
+    def __init__(self, learning_rate=0.03, name=None, **kwargs):
+        if not callable(learning_rate):
+            check_positive("learning_rate", learning_rate)
+        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+
+    def update_step(self, gradient, variable, learning_rate):
+        variable.assign_sub(keras.ops.cast(learning_rate, variable.dtype) * gradient)

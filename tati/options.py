@@ -1,0 +1,231 @@
+"""The one table of every option: name, default, kind (parse and check), group and help.
+
+`Simulation(**options)`, the command-line tools and doc/options.md are all generated from
+`OPTIONS`, so a default or a help text can only be stated here. A kind converts a Python value
+or a command-line string into the option's value, or raises an InputError naming the option.
+"""
+
+import difflib
+import math
+from dataclasses import dataclass
+
+from tati.errors import InputError
+
+
+# -- kinds ------------------------------------------------------------------------------------
+class Kind:
+    """Converts values of one option type; `metavar` is what --help shows."""
+    metavar = "VALUE"
+
+    def __call__(self, option, value):
+        raise NotImplementedError
+
+
+class Number(Kind):
+    def __init__(self, integer=False, minimum=None, strict=False):
+        self.integer, self.minimum, self.strict = integer, minimum, strict
+        self.metavar = "INT" if integer else "FLOAT"
+
+    def __call__(self, option, value):
+        text = value
+        if isinstance(value, str):
+            try:
+                value = int(value) if self.integer else float(value)
+            except ValueError:
+                raise InputError(f"{option} must be {'an integer' if self.integer else 'a number'}, "
+                                 f"got '{text}'") from None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+                self.integer and not float(value).is_integer()):
+            raise InputError(f"{option} must be {'an integer' if self.integer else 'a number'}, got {text!r}")
+        if not math.isfinite(value):
+            raise InputError(f"{option} must be finite, got {text!r}")
+        value = int(value) if self.integer else float(value)
+        if self.minimum is not None and (value <= self.minimum if self.strict else value < self.minimum):
+            relation = ">" if self.strict else ">="
+            raise InputError(f"{option} must be {relation} {self.minimum:g}, got {text!r}")
+        return value
+
+
+class Optional(Kind):
+    """None (or the string 'none') or a value of the wrapped kind."""
+
+    def __init__(self, kind):
+        self.kind, self.metavar = kind, kind.metavar
+
+    def __call__(self, option, value):
+        if value is None or (isinstance(value, str) and value.lower() in ("none", "")):
+            return None
+        return self.kind(option, value)
+
+
+class Text(Kind):
+    def __init__(self, choices=None):
+        self.choices = choices
+        self.metavar = "{" + ",".join(choices) + "}" if choices else "TEXT"
+
+    def __call__(self, option, value):
+        if not isinstance(value, str):
+            raise InputError(f"{option} must be a string, got {value!r:.60}")
+        if self.choices and value not in self.choices:
+            close = difflib.get_close_matches(value, self.choices, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise InputError(f"{option} '{value}' is unknown; choose one of {', '.join(self.choices)}{hint}")
+        return value
+
+
+class Boolean(Kind):
+    metavar = "{true,false}"
+
+    def __call__(self, option, value):
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "1", "yes", "on", "false", "0", "no", "off"):
+            return value.lower() in ("true", "1", "yes", "on")
+        raise InputError(f"{option} must be true or false, got {value!r:.60}")
+
+
+class ListOf(Kind):
+    """A list; on the command line comma-separated, e.g. --hidden_dimension 8,8."""
+
+    def __init__(self, kind):
+        self.kind, self.metavar = kind, f"{kind.metavar},..."
+
+    def __call__(self, option, value):
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = [value]
+        try:
+            items = list(value)
+        except TypeError:
+            raise InputError(f"{option} must be a list, got {value!r:.60}") from None
+        return [self.kind(option, item) for item in items]
+
+
+class PythonObject(Kind):
+    """Only through the Python interface (a callable, an array, a Keras model)."""
+    metavar = None
+
+    def __init__(self, check=None):
+        self.check = check
+
+    def __call__(self, option, value):
+        return value if self.check is None or value is None else self.check(option, value)
+
+
+def _dataset(option, value):
+    if isinstance(value, str):
+        from tati.data.datasets import DATASETS
+        return Text(DATASETS)(option, value)
+    if isinstance(value, (tuple, list)) and len(value) == 2:
+        return tuple(value)
+    raise InputError(f"{option} must be a built-in dataset name or a pair (X, Y) of arrays, got {value!r:.60}")
+
+
+def _text_or_callable(option, value):
+    return value if callable(value) else Text()(option, value)
+
+
+POSITIVE = Number(minimum=0, strict=True)
+NONNEGATIVE = Number(minimum=0)
+POSITIVE_INT = Number(integer=True, minimum=1)
+NONNEGATIVE_INT = Number(integer=True, minimum=0)
+LOSS_NAMES = ("mean_squared", "sigmoid_cross_entropy", "softmax_cross_entropy", "log_loss",
+              "hinge_loss", "absolute_difference", "cosine_distance")
+ACTIVATION_NAMES = ("tanh", "sigmoid", "softplus", "softsign", "elu", "relu6", "relu", "linear")
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str
+    default: object
+    kind: Kind
+    group: str
+    help: str
+
+    @property
+    def on_command_line(self):
+        return not isinstance(self.kind, PythonObject)
+
+
+OPTIONS = [
+    # data
+    Option("dataset", None, PythonObject(_dataset), "data",
+           "Built-in dataset (two_clusters, two_circles, four_squares, two_spirals) or, in Python, "
+           "a pair (X, Y) of arrays. With no data option, networks train on two_clusters."),
+    Option("dataset_size", 500, POSITIVE_INT, "data", "Number of points of a built-in dataset."),
+    Option("dataset_noise", 0.1, NONNEGATIVE, "data", "Noise level of a built-in dataset."),
+    Option("dataset_seed", 0, NONNEGATIVE_INT, "data", "Seed of a built-in dataset."),
+    Option("batch_data_files", None, Optional(ListOf(Text())), "data",
+           "CSV files: a header row, then feature columns followed by label columns."),
+    Option("batch_size", None, Optional(POSITIVE_INT), "data",
+           "Points per batch; none means the full dataset every step. Batches are reshuffled "
+           "each epoch with the seed."),
+    Option("input_dimension", None, Optional(POSITIVE_INT), "data",
+           "Number of feature columns; none means taken from the data (CSV: all columns but the "
+           "last)."),
+    Option("output_dimension", None, Optional(POSITIVE_INT), "data",
+           "Number of network outputs; none means taken from the labels."),
+    # model
+    Option("hidden_dimension", [], ListOf(POSITIVE_INT), "network",
+           "Widths of the hidden layers of the built-in network, e.g. 8,8; empty means none."),
+    Option("hidden_activation", "relu", Text(ACTIVATION_NAMES), "network",
+           "Activation of the hidden layers."),
+    Option("output_activation", "tanh", Text(ACTIVATION_NAMES), "network",
+           "Activation of the output layer."),
+    Option("loss", "mean_squared", PythonObject(_text_or_callable), "network",
+           "Loss of the network: " + ", ".join(LOSS_NAMES) + "; in Python also a callable "
+           "(labels, outputs) -> scalar for a user's Keras model."),
+    Option("dtype", "float32", Text(("float32", "float64")), "network",
+           "Floating-point type of parameters and data."),
+    Option("model", None, PythonObject(), "network",
+           "A user's keras.Model to sample or train instead of the built-in network (Python only)."),
+    Option("potential", None, PythonObject(), "network",
+           "A callable theta -> U(theta) on a 1-D parameter tensor, sampled instead of a "
+           "network (Python only); needs initial_parameters."),
+    Option("initial_parameters", None, Optional(ListOf(Number())), "network",
+           "Initial flat parameter vector (length d); for networks it replaces the seeded "
+           "initialisation."),
+    # sampler
+    Option("sampler", "BAOAB", Text(), "sampler",
+           "Sampler by short or full name, any case: BAOAB (others arrive in later versions)."),
+    Option("step_width", 0.1, POSITIVE, "sampler", "Time step h of the sampler's integrator."),
+    Option("inverse_temperature", 1.0, POSITIVE, "sampler",
+           "beta: the sampler targets exp(-beta U)."),
+    Option("friction_constant", 1.0, NONNEGATIVE, "sampler",
+           "gamma: how fast the thermostat replaces momentum by noise (alpha = exp(-gamma h))."),
+    # optimizer
+    Option("optimizer", "GradientDescent", Text(), "optimizer",
+           "Optimizer of fit(): GradientDescent or any Keras optimizer name (adam, sgd, ...)."),
+    Option("learning_rate", 0.03, POSITIVE, "optimizer", "Learning rate of the optimizer."),
+    # run
+    Option("max_steps", 1000, POSITIVE_INT, "run", "Number of steps of one sample() or fit() call."),
+    Option("every_nth", 1, POSITIVE_INT, "run",
+           "Write a table row every nth step (and at the last step)."),
+    Option("burn_in_steps", 0, NONNEGATIVE_INT, "run",
+           "Steps left out of the averages (their rows are not written to the averages table)."),
+    Option("seed", 0, NONNEGATIVE_INT, "run",
+           "Seed of the network's initial parameters, the momenta, the noise and the batches."),
+    Option("run_file", None, Optional(Text()), "output", "CSV file for the run-info table."),
+    Option("trajectory_file", None, Optional(Text()), "output", "CSV file for the trajectory table."),
+    Option("averages_file", None, Optional(Text()), "output", "CSV file for the averages table."),
+    Option("progress", False, Boolean(), "output", "Show a progress bar (needs tqdm)."),
+]
+
+BY_NAME = {option.name: option for option in OPTIONS}
+
+
+def unknown_option(name):
+    close = difflib.get_close_matches(name, list(BY_NAME), n=1)
+    hint = f" (did you mean '{close[0]}'?)" if close else ""
+    return InputError(f"option '{name}' is unknown{hint}")
+
+
+def resolve(options):
+    """All options with defaults filled in and every given value converted and checked."""
+    values = {option.name: option.default for option in OPTIONS}
+    for name, value in options.items():
+        if name not in BY_NAME:
+            raise unknown_option(name)
+        values[name] = BY_NAME[name].kind(name, value)
+    return values

@@ -1,0 +1,54 @@
+"""Table: rows kept for a DataFrame and, optionally, streamed to a CSV file as they come.
+
+Each row is written with one write call of one complete line and flushed, so a run killed at
+any moment leaves a file whose lines are complete rows, a prefix of the uninterrupted run.
+Floats are written with repr (shortest round trip), so reading the file back with pandas
+gives exactly the DataFrame's values.
+"""
+
+import pandas as pd
+
+from tati.errors import InputError
+from tati.recording.columns import INTEGER_COLUMNS
+
+
+def _format(value):
+    return str(value) if isinstance(value, int) else repr(float(value))
+
+
+class Table:
+    def __init__(self, columns, path=None, append=False):
+        self.columns = list(columns)
+        self.rows = []
+        self._file = None
+        if path is not None:
+            try:
+                self._file = open(path, "a" if append else "w", encoding="utf-8", newline="")
+            except OSError as error:
+                raise InputError(f"cannot write '{path}': {error.strerror}") from None
+            if not append:
+                self._write(",".join(self.columns))
+
+    def _write(self, line):
+        self._file.write(line + "\n")
+        self._file.flush()
+
+    def append(self, row):
+        """row: one value per column, ints for id/step/epoch."""
+        self.rows.append(row)
+        if self._file is not None:
+            self._write(",".join(_format(v) for v in row))
+
+    def close(self):
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def frame(self):
+        frame = pd.DataFrame(self.rows, columns=self.columns)
+        for column in INTEGER_COLUMNS:
+            if column in frame:
+                frame[column] = frame[column].astype("int64")
+        float_columns = [c for c in frame.columns if c not in INTEGER_COLUMNS]
+        frame[float_columns] = frame[float_columns].astype("float64")
+        return frame

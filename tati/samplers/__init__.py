@@ -1,0 +1,52 @@
+"""Samplers: Keras 3 optimizers that sample exp(-beta U) instead of minimising U.
+
+`get_sampler(name)` accepts the original TATi's full names and the short ones,
+case-insensitively.
+"""
+
+import difflib
+
+from tati.errors import InputError
+from tati.samplers.baoab import BAOAB
+from tati.samplers.base import SamplerBase
+
+# short name -> (the original's full name, class or None while not built yet)
+_SAMPLERS = {
+    "SGLD": ("StochasticGradientLangevinDynamics", None),
+    "GLA1": ("GeometricLangevinAlgorithm_1stOrder", None),
+    "GLA2": ("GeometricLangevinAlgorithm_2ndOrder", None),
+    "BAOAB": ("BAOAB", BAOAB),
+    "CCAdL": ("CovarianceControlledAdaptiveLangevin", None),
+    "SGHMC": ("StochasticGradientHamiltonianMonteCarlo", None),
+    "HMC1": ("HamiltonianMonteCarlo_1stOrder", None),
+    "HMC2": ("HamiltonianMonteCarlo_2ndOrder", None),
+    "NUTS": ("NoUTurnSampler", None),
+    "RWMH": ("RandomWalkMetropolisHastings", None),
+}
+_BY_LOWER = {}
+for _short, (_full, _cls) in _SAMPLERS.items():
+    _BY_LOWER[_short.lower()] = _short
+    _BY_LOWER[_full.lower()] = _short
+
+
+def sampler_names():
+    """Short names of the samplers that are available."""
+    return [short for short, (_, cls) in _SAMPLERS.items() if cls is not None]
+
+
+def get_sampler(name):
+    """The sampler class for a short or full name (any case); InputError if unknown or not built."""
+    short = _BY_LOWER.get(str(name).lower())
+    if short is None:
+        close = difflib.get_close_matches(str(name).lower(), list(_BY_LOWER), n=1)
+        hint = f" (did you mean '{_BY_LOWER[close[0]]}'?)" if close else ""
+        raise InputError(f"sampler '{name}' is unknown; choose one of "
+                         f"{', '.join(sampler_names())}{hint}")
+    cls = _SAMPLERS[short][1]
+    if cls is None:
+        raise InputError(f"sampler '{name}' is not available in this version of tati; available: "
+                         f"{', '.join(sampler_names())}")
+    return cls
+
+
+__all__ = ["BAOAB", "SamplerBase", "get_sampler", "sampler_names"]

@@ -1,0 +1,284 @@
+"""Simulation: options -> data + model + sampler/optimizer + tables; sample() and fit().
+
+    sim = tati.Simulation(potential=U, initial_parameters=x0, sampler="BAOAB", step_width=0.5)
+    res = sim.sample()          # res.run_info, res.trajectory, res.averages: DataFrames
+
+The steps between two table rows run inside one compiled tf.function loop (`loop.py`); the
+running averages accumulate in that graph; Python only turns the last step of each chunk
+into one row per table and streams it to the CSV files.
+
+A *run* is a sequence of sample() (or fit()) calls: calling sample() again continues the run
+(step numbers and averages go on, CSV files are appended to); switching between sample() and
+fit() starts a new run with step 1 and fresh averages.
+"""
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import tensorflow as tf
+
+from tati import options as option_table
+from tati.data.pipeline import Batches, NoData, check_arrays
+from tati.errors import InputError
+from tati.loop import make_chunk
+from tati.models import MLP, KerasModel, Potential
+from tati.optimizers import make_optimizer
+from tati.recording.averages import RunningAverages
+from tati.recording.columns import averages_columns, run_info_columns, trajectory_columns
+from tati.recording.table import Table
+from tati.samplers import SamplerBase, get_sampler
+
+
+@dataclass
+class Result:
+    """The three tables of one sample() or fit() call."""
+    run_info: pd.DataFrame
+    trajectory: pd.DataFrame
+    averages: pd.DataFrame
+
+
+class _Run:
+    """State of one run: its optimizer, step counter, running averages and compiled chunk."""
+
+    def __init__(self, method, optimizer, simulation):
+        self.method = method
+        self.optimizer = optimizer
+        self.is_sampler = isinstance(optimizer, SamplerBase)
+        self.step = tf.Variable(tf.constant(0, tf.int64), trainable=False, name="step")
+        self.averages = RunningAverages()
+        self.chunk = make_chunk(simulation.model, simulation.data, optimizer, self.step,
+                                self.averages, simulation.options["burn_in_steps"],
+                                simulation.has_accuracy)
+        self.calls = 0
+
+
+class Simulation:
+    """Sample or optimise a network, a Keras model or a potential; see the module docstring.
+
+    Every option of `tati.options.OPTIONS` is a keyword argument; `Simulation.help(name)`
+    prints one option's help.
+    """
+
+    def __init__(self, **options):
+        self.options = option_table.resolve(options)
+        o = self.options
+        self.data = self._make_data()
+        self.model = self._make_model()
+        self.has_accuracy = self.model.uses_data and getattr(self.model, "loss_name", None) is not None
+        self._sampler_class = get_sampler(o["sampler"])
+        self._sampler = None
+        self._optimizer = make_optimizer(o["optimizer"], o["learning_rate"])
+        self._run = None
+
+    # -- construction --------------------------------------------------------------------------
+    def _make_data(self):
+        o = self.options
+        sources = [name for name in ("dataset", "batch_data_files") if o[name] is not None]
+        if o["potential"] is not None:
+            for name in sources + (["model"] if o["model"] is not None else []):
+                raise InputError(f"{name} cannot be combined with potential (a potential uses no data)")
+            return NoData()
+        if len(sources) > 1:
+            raise InputError("give either dataset or batch_data_files, not both")
+        if o["batch_data_files"] is not None:
+            from tati.data.csv import read_csv_files
+            features, labels = read_csv_files(o["batch_data_files"], self._csv_input_dimension(), o["dtype"])
+        elif isinstance(o["dataset"], tuple):
+            features, labels = o["dataset"]
+        else:
+            from tati.data.datasets import make_dataset
+            features, labels = make_dataset(o["dataset"] or "two_clusters", size=o["dataset_size"],
+                                            noise=o["dataset_noise"], seed=o["dataset_seed"])
+        features, labels = check_arrays(features, labels, o["dtype"])
+        if o["input_dimension"] is None:
+            o["input_dimension"] = features.shape[1]
+        elif o["input_dimension"] != features.shape[1]:
+            raise InputError(f"input_dimension {o['input_dimension']} does not match the "
+                             f"{features.shape[1]} feature columns of the data")
+        classes = o["loss"] == "softmax_cross_entropy" and labels.shape[1] == 1
+        implied = int(labels.max()) + 1 if classes else labels.shape[1]
+        if o["output_dimension"] is None:
+            o["output_dimension"] = implied
+        elif o["output_dimension"] != implied and not classes:
+            raise InputError(f"output_dimension {o['output_dimension']} does not match the "
+                             f"{labels.shape[1]} label column(s) of the data")
+        return Batches(features, labels, o["batch_size"], o["seed"])
+
+    def _csv_input_dimension(self):
+        """input_dimension, or all columns but the last of the first file's header."""
+        if self.options["input_dimension"] is not None:
+            return self.options["input_dimension"]
+        try:
+            with open(self.options["batch_data_files"][0], encoding="utf-8") as file:
+                return max(1, len(file.readline().split(",")) - 1)
+        except (OSError, IndexError, UnicodeDecodeError):
+            return 1  # read_csv_files reports the file's problem
+
+    def _make_model(self):
+        o = self.options
+        if o["potential"] is not None:
+            return Potential(o["potential"], o["initial_parameters"], o["dtype"])
+        if o["model"] is not None:
+            model = KerasModel(o["model"], o["loss"], o["input_dimension"])
+            if o["initial_parameters"] is not None:
+                model.set_parameters(o["initial_parameters"])
+            return model
+        if not isinstance(o["loss"], str):
+            raise InputError("loss must be one of the built-in names for the built-in network")
+        return MLP(o["input_dimension"], o["output_dimension"], o["hidden_dimension"],
+                   o["hidden_activation"], o["output_activation"], o["loss"], o["seed"],
+                   o["dtype"], o["initial_parameters"])
+
+    @property
+    def sampler(self):
+        """The sampler (a Keras optimizer), built on the model's variables."""
+        if self._sampler is None:
+            o = self.options
+            self._sampler = self._sampler_class(
+                step_width=o["step_width"], inverse_temperature=o["inverse_temperature"],
+                friction_constant=o["friction_constant"], seed=o["seed"])
+            self._sampler.build(self.model.variables)
+        return self._sampler
+
+    @property
+    def optimizer(self):
+        if not self._optimizer.built:
+            self._optimizer.build(self.model.variables)
+        return self._optimizer
+
+    # -- running -------------------------------------------------------------------------------
+    def sample(self):
+        """Run max_steps sampler steps; returns a Result with this call's table rows."""
+        return self._go("sample", self.sampler)
+
+    def fit(self):
+        """Run max_steps optimizer steps; returns a Result with this call's table rows."""
+        return self._go("fit", self.optimizer)
+
+    def _go(self, method, optimizer):
+        o = self.options
+        if self._run is None or self._run.method != method:
+            self._run = _Run(method, optimizer, self)
+        run = self._run
+        sampler = run.is_sampler
+        append = run.calls > 0
+        names = self.model.parameter_names
+        tables = [Table(run_info_columns(sampler, self.has_accuracy), o["run_file"], append),
+                  Table(trajectory_columns(names), o["trajectory_file"], append),
+                  Table(averages_columns(sampler), o["averages_file"], append)]
+        run.calls += 1
+        bar = _progress_bar(o["progress"], o["max_steps"])
+        try:
+            done = 0
+            while done < o["max_steps"]:
+                n = min(o["every_nth"] - int(run.step.numpy()) % o["every_nth"], o["max_steps"] - done)
+                start = time.perf_counter()
+                row = {k: v.numpy() for k, v in run.chunk(tf.constant(n, tf.int32)).items()}
+                elapsed = time.perf_counter() - start
+                done += n
+                self._append_rows(tables, row, int(run.step.numpy()), elapsed, sampler)
+                if bar is not None:
+                    bar.update(n)
+        finally:
+            for table in tables:
+                table.close()
+            if bar is not None:
+                bar.close()
+        return Result(*(table.frame() for table in tables))
+
+    def _append_rows(self, tables, row, step, elapsed, sampler):
+        run_info, trajectory, averages = tables
+        epoch = self.data.epoch(step)
+        loss = float(row["loss"])
+        head = [0, step, epoch] + ([float(row["accuracy"])] if self.has_accuracy else []) + [loss, elapsed]
+        if sampler:
+            kinetic = float(row["kinetic_energy"])
+            run_info.append(head + [loss + kinetic, kinetic, float(np.sqrt(2.0 * kinetic)),
+                                    float(row["scaled_gradient"]), float(row["virial"]),
+                                    float(np.sqrt(row["noise_sq"]))])
+        else:
+            run_info.append(head + [float(row["scaled_gradient"]), float(row["virial"])])
+        trajectory.append([0, step, loss] + [float(x) for x in row["parameters"]])
+        if step > self.options["burn_in_steps"]:
+            ensemble, kinetic, virials, inertia = (float(x) for x in row["averages"])
+            averages.append([0, step, epoch, loss] + (
+                [ensemble, kinetic, virials, inertia] if sampler else [virials]))
+
+    # -- evaluation ----------------------------------------------------------------------------
+    def _full_data(self):
+        if not self.model.uses_data:
+            return None, None
+        return self.data.all()
+
+    def loss(self):
+        """U at the current parameters on the whole dataset."""
+        return float(self.model.loss(*self._full_data()))
+
+    def gradients(self):
+        """grad U at the current parameters on the whole dataset, as a flat array."""
+        with tf.GradientTape() as tape:
+            loss = self.model.loss(*self._full_data())
+        grads = tape.gradient(loss, self.model.variables,
+                              unconnected_gradients=tf.UnconnectedGradients.ZERO)
+        return tf.concat([tf.reshape(g, [-1]) for g in grads], 0).numpy()
+
+    def predict(self, features):
+        """The network's outputs for the given features."""
+        if not self.model.uses_data:
+            raise InputError("predict needs a network; this simulation samples a potential")
+        features = np.asarray(features, dtype=tf.as_dtype(self.model.dtype).as_numpy_dtype)
+        return self.model.outputs(tf.constant(features)).numpy()
+
+    def score(self):
+        """Accuracy of the network on the whole dataset."""
+        if not self.has_accuracy:
+            raise InputError("score needs a network with a built-in loss")
+        return float(self.model.loss_and_accuracy(*self._full_data())[1])
+
+    @property
+    def num_parameters(self):
+        return self.model.num_parameters
+
+    @property
+    def parameters(self):
+        """The flat parameter vector (a copy); assign an array of length num_parameters to set it."""
+        return self.model.get_parameters()
+
+    @parameters.setter
+    def parameters(self, values):
+        self.model.set_parameters(values)
+
+    @property
+    def momenta(self):
+        """The sampler's flat momentum vector (a copy); assignable like parameters."""
+        return tf.concat([tf.reshape(m, [-1]) for m in self.sampler.momenta], 0).numpy()
+
+    @momenta.setter
+    def momenta(self, values):
+        from tati.models.flat import check_flat
+        values = check_flat("momenta", values, self.num_parameters, self.model.dtype)
+        start = 0
+        for m in self.sampler.momenta:
+            size = int(np.prod(m.shape))
+            m.assign(values[start:start + size].reshape(m.shape))
+            start += size
+
+    @staticmethod
+    def help(name=None):
+        """The help text of one option, or of all."""
+        items = option_table.OPTIONS if name is None else [option_table.BY_NAME.get(name)]
+        if items == [None]:
+            raise option_table.unknown_option(name)
+        return "\n".join(f"{o.name} (default {o.default!r}): {o.help}" for o in items)
+
+
+def _progress_bar(enabled, total):
+    if not enabled:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:  # optional extra: run on without a bar
+        return None
+    return tqdm(total=total, unit="step")

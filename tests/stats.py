@@ -1,0 +1,41 @@
+"""Statistical helpers for tests: seeds and critical values from a stated false-failure budget.
+
+Statistical tests use fixed default seeds. Set TATI_TEST_SEED to an integer to shift every
+seed: that is how their false-failure rate can be measured over many runs.
+"""
+
+import os
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+SEED_OFFSET = int(os.environ.get("TATI_TEST_SEED", "0"))
+
+
+def seed(base):
+    """The seed a test uses: its fixed default, shifted by TATI_TEST_SEED."""
+    return base + SEED_OFFSET
+
+
+def t_critical(alpha, dof, tests=1):
+    """Two-sided Student-t critical value for false-failure rate alpha split over `tests` (Bonferroni)."""
+    return stats.t.ppf(1.0 - alpha / (2.0 * tests), dof)
+
+
+def z_critical(alpha, tests=1):
+    """Two-sided normal critical value for false-failure rate alpha split over `tests` (Bonferroni)."""
+    return stats.norm.ppf(1.0 - alpha / (2.0 * tests))
+
+
+def chain_mean_and_error(values_per_chain):
+    """Mean over independent chains of per-chain estimates, its standard error and the dof."""
+    values = np.asarray(values_per_chain, dtype=np.float64)
+    return values.mean(), values.std(ddof=1) / np.sqrt(len(values)), len(values) - 1
+
+
+def read_csv(path):
+    """A CSV table read back with exact floats (pandas 3 does that by default, 2 on request)."""
+    if int(pd.__version__.split(".")[0]) >= 3:
+        return pd.read_csv(path)
+    return pd.read_csv(path, float_precision="round_trip")

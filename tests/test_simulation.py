@@ -1,0 +1,139 @@
+"""The Simulation end to end on the built-in network: tables, CSV streams, determinism,
+fit(), equipartition, the flat parameter view and the evaluation methods."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import tensorflow as tf
+
+import tati
+from stats import read_csv, seed, t_critical
+from tati.recording.columns import averages_columns, run_info_columns
+
+
+def small(**options):
+    defaults = dict(dataset="two_clusters", hidden_dimension=[4], max_steps=30, step_width=0.05,
+                    seed=3)
+    defaults.update(options)
+    return tati.Simulation(**defaults)
+
+
+def without_time(frame):
+    return frame.drop(columns=["time_per_nth_step"], errors="ignore")
+
+
+def test_tables_have_the_documented_columns_and_steps():
+    result = small(every_nth=7, max_steps=30, burn_in_steps=10).sample()
+    assert list(result.run_info.columns) == run_info_columns(sampler=True, accuracy=True)
+    assert list(result.averages.columns) == averages_columns(sampler=True)
+    names = [f"weight{i}" for i in range(12)] + [f"bias{i}" for i in range(5)]
+    assert list(result.trajectory.columns) == ["id", "step", "loss"] + names
+    # rows every 7th step and at the last; averages only after burn-in
+    assert list(result.run_info.step) == [7, 14, 21, 28, 30]
+    assert list(result.averages.step) == [14, 21, 28, 30]
+    assert (result.run_info.id == 0).all()
+
+
+def test_first_row_is_the_state_before_the_first_update():
+    sim = small(every_nth=1, max_steps=3)
+    start, loss = sim.parameters, sim.loss()
+    result = sim.sample()
+    row = result.trajectory.iloc[0]
+    np.testing.assert_allclose(row[sim.model.parameter_names].to_numpy(), start, rtol=0, atol=0)
+    assert row.loss == pytest.approx(loss, rel=1e-6)
+    assert result.run_info.total_energy.iloc[0] == pytest.approx(
+        result.run_info.loss.iloc[0] + result.run_info.kinetic_energy.iloc[0])
+
+
+def test_same_seed_same_tables_other_seed_other_tables():
+    a, b, c = (small(seed=s, batch_size=50).sample() for s in (3, 3, 4))
+    for table in ("run_info", "trajectory", "averages"):
+        pd.testing.assert_frame_equal(without_time(getattr(a, table)), without_time(getattr(b, table)))
+    assert not np.allclose(a.trajectory.loss, c.trajectory.loss)
+
+
+def test_csv_files_equal_the_dataframes(tmp_path):
+    files = {name: str(tmp_path / f"{name}.csv") for name in ("run_file", "trajectory_file", "averages_file")}
+    result = small(every_nth=3, burn_in_steps=5, **files).sample()
+    for name, frame in zip(files, (result.run_info, result.trajectory, result.averages)):
+        read = read_csv(files[name])
+        pd.testing.assert_frame_equal(read, frame, check_exact=True)
+
+
+def test_sample_again_continues_the_run_and_appends(tmp_path):
+    path = str(tmp_path / "trajectory.csv")
+    sim = small(max_steps=10, every_nth=5, trajectory_file=path)
+    first, second = sim.sample(), sim.sample()
+    assert list(first.trajectory.step) == [5, 10] and list(second.trajectory.step) == [15, 20]
+    read = read_csv(path)
+    pd.testing.assert_frame_equal(read, pd.concat([first.trajectory, second.trajectory], ignore_index=True))
+    again = sim.fit()  # a new run
+    assert list(again.trajectory.step) == [5, 10]
+
+
+def test_fit_reaches_95_percent_on_two_clusters():
+    sim = tati.Simulation(dataset="two_clusters", max_steps=1000, every_nth=100)
+    result = sim.fit()
+    assert list(result.run_info.columns) == run_info_columns(sampler=False, accuracy=True)
+    assert sim.score() >= 0.95
+    assert result.run_info.loss.iloc[-1] < result.run_info.loss.iloc[0]
+
+
+def test_any_keras_optimizer_by_name():
+    sim = tati.Simulation(dataset="two_clusters", optimizer="adam", learning_rate=0.05, max_steps=200,
+                          every_nth=50)
+    sim.fit()
+    assert sim.score() >= 0.95
+
+
+def test_parameters_round_trip_and_evaluation_methods():
+    sim = small()
+    theta = np.linspace(-1, 1, sim.num_parameters).astype(np.float32)
+    sim.parameters = theta
+    np.testing.assert_array_equal(sim.parameters, theta)
+    gradient = sim.gradients()
+    assert gradient.shape == (sim.num_parameters,)
+    # finite-difference check of the flat gradient along one direction
+    direction = np.zeros(sim.num_parameters, np.float32)
+    direction[0] = 1e-2
+    sim.parameters = theta + direction
+    up = sim.loss()
+    sim.parameters = theta - direction
+    down = sim.loss()
+    assert (up - down) / 2e-2 == pytest.approx(gradient[0], rel=2e-2, abs=1e-4)
+    assert sim.predict(np.zeros((3, 2))).shape == (3, 1)
+    assert 0.0 <= sim.score() <= 1.0
+    momenta = np.ones(sim.num_parameters)
+    sim.momenta = momenta
+    np.testing.assert_array_equal(sim.momenta, momenta)
+
+
+def test_keras_model_is_sampled_through_the_flat_view():
+    import keras
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(3, activation="tanh"),
+                              keras.layers.Dense(1, activation="tanh")])
+    sim = tati.Simulation(model=model, dataset="two_clusters", max_steps=20, every_nth=10, seed=2)
+    assert sim.num_parameters == 2 * 3 + 3 + 3 * 1 + 1
+    assert sim.model.parameter_names[:9] == [f"weight{i}" for i in range(9)]
+    result = sim.sample()
+    assert len(result.trajectory) == 2 and np.isfinite(result.trajectory.loss).all()
+
+
+def test_equipartition_on_the_two_clusters_network():
+    """average_kinetic_energy = N_dof / (2 beta) within its standard error.
+
+    Step width 0.02 keeps BAOAB's O(h^2) bias of the kinetic energy far below the error.
+    The error comes from batch means of the run-info kinetic energy (20 batches of 1000 steps,
+    far beyond the momentum correlation time 1 / gamma = 50 steps); Student-t critical value
+    for a false-failure rate of 1e-4.
+    """
+    sim = tati.Simulation(dataset="two_clusters", hidden_dimension=[4], step_width=0.02,
+                          friction_constant=1.0, inverse_temperature=2.0, max_steps=21000,
+                          every_nth=10, burn_in_steps=1000, seed=seed(21))
+    result = sim.sample()
+    expected = sim.num_parameters / (2.0 * 2.0)
+    kinetic = result.run_info.kinetic_energy[result.run_info.step > 1000].to_numpy()
+    batches = kinetic.reshape(20, -1).mean(axis=1)
+    error = batches.std(ddof=1) / np.sqrt(len(batches))
+    average = result.averages.average_kinetic_energy.iloc[-1]
+    assert abs(average - expected) < t_critical(1e-4, len(batches) - 1) * error, (average, expected, error)
