@@ -3,16 +3,27 @@
     import tati
     sim = tati.Simulation(potential=U, initial_parameters=x0, sampler="BAOAB")
     result = sim.sample()   # result.run_info, result.trajectory, result.averages
+
+TensorFlow is imported on first use of Simulation, samplers or optimizers, so that the
+command-line tools answer --help and bad flags at once.
 """
 
+import importlib
 import os
 
 # TensorFlow's C++ start-up chatter (CPU features, CUDA probing) is noise for our users.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from tati import optimizers, samplers  # noqa: E402
 from tati.errors import InputError  # noqa: E402
-from tati.simulation import Result, Simulation  # noqa: E402
 
 __version__ = "0.1.0"
+_LAZY = {"Simulation": "tati.simulation", "Result": "tati.simulation",
+         "samplers": "tati.samplers", "optimizers": "tati.optimizers"}
 __all__ = ["InputError", "Result", "Simulation", "optimizers", "samplers", "__version__"]
+
+
+def __getattr__(name):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'tati' has no attribute '{name}'")
+    module = importlib.import_module(_LAZY[name])
+    return module if module.__name__ == f"tati.{name}" else getattr(module, name)

@@ -7,6 +7,7 @@ keep the table's defaults. Every input error is one line on stderr and exit stat
 
 import argparse
 import difflib
+import os
 import sys
 
 from tati.errors import InputError
@@ -54,9 +55,28 @@ def parse(parser, argv):
     return vars(parser.parse_args(argv))
 
 
+def import_tensorflow_quietly():
+    """Import TensorFlow and start its runtime with stderr muted at the file-descriptor level.
+
+    Its C++ start-up lines (CPU features, CUDA probing) are written before any log setting
+    applies; a tool's stderr should carry only what the tool has to say. Python exceptions
+    are unaffected and still reported.
+    """
+    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    try:
+        import tensorflow as tf
+        tf.constant(0.0) + 0.0
+    finally:
+        os.dup2(saved, 2)
+        os.close(devnull)
+        os.close(saved)
+
+
 def run_tool(prog, body):
     """Run body(); InputError becomes one line and exit status 2, Ctrl-C exit status 130."""
     try:
+        import_tensorflow_quietly()
         body()
     except InputError as error:
         fail(prog, error)

@@ -1,7 +1,8 @@
 """A user's potential U(theta): any callable from a 1-D parameter tensor to a scalar energy.
 
 This is how distributions that are not networks are sampled, and how the samplers are tested
-against exact answers. Trajectory columns are param0..param{d-1}.
+against exact answers. Trajectory columns are param0..param{d-1}. The callable must use
+TensorFlow operations (tf.where rather than a Python `if` on a tensor), as for tfp.mcmc.
 """
 
 import tensorflow as tf
@@ -25,7 +26,9 @@ class Potential(FlatModel):
                              f"{initial_parameters!r:.60}") from None
         values = check_flat("initial_parameters", initial_parameters, length, dtype)
         super().__init__(values, [f"param{i}" for i in range(length)], dtype)
-        self.potential = potential
+        # Written with TensorFlow ops, as for tfp.mcmc: autograph would only add noise (it
+        # cannot parse lambdas) and Python control flow on tensors is not supported.
+        self.potential = tf.autograph.experimental.do_not_convert(potential)
         self._check_energy()
 
     def _check_energy(self):
