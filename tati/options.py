@@ -7,6 +7,7 @@ or a command-line string into the option's value, or raises an InputError naming
 
 import difflib
 import math
+import numbers
 from dataclasses import dataclass
 
 from tati.errors import InputError
@@ -34,7 +35,7 @@ class Number(Kind):
             except ValueError:
                 raise InputError(f"{option} must be {'an integer' if self.integer else 'a number'}, "
                                  f"got '{text}'") from None
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or (
                 self.integer and not float(value).is_integer()):
             raise InputError(f"{option} must be {'an integer' if self.integer else 'a number'}, got {text!r}")
         if not math.isfinite(value):
