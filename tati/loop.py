@@ -53,7 +53,9 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
         if has_accuracy:
             row["accuracy"] = accuracy
         if is_sampler:
-            row.update(kinetic_energy=kinetic, noise_sq=info["noise_sq"])
+            row["noise_sq"] = info["noise_sq"]
+            if optimizer.has_momentum:
+                row["kinetic_energy"] = kinetic
         return row
 
     @tf.function(autograph=True)

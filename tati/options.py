@@ -189,12 +189,24 @@ OPTIONS = [
            "initialisation."),
     # sampler
     Option("sampler", "BAOAB", Text(), "sampler",
-           "Sampler by short or full name, any case: BAOAB (others arrive in later versions)."),
+           "Sampler by short or full name, any case: SGLD, GLA1, GLA2, BAOAB, CCAdL, SGHMC "
+           "(HMC1, HMC2, NUTS, RWMH arrive in later versions)."),
     Option("step_width", 0.1, POSITIVE, "sampler", "Time step h of the sampler's integrator."),
     Option("inverse_temperature", 1.0, POSITIVE, "sampler",
            "beta: the sampler targets exp(-beta U)."),
     Option("friction_constant", 1.0, NONNEGATIVE, "sampler",
-           "gamma: how fast the thermostat replaces momentum by noise (alpha = exp(-gamma h))."),
+           "gamma: how fast the thermostat replaces momentum by noise (alpha = exp(-gamma h)); "
+           "SGHMC's friction C; CCAdL's initial adaptive friction."),
+    Option("sigma", 1.0, POSITIVE, "sampler",
+           "CCAdL: coupling of the adaptive friction xi to the kinetic temperature, "
+           "dxi/dt = sigma (|p|^2 / N - 1 / beta)."),
+    Option("sigmaA", None, Optional(POSITIVE), "sampler",
+           "CCAdL: amplitude of the additive momentum noise; none means sqrt(2 gamma / beta), "
+           "which makes gamma the equilibrium friction for exact gradients."),
+    Option("mass", 1.0, POSITIVE, "sampler", "SGHMC: the (scalar) mass M of the momenta."),
+    Option("noise_estimate", 0.0, NONNEGATIVE, "sampler",
+           "SGHMC: B-hat, the estimated gradient-noise term (Chen et al. 2014), kept constant; "
+           "must stay below C / beta."),
     # optimizer
     Option("optimizer", "GradientDescent", Text(), "optimizer",
            "Optimizer of fit(): GradientDescent or any Keras optimizer name (adam, sgd, ...)."),
@@ -230,3 +242,13 @@ def resolve(options):
             raise unknown_option(name)
         values[name] = BY_NAME[name].kind(name, value)
     return values
+
+
+def default(name):
+    """The table's default of one option (used by the samplers' signatures)."""
+    return BY_NAME[name].default
+
+
+def check(name, value):
+    """One option's value converted and checked by its kind, or an InputError naming it."""
+    return BY_NAME[name].kind(name, value)

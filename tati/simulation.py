@@ -136,9 +136,9 @@ class Simulation:
         """The sampler (a Keras optimizer), built on the model's variables."""
         if self._sampler is None:
             o = self.options
-            self._sampler = self._sampler_class(
-                step_width=o["step_width"], inverse_temperature=o["inverse_temperature"],
-                friction_constant=o["friction_constant"], seed=o["seed"])
+            cls = self._sampler_class
+            self._sampler = cls(step_width=o["step_width"], seed=o["seed"],
+                                **{name: o[name] for name in cls.parameters})
             self._sampler.build(self.model.variables)
         return self._sampler
 
@@ -162,12 +162,11 @@ class Simulation:
         if self._run is None or self._run.method != method:
             self._run = _Run(method, optimizer, self)
         run = self._run
-        sampler = run.is_sampler
+        momentum = run.is_sampler and optimizer.has_momentum
         append = run.calls > 0
-        names = self.model.parameter_names
-        tables = [Table(run_info_columns(sampler, self.has_accuracy), o["run_file"], append),
-                  Table(trajectory_columns(names), o["trajectory_file"], append),
-                  Table(averages_columns(sampler), o["averages_file"], append)]
+        tables = [Table(run_info_columns(run.is_sampler, self.has_accuracy, momentum), o["run_file"], append),
+                  Table(trajectory_columns(self.model.parameter_names), o["trajectory_file"], append),
+                  Table(averages_columns(run.is_sampler, momentum), o["averages_file"], append)]
         run.calls += 1
         bar = _progress_bar(o["progress"], o["max_steps"])
         try:
@@ -178,7 +177,7 @@ class Simulation:
                 row = {k: v.numpy() for k, v in run.chunk(tf.constant(n, tf.int32)).items()}
                 elapsed = time.perf_counter() - start
                 done += n
-                self._append_rows(tables, row, int(run.step.numpy()), elapsed, sampler)
+                self._append_rows(tables, row, int(run.step.numpy()), elapsed)
                 if bar is not None:
                     bar.update(n)
         finally:
@@ -188,23 +187,26 @@ class Simulation:
                 bar.close()
         return Result(*(table.frame() for table in tables))
 
-    def _append_rows(self, tables, row, step, elapsed, sampler):
+    def _append_rows(self, tables, row, step, elapsed):
+        """One row per table from the chunk's last-step values; each table picks its columns."""
+        kinetic = float(row.get("kinetic_energy", 0.0))
+        ensemble, average_kinetic, virials, inertia = (float(x) for x in row["averages"])
+        values = {
+            "id": 0, "step": step, "epoch": self.data.epoch(step), "loss": float(row["loss"]),
+            "accuracy": float(row.get("accuracy", np.nan)), "time_per_nth_step": elapsed,
+            "total_energy": float(row["loss"]) + kinetic, "kinetic_energy": kinetic,
+            "scaled_momentum": float(np.sqrt(2.0 * kinetic)),
+            "scaled_gradient": float(row["scaled_gradient"]), "virial": float(row["virial"]),
+            "scaled_noise": float(np.sqrt(row.get("noise_sq", 0.0))),
+            "ensemble_average_loss": ensemble, "average_kinetic_energy": average_kinetic,
+            "average_virials": virials, "average_inertia": inertia,
+        }
+        values.update(zip(self.model.parameter_names, (float(x) for x in row["parameters"])))
         run_info, trajectory, averages = tables
-        epoch = self.data.epoch(step)
-        loss = float(row["loss"])
-        head = [0, step, epoch] + ([float(row["accuracy"])] if self.has_accuracy else []) + [loss, elapsed]
-        if sampler:
-            kinetic = float(row["kinetic_energy"])
-            run_info.append(head + [loss + kinetic, kinetic, float(np.sqrt(2.0 * kinetic)),
-                                    float(row["scaled_gradient"]), float(row["virial"]),
-                                    float(np.sqrt(row["noise_sq"]))])
-        else:
-            run_info.append(head + [float(row["scaled_gradient"]), float(row["virial"])])
-        trajectory.append([0, step, loss] + [float(x) for x in row["parameters"]])
+        run_info.append([values[c] for c in run_info.columns])
+        trajectory.append([values[c] for c in trajectory.columns])
         if step > self.options["burn_in_steps"]:
-            ensemble, kinetic, virials, inertia = (float(x) for x in row["averages"])
-            averages.append([0, step, epoch, loss] + (
-                [ensemble, kinetic, virials, inertia] if sampler else [virials]))
+            averages.append([values[c] for c in averages.columns])
 
     # -- evaluation ----------------------------------------------------------------------------
     def _full_data(self):

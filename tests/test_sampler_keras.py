@@ -90,7 +90,9 @@ def test_bad_sampler_values_name_the_option(option, value):
 
 def test_sampler_names_full_short_and_case_insensitive():
     assert get_sampler("baoab") is BAOAB and get_sampler("BAOAB") is BAOAB
+    assert get_sampler("GeometricLangevinAlgorithm_2ndOrder").__name__ == "GLA2"
+    assert get_sampler("stochasticgradientlangevindynamics").__name__ == "SGLD"
     with pytest.raises(InputError, match="not available"):
-        get_sampler("GeometricLangevinAlgorithm_2ndOrder")
+        get_sampler("HamiltonianMonteCarlo_2ndOrder")
     with pytest.raises(InputError, match="did you mean 'BAOAB'"):
         get_sampler("BAOBA")

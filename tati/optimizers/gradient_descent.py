@@ -2,16 +2,16 @@
 
 import keras
 
-from tati.samplers.base import check_positive
+from tati.options import check, default
 
 
 @keras.saving.register_keras_serializable(package="tati")
 class GradientDescent(keras.optimizers.Optimizer):
     """Plain (stochastic) gradient descent with no momentum."""
 
-    def __init__(self, learning_rate=0.03, name=None, **kwargs):
+    def __init__(self, learning_rate=default("learning_rate"), name=None, **kwargs):
         if not callable(learning_rate):
-            check_positive("learning_rate", learning_rate)
+            learning_rate = check("learning_rate", learning_rate)
         super().__init__(learning_rate=learning_rate, name=name, **kwargs)
 
     def update_step(self, gradient, variable, learning_rate):

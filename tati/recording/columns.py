@@ -1,23 +1,27 @@
-"""Which columns each table has, by method. Their meanings are documented in doc/columns.md."""
+"""Which columns each table has, by method. Their meanings are documented in doc/columns.md.
+
+`sampler`: a sampler rather than an optimizer; `momentum`: the sampler keeps momenta (all
+but SGLD); `accuracy`: a network with a built-in loss.
+"""
 
 
-def run_info_columns(sampler, accuracy):
+def run_info_columns(sampler, accuracy, momentum=True):
     head = ["id", "step", "epoch"] + (["accuracy"] if accuracy else []) + ["loss", "time_per_nth_step"]
-    if sampler:
+    if sampler and momentum:
         return head + ["total_energy", "kinetic_energy", "scaled_momentum", "scaled_gradient",
                        "virial", "scaled_noise"]
-    return head + ["scaled_gradient", "virial"]
+    return head + ["scaled_gradient", "virial"] + (["scaled_noise"] if sampler else [])
 
 
 def trajectory_columns(parameter_names):
     return ["id", "step", "loss"] + list(parameter_names)
 
 
-def averages_columns(sampler):
-    if sampler:
+def averages_columns(sampler, momentum=True):
+    if sampler and momentum:
         return ["id", "step", "epoch", "loss", "ensemble_average_loss", "average_kinetic_energy",
                 "average_virials", "average_inertia"]
-    return ["id", "step", "epoch", "loss", "average_virials"]
+    return ["id", "step", "epoch", "loss"] + (["ensemble_average_loss"] if sampler else []) + ["average_virials"]
 
 
 INTEGER_COLUMNS = ("id", "step", "epoch")

@@ -9,15 +9,19 @@ import difflib
 from tati.errors import InputError
 from tati.samplers.baoab import BAOAB
 from tati.samplers.base import SamplerBase
+from tati.samplers.ccadl import CCAdL
+from tati.samplers.gla import GLA1, GLA2
+from tati.samplers.sghmc import SGHMC
+from tati.samplers.sgld import SGLD
 
 # short name -> (the original's full name, class or None while not built yet)
 _SAMPLERS = {
-    "SGLD": ("StochasticGradientLangevinDynamics", None),
-    "GLA1": ("GeometricLangevinAlgorithm_1stOrder", None),
-    "GLA2": ("GeometricLangevinAlgorithm_2ndOrder", None),
+    "SGLD": ("StochasticGradientLangevinDynamics", SGLD),
+    "GLA1": ("GeometricLangevinAlgorithm_1stOrder", GLA1),
+    "GLA2": ("GeometricLangevinAlgorithm_2ndOrder", GLA2),
     "BAOAB": ("BAOAB", BAOAB),
-    "CCAdL": ("CovarianceControlledAdaptiveLangevin", None),
-    "SGHMC": ("StochasticGradientHamiltonianMonteCarlo", None),
+    "CCAdL": ("CovarianceControlledAdaptiveLangevin", CCAdL),
+    "SGHMC": ("StochasticGradientHamiltonianMonteCarlo", SGHMC),
     "HMC1": ("HamiltonianMonteCarlo_1stOrder", None),
     "HMC2": ("HamiltonianMonteCarlo_2ndOrder", None),
     "NUTS": ("NoUTurnSampler", None),
@@ -49,4 +53,5 @@ def get_sampler(name):
     return cls
 
 
-__all__ = ["BAOAB", "SamplerBase", "get_sampler", "sampler_names"]
+__all__ = ["BAOAB", "CCAdL", "GLA1", "GLA2", "SGHMC", "SGLD", "SamplerBase", "get_sampler",
+           "sampler_names"]

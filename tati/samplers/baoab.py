@@ -17,34 +17,45 @@ random momentum that changes nothing.
 Target: the Gibbs density exp(-beta (U(q) + |p|^2 / 2)). Positions are exact on Gaussian
 targets at any stable step width; averages of other observables carry an O(h^2) error.
 
-Reported per step (`step_info`): the kinetic energy, inertia q^n . p^n and momentum norm of
-the full-step momentum p^n (between the two B's), paired with q^n, the position whose loss
-and gradient the step received. On a harmonic potential with frequency omega this momentum
-has variance (1 - h^2 omega^2 / 4) / beta. scaled_noise is |sqrt((1 - alpha^2) / beta) G|.
+Reported per step (`step_info`): kinetic energy and inertia of the full-step momentum p^n
+(between the two B's), paired with q^n, the position whose loss and gradient the step
+received. On a harmonic potential with frequency omega this momentum has variance
+(1 - h^2 omega^2 / 4) / beta. scaled_noise is |sqrt((1 - alpha^2) / beta) G|.
 """
 
 import keras
 import tensorflow as tf
 
+from tati.options import default
 from tati.samplers import splitting
-from tati.samplers.base import SamplerBase
+from tati.samplers.base import SamplerBase, parameter_property
 
 
 @keras.saving.register_keras_serializable(package="tati")
 class BAOAB(SamplerBase):
     """BAOAB Langevin sampler; `step_width` h, `friction_constant` gamma, `inverse_temperature` beta."""
 
+    parameters = ("inverse_temperature", "friction_constant")
+    friction_constant = parameter_property("friction_constant", "gamma, the friction per unit time.")
+
+    def __init__(self, step_width=default("step_width"), friction_constant=default("friction_constant"),
+                 inverse_temperature=default("inverse_temperature"), seed=default("seed"),
+                 name=None, **kwargs):
+        super().__init__(step_width, seed, name, dict(
+            kwargs, friction_constant=friction_constant, inverse_temperature=inverse_temperature))
+
     def update_step(self, gradient, variable, learning_rate):
-        h = keras.ops.cast(learning_rate, variable.dtype)
-        beta, gamma = self._parameters(variable)
-        momentum = self._momenta[self._get_variable_index(variable)]
+        h = tf.cast(learning_rate, variable.dtype)
+        beta = self._parameter("inverse_temperature", variable.dtype)
+        gamma = self._parameter("friction_constant", variable.dtype)
+        momentum = self._momentum(variable)
         q = tf.convert_to_tensor(variable)
-        p_full = splitting.kick(tf.convert_to_tensor(momentum), gradient, 0.5 * h)     # completes step n-1: p^n
-        p_half = splitting.kick(p_full, gradient, 0.5 * h)            # B of step n
-        q_half = splitting.drift(q, p_half, 0.5 * h)                  # A
+        p_full = splitting.kick(tf.convert_to_tensor(momentum), gradient, 0.5 * h)  # completes step n-1
+        p_half = splitting.kick(p_full, gradient, 0.5 * h)                         # B
+        q_half = splitting.drift(q, p_half, 0.5 * h)                               # A
         alpha = splitting.ou_alpha(gamma, h)
         noise = splitting.ou_noise_scale(alpha, beta) * self._normal(variable)
-        p_new = splitting.ornstein_uhlenbeck(p_half, alpha, 1.0, noise)  # O
-        variable.assign(splitting.drift(q_half, p_new, 0.5 * h))      # A
+        p_new = splitting.ornstein_uhlenbeck(p_half, alpha, noise)                 # O
+        variable.assign(splitting.drift(q_half, p_new, 0.5 * h))                   # A
         momentum.assign(p_new)
         self._report(q, p_full, noise)

@@ -1,16 +1,18 @@
 """SamplerBase: what every tati sampler shares, on top of a Keras 3 optimizer.
 
-A sampler is a Keras optimizer whose `update_step` moves a variable (the positions q) and its
-momentum slot (p) by a composition of the split steps in `splitting.py`. The base class owns:
+A sampler is a Keras optimizer whose `update_step` moves a variable (the positions q) and,
+for the second-order samplers, its momentum slot (p) by a composition of the split steps in
+`splitting.py`. The base class owns:
 
-* the user's parameters: `step_width` (Keras' `learning_rate`, so schedules work),
-  `inverse_temperature` beta and `friction_constant` gamma, the last two kept in optimizer
-  variables so that changing them does not retrace a compiled loop;
-* momentum slots, drawn from N(0, I / beta) at build time with the sampler's seed;
+* the user's parameters: `step_width` (Keras' `learning_rate`, so schedules work) and the
+  names in the class's `parameters` (e.g. `inverse_temperature` beta, `friction_constant`
+  gamma), kept in optimizer variables so that changing them does not retrace a compiled
+  loop; their defaults and checks come from the option table (`tati.options`);
+* momentum slots, drawn from N(0, M / beta) at build time with the sampler's seed;
 * seeded noise: stateless normal draws keyed by (seed, iteration, variable index, stream).
   The iteration counter is an optimizer variable, so a checkpoint restores the noise stream;
-* the per-step report (`step_info`): kinetic energy 1/2 |p|^2, inertia q.p and |noise|^2,
-  summed over all variables of one step, for the run-info and averages tables;
+* the per-step report (`step_info`): kinetic energy, inertia q.p and |noise|^2, summed over
+  all variables of one step, for the run-info and averages tables;
 * validation: every option error is an `InputError` naming the option and the value, and base
   options that would change the dynamics (weight decay, clipping, EMA, gradient accumulation)
   are refused.
@@ -21,39 +23,45 @@ import math
 import keras
 import tensorflow as tf
 
+from tati import options as option_table
 from tati.errors import InputError
 
 # Base-optimizer options that would silently change the sampled dynamics.
 _REFUSED = ("weight_decay", "clipnorm", "clipvalue", "global_clipnorm", "use_ema",
             "gradient_accumulation_steps")
-# Companions of refused options that Keras' own get_config emits; harmless at any value once
-# the option they tune is off.
+# Companions of refused options that Keras' own get_config emits; harmless once those are off.
 _IGNORED = ("ema_momentum", "ema_overwrite_frequency")
 
 INFO_NAMES = ("kinetic_energy", "inertia", "noise_sq")
 
 
-def check_positive(option, value):
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value <= 0:
-        raise InputError(f"{option} must be a positive number, got {value!r}")
-    return float(value)
+def parameter_property(name, doc=""):
+    """A property reading the parameter's variable (once built) and assigning it on set."""
 
+    def get(self):
+        return self._parameter_variables[name] if self.built else self._parameter_values[name]
 
-def check_nonnegative(option, value):
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value < 0:
-        raise InputError(f"{option} must be a non-negative number, got {value!r}")
-    return float(value)
+    def set_(self, value):
+        self._parameter_values[name] = option_table.check(name, value)
+        if self.built:
+            self._parameter_variables[name].assign(self._parameter_values[name])
+
+    return property(get, set_, doc=doc)
 
 
 class SamplerBase(keras.optimizers.Optimizer):
-    """Base class of tati's samplers. Subclasses implement `update_step` with `self._report`."""
+    """Base class of tati's samplers. Subclasses implement `update_step` with `self._report`.
 
-    uses_friction = True
+    Class attributes: `parameters`, the option names the sampler takes besides step_width
+    and seed; `has_momentum`, whether it keeps momentum slots.
+    """
 
-    def __init__(self, step_width=0.1, inverse_temperature=1.0, friction_constant=1.0,
-                 seed=0, name=None, **kwargs):
+    parameters = ("inverse_temperature",)
+    has_momentum = True
+
+    def __init__(self, step_width, seed, name, kwargs):
         cls_name = type(self).__name__
-        if "learning_rate" in kwargs:  # Keras' name for the step width, e.g. from keras' own configs
+        if "learning_rate" in kwargs:  # Keras' name for the step width, e.g. from its configs
             step_width = kwargs.pop("learning_rate")
         for option in _REFUSED:
             value = kwargs.pop(option, None)
@@ -62,64 +70,47 @@ class SamplerBase(keras.optimizers.Optimizer):
                                  "dynamics and is refused")
         for option in _IGNORED:
             kwargs.pop(option, None)
+        values = {p: kwargs.pop(p) for p in self.parameters}
         if not callable(step_width):
-            check_positive("step_width", step_width)
-        if not isinstance(seed, int) or isinstance(seed, bool):
-            raise InputError(f"seed must be an integer, got {seed!r}")
+            step_width = option_table.check("step_width", step_width)
+        seed = option_table.check("seed", seed)
         super().__init__(learning_rate=step_width, name=name, **kwargs)
-        self._inverse_temperature_value = check_positive("inverse_temperature", inverse_temperature)
-        self._friction_constant_value = check_nonnegative("friction_constant", friction_constant)
         self.seed = seed
+        self._parameter_values = {p: option_table.check(p, v) for p, v in values.items()}
 
-    # -- parameters living in variables -------------------------------------------------------
+    inverse_temperature = parameter_property("inverse_temperature", "beta: the target is exp(-beta U).")
+
     @property
     def step_width(self):
         return self.learning_rate
 
     @step_width.setter
     def step_width(self, value):
-        self.learning_rate = check_positive("step_width", value)
-
-    @property
-    def inverse_temperature(self):
-        return self._inverse_temperature if self.built else self._inverse_temperature_value
-
-    @inverse_temperature.setter
-    def inverse_temperature(self, value):
-        self._set_parameter("inverse_temperature", check_positive("inverse_temperature", value))
-
-    @property
-    def friction_constant(self):
-        return self._friction_constant if self.built else self._friction_constant_value
-
-    @friction_constant.setter
-    def friction_constant(self, value):
-        self._set_parameter("friction_constant", check_nonnegative("friction_constant", value))
-
-    def _set_parameter(self, name, value):
-        setattr(self, f"_{name}_value", value)
-        if self.built:
-            getattr(self, f"_{name}").assign(value)
+        self.learning_rate = option_table.check("step_width", value)
 
     # -- state ---------------------------------------------------------------------------------
     def build(self, variables):
         if self.built:
             return
         super().build(variables)
-        self._inverse_temperature = self.add_variable(
-            (), initializer=keras.initializers.Constant(self._inverse_temperature_value),
-            dtype="float64", name="inverse_temperature")
-        self._friction_constant = self.add_variable(
-            (), initializer=keras.initializers.Constant(self._friction_constant_value),
-            dtype="float64", name="friction_constant")
+        self._parameter_variables = {
+            p: self.add_variable((), initializer=keras.initializers.Constant(
+                0.0 if v is None else v), dtype="float64", name=p)
+            for p, v in self._parameter_values.items()}
         self._step_info = self.add_variable((len(INFO_NAMES),), dtype="float64", name="step_info")
-        scale = 1.0 / math.sqrt(self._inverse_temperature_value)
-        self._momenta = [
-            self.add_variable_from_reference(
-                v, name="momentum",
-                initializer=lambda shape, dtype, i=i: scale * tf.random.stateless_normal(
-                    shape, seed=[self.seed, -1 - i], dtype=dtype))
-            for i, v in enumerate(variables)]
+        self._momenta = []
+        if self.has_momentum:
+            scale = self.initial_momentum_scale()
+            self._momenta = [
+                self.add_variable_from_reference(
+                    v, name="momentum",
+                    initializer=lambda shape, dtype, i=i: scale * tf.random.stateless_normal(
+                        shape, seed=[self.seed, -1 - i], dtype=dtype))
+                for i, v in enumerate(variables)]
+
+    def initial_momentum_scale(self):
+        """Standard deviation of the initial momenta: sqrt(M / beta), unit mass here."""
+        return 1.0 / math.sqrt(self._parameter_values["inverse_temperature"])
 
     @property
     def momenta(self):
@@ -133,14 +124,19 @@ class SamplerBase(keras.optimizers.Optimizer):
 
     def apply(self, grads, trainable_variables=None):
         if self.built:
+            self._before_step()
             self._step_info.assign(tf.zeros_like(self._step_info))
         return super().apply(grads, trainable_variables)
 
+    def _before_step(self):
+        """Hook for global updates between steps (e.g. CCAdL's thermostat); reads last step's info."""
+
     # -- helpers for update_step ---------------------------------------------------------------
-    def _parameters(self, variable):
-        """(beta, gamma) in the variable's dtype."""
-        return (tf.cast(self._inverse_temperature, variable.dtype),
-                tf.cast(self._friction_constant, variable.dtype))
+    def _parameter(self, name, dtype):
+        return tf.cast(self._parameter_variables[name], dtype)
+
+    def _momentum(self, variable):
+        return self._momenta[self._get_variable_index(variable)]
 
     def _normal(self, variable, stream=0):
         """Standard normal draw of the variable's shape, keyed by (seed, iteration, variable, stream)."""
@@ -150,12 +146,17 @@ class SamplerBase(keras.optimizers.Optimizer):
         key = tf.random.experimental.stateless_fold_in(key, index * 64 + stream)
         return tf.random.stateless_normal(tf.shape(variable), seed=key, dtype=variable.dtype)
 
-    def _report(self, position, momentum, noise):
-        """Add this variable's share of the step's kinetic energy, inertia q.p and |noise|^2."""
-        q = tf.reshape(position, [-1])
-        p = tf.reshape(momentum, [-1])
+    def _report(self, position, momentum, noise, mass=1.0):
+        """Add this variable's share of the kinetic energy |p|^2 / 2M, the inertia q.p and
+        |noise|^2; momentum None for samplers without momenta."""
         n = tf.reshape(noise, [-1])
-        values = tf.stack([0.5 * tf.tensordot(p, p, 1), tf.tensordot(q, p, 1), tf.tensordot(n, n, 1)])
+        noise_sq = tf.tensordot(n, n, 1)
+        if momentum is None:
+            values = tf.stack([tf.zeros_like(noise_sq), tf.zeros_like(noise_sq), noise_sq])
+        else:
+            q = tf.reshape(position, [-1])
+            p = tf.reshape(momentum, [-1])
+            values = tf.stack([0.5 * tf.tensordot(p, p, 1) / mass, tf.tensordot(q, p, 1), noise_sq])
         self._step_info.assign_add(tf.cast(values, tf.float64))
 
     # -- serialization -------------------------------------------------------------------------
@@ -164,9 +165,7 @@ class SamplerBase(keras.optimizers.Optimizer):
         config["step_width"] = config.pop("learning_rate")
         for option in _REFUSED + _IGNORED:
             config.pop(option, None)
-        config.update(inverse_temperature=float(self._inverse_temperature_value),
-                      friction_constant=float(self._friction_constant_value),
-                      seed=self.seed)
+        config.update(self._parameter_values, seed=self.seed)
         return config
 
     @classmethod

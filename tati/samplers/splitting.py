@@ -39,9 +39,9 @@ def ou_noise_scale(alpha, inverse_temperature):
     return tf.sqrt((1.0 - alpha * alpha) / inverse_temperature)
 
 
-def ornstein_uhlenbeck(momentum, alpha, noise_scale, normal):
-    """O: alpha p + noise_scale G, with G a standard normal draw of p's shape."""
-    return alpha * momentum + noise_scale * normal
+def ornstein_uhlenbeck(momentum, alpha, noise):
+    """O: alpha p + noise, the noise being ou_noise_scale(alpha, beta) G with G ~ N(0, I)."""
+    return alpha * momentum + noise
 
 
 def euler_maruyama(position, gradient, h, inverse_temperature, normal):

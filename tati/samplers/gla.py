@@ -1,0 +1,80 @@
+"""Geometric Langevin Algorithms (Leimkuhler 2015, section 2.2.3): GLA1 (BAO) and GLA2
+(BABO, run in the cyclic form BOBA).
+
+A first-order splitting of the Langevin dynamics into its Hamiltonian part and its
+Ornstein-Uhlenbeck part O (alpha = exp(-gamma h), noise sqrt((1 - alpha^2) / beta) G).
+
+GLA1, one step of width h from (q^n, p^n), first order:
+    B: p' = p^n - h grad U(q^n)
+    A: q^{n+1} = q^n + h p'
+    O: p^{n+1} = alpha p' + sqrt((1 - alpha^2) / beta) G
+Reported momentum: p^n, the momentum the step starts from.
+
+GLA2, BABO, second order for the Hamiltonian part:
+    B: p' = p^n - h/2 grad U(q^n)
+    A: q^{n+1} = q^n + h p'
+    B: p'' = p' - h/2 grad U(q^{n+1})
+    O: p^{n+1} = alpha p'' + sqrt((1 - alpha^2) / beta) G
+The second B needs grad U(q^{n+1}), which arrives with the next call; so each call performs
+B O B A with its one gradient grad U(q^n): the first B and the O complete the previous step
+(giving p^n), then B and A start the current one. The kinetic energy is taken after O: it is
+that of p^n, paired with q^n.
+
+Target: exp(-beta (U(q) + |p|^2 / 2)), with O(h) bias for GLA1 and O(h^2) for GLA2.
+"""
+
+import keras
+import tensorflow as tf
+
+from tati.options import default
+from tati.samplers import splitting
+from tati.samplers.base import SamplerBase, parameter_property
+
+
+class _GLA(SamplerBase):
+    parameters = ("inverse_temperature", "friction_constant")
+    friction_constant = parameter_property("friction_constant", "gamma, the friction per unit time.")
+
+    def __init__(self, step_width=default("step_width"), friction_constant=default("friction_constant"),
+                 inverse_temperature=default("inverse_temperature"), seed=default("seed"),
+                 name=None, **kwargs):
+        super().__init__(step_width, seed, name, dict(
+            kwargs, friction_constant=friction_constant, inverse_temperature=inverse_temperature))
+
+    def _thermostat(self, variable, h):
+        """(alpha, noise) of this step's O part."""
+        beta = self._parameter("inverse_temperature", variable.dtype)
+        alpha = splitting.ou_alpha(self._parameter("friction_constant", variable.dtype), h)
+        return alpha, splitting.ou_noise_scale(alpha, beta) * self._normal(variable)
+
+
+@keras.saving.register_keras_serializable(package="tati")
+class GLA1(_GLA):
+    """First-order Geometric Langevin Algorithm, B A O."""
+
+    def update_step(self, gradient, variable, learning_rate):
+        h = tf.cast(learning_rate, variable.dtype)
+        momentum = self._momentum(variable)
+        q, p = tf.convert_to_tensor(variable), tf.convert_to_tensor(momentum)
+        p_kicked = splitting.kick(p, gradient, h)                        # B
+        variable.assign(splitting.drift(q, p_kicked, h))                 # A
+        alpha, noise = self._thermostat(variable, h)
+        momentum.assign(splitting.ornstein_uhlenbeck(p_kicked, alpha, noise))  # O
+        self._report(q, p, noise)
+
+
+@keras.saving.register_keras_serializable(package="tati")
+class GLA2(_GLA):
+    """Second-order Geometric Langevin Algorithm, B A B O run as B O B A."""
+
+    def update_step(self, gradient, variable, learning_rate):
+        h = tf.cast(learning_rate, variable.dtype)
+        momentum = self._momentum(variable)
+        q = tf.convert_to_tensor(variable)
+        alpha, noise = self._thermostat(variable, h)
+        p_previous = splitting.kick(tf.convert_to_tensor(momentum), gradient, 0.5 * h)  # B of step n-1
+        p_full = splitting.ornstein_uhlenbeck(p_previous, alpha, noise)                # O: p^n
+        p_half = splitting.kick(p_full, gradient, 0.5 * h)                             # B
+        variable.assign(splitting.drift(q, p_half, h))                                 # A
+        momentum.assign(p_half)
+        self._report(q, p_full, noise)
