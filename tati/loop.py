@@ -55,7 +55,7 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
         if is_sampler:
             row["noise_sq"] = info["noise_sq"]
             if optimizer.has_momentum:
-                row["kinetic_energy"] = kinetic
+                row.update(kinetic_energy=kinetic, momentum_sq=info["momentum_sq"])
         return row
 
     @tf.function(autograph=True)

@@ -114,17 +114,25 @@ class PythonObject(Kind):
         return value if self.check is None or value is None else self.check(option, value)
 
 
-def _dataset(option, value):
-    if isinstance(value, str):
-        from tati.data.datasets import DATASETS
-        return Text(DATASETS)(option, value)
-    if isinstance(value, (tuple, list)) and len(value) == 2:
-        return tuple(value)
-    raise InputError(f"{option} must be a built-in dataset name or a pair (X, Y) of arrays, got {value!r:.60}")
+class Dataset(Kind):
+    """A built-in dataset's name or, in Python, a pair (X, Y) of arrays."""
+    metavar = "{two_clusters,two_circles,four_squares,two_spirals}"
+
+    def __call__(self, option, value):
+        if isinstance(value, str):
+            from tati.data.datasets import DATASETS
+            return Text(DATASETS)(option, value)
+        if isinstance(value, (tuple, list)) and len(value) == 2:
+            return tuple(value)
+        raise InputError(f"{option} must be a built-in dataset name or a pair (X, Y) of arrays, "
+                         f"got {value!r:.60}")
 
 
-def _text_or_callable(option, value):
-    return value if callable(value) else Text()(option, value)
+class TextOrCallable(Text):
+    """One of the names or, in Python, a callable."""
+
+    def __call__(self, option, value):
+        return value if callable(value) else super().__call__(option, value)
 
 
 POSITIVE = Number(minimum=0, strict=True)
@@ -151,7 +159,7 @@ class Option:
 
 OPTIONS = [
     # data
-    Option("dataset", None, PythonObject(_dataset), "data",
+    Option("dataset", None, Optional(Dataset()), "data",
            "Built-in dataset (two_clusters, two_circles, four_squares, two_spirals) or, in Python, "
            "a pair (X, Y) of arrays. With no data option, networks train on two_clusters."),
     Option("dataset_size", 500, POSITIVE_INT, "data", "Number of points of a built-in dataset."),
@@ -174,7 +182,7 @@ OPTIONS = [
            "Activation of the hidden layers."),
     Option("output_activation", "tanh", Text(ACTIVATION_NAMES), "network",
            "Activation of the output layer."),
-    Option("loss", "mean_squared", PythonObject(_text_or_callable), "network",
+    Option("loss", "mean_squared", TextOrCallable(LOSS_NAMES), "network",
            "Loss of the network: " + ", ".join(LOSS_NAMES) + "; in Python also a callable "
            "(labels, outputs) -> scalar for a user's Keras model."),
     Option("dtype", "float32", Text(("float32", "float64")), "network",
@@ -200,7 +208,7 @@ OPTIONS = [
     Option("sigma", 1.0, POSITIVE, "sampler",
            "CCAdL: coupling of the adaptive friction xi to the kinetic temperature, "
            "dxi/dt = sigma (|p|^2 / N - 1 / beta)."),
-    Option("sigmaA", None, Optional(POSITIVE), "sampler",
+    Option("sigmaA", None, Optional(NONNEGATIVE), "sampler",
            "CCAdL: amplitude of the additive momentum noise; none means sqrt(2 gamma / beta), "
            "which makes gamma the equilibrium friction for exact gradients."),
     Option("mass", 1.0, POSITIVE, "sampler", "SGHMC: the (scalar) mass M of the momenta."),

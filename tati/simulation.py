@@ -195,7 +195,7 @@ class Simulation:
             "id": 0, "step": step, "epoch": self.data.epoch(step), "loss": float(row["loss"]),
             "accuracy": float(row.get("accuracy", np.nan)), "time_per_nth_step": elapsed,
             "total_energy": float(row["loss"]) + kinetic, "kinetic_energy": kinetic,
-            "scaled_momentum": float(np.sqrt(2.0 * kinetic)),
+            "scaled_momentum": float(np.sqrt(row.get("momentum_sq", 0.0))),
             "scaled_gradient": float(row["scaled_gradient"]), "virial": float(row["virial"]),
             "scaled_noise": float(np.sqrt(row.get("noise_sq", 0.0))),
             "ensemble_average_loss": ensemble, "average_kinetic_energy": average_kinetic,
@@ -255,17 +255,23 @@ class Simulation:
     @property
     def momenta(self):
         """The sampler's flat momentum vector (a copy); assignable like parameters."""
+        self._check_momenta()
         return tf.concat([tf.reshape(m, [-1]) for m in self.sampler.momenta], 0).numpy()
 
     @momenta.setter
     def momenta(self, values):
         from tati.models.flat import check_flat
+        self._check_momenta()
         values = check_flat("momenta", values, self.num_parameters, self.model.dtype)
         start = 0
         for m in self.sampler.momenta:
             size = int(np.prod(m.shape))
             m.assign(values[start:start + size].reshape(m.shape))
             start += size
+
+    def _check_momenta(self):
+        if not self.sampler.has_momentum:
+            raise InputError(f"sampler {self.options['sampler']} has no momenta")
 
     @staticmethod
     def help(name=None):

@@ -24,7 +24,7 @@ def run_standalone(sampler, gradient, q0, p0, steps, thin):
     sampler.build([q])
     if sampler.has_momentum:
         sampler.momenta[0].assign(p0)
-    records = steps // thin
+    records = (steps + thin - 1) // thin
 
     @tf.function(autograph=True)
     def loop():

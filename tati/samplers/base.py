@@ -32,7 +32,7 @@ _REFUSED = ("weight_decay", "clipnorm", "clipvalue", "global_clipnorm", "use_ema
 # Companions of refused options that Keras' own get_config emits; harmless once those are off.
 _IGNORED = ("ema_momentum", "ema_overwrite_frequency")
 
-INFO_NAMES = ("kinetic_energy", "inertia", "noise_sq")
+INFO_NAMES = ("kinetic_energy", "momentum_sq", "inertia", "noise_sq")
 
 
 def parameter_property(name, doc=""):
@@ -130,6 +130,7 @@ class SamplerBase(keras.optimizers.Optimizer):
 
     def _before_step(self):
         """Hook for global updates between steps (e.g. CCAdL's thermostat); reads last step's info."""
+        return None
 
     # -- helpers for update_step ---------------------------------------------------------------
     def _parameter(self, name, dtype):
@@ -147,16 +148,18 @@ class SamplerBase(keras.optimizers.Optimizer):
         return tf.random.stateless_normal(tf.shape(variable), seed=key, dtype=variable.dtype)
 
     def _report(self, position, momentum, noise, mass=1.0):
-        """Add this variable's share of the kinetic energy |p|^2 / 2M, the inertia q.p and
-        |noise|^2; momentum None for samplers without momenta."""
+        """Add this variable's share of the kinetic energy |p|^2 / 2M, |p|^2, the inertia q.p
+        and |noise|^2; momentum None for samplers without momenta."""
         n = tf.reshape(noise, [-1])
         noise_sq = tf.tensordot(n, n, 1)
         if momentum is None:
-            values = tf.stack([tf.zeros_like(noise_sq), tf.zeros_like(noise_sq), noise_sq])
+            zero = tf.zeros_like(noise_sq)
+            values = tf.stack([zero, zero, zero, noise_sq])
         else:
             q = tf.reshape(position, [-1])
             p = tf.reshape(momentum, [-1])
-            values = tf.stack([0.5 * tf.tensordot(p, p, 1) / mass, tf.tensordot(q, p, 1), noise_sq])
+            momentum_sq = tf.tensordot(p, p, 1)
+            values = tf.stack([0.5 * momentum_sq / mass, momentum_sq, tf.tensordot(q, p, 1), noise_sq])
         self._step_info.assign_add(tf.cast(values, tf.float64))
 
     # -- serialization -------------------------------------------------------------------------

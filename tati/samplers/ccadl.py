@@ -23,6 +23,7 @@ Each call, with the one gradient grad U~(q^n):
 The first B and the O complete the previous step, as in GLA2. Parameters: `friction_constant`
 is the initial xi; `sigmaA` defaults to sqrt(2 friction_constant / beta), which makes
 friction_constant the equilibrium friction when gradients are exact (then the sampler is GLA2);
+it is fixed when the sampler is made, so a later change of beta leaves it as it was.
 `sigma` is the thermostat's coupling (inverse thermal mass).
 """
 
