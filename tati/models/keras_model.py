@@ -16,7 +16,8 @@ from tati.models.losses import LOSSES, accuracy
 class KerasModel:
     uses_data = True
 
-    def __init__(self, model, loss, input_dimension):
+    def __init__(self, model, loss=None, input_dimension=None):
+        """loss None: only the flat parameter view (as the Keras callback uses it)."""
         if not model.built:
             model.build((None, input_dimension))
         variables = list(model.trainable_variables)
@@ -29,7 +30,7 @@ class KerasModel:
         n_weight = sum(int(np.prod(v.shape)) for v in variables) - n_bias
         self.parameter_names = ([f"weight{i}" for i in range(n_weight)]
                                 + [f"bias{i}" for i in range(n_bias)])
-        if callable(loss):
+        if loss is None or callable(loss):
             self.loss_name, self._loss = None, loss
         elif loss in LOSSES:
             self.loss_name, self._loss = loss, LOSSES[loss]

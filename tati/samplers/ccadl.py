@@ -84,7 +84,8 @@ class CCAdL(SamplerBase):
         alpha = splitting.ou_alpha(xi, h)
         # (1 - alpha^2) / (2 xi), continued to h at xi = 0 (xi may become negative)
         small = tf.abs(xi * h) < 1e-4
-        variance = tf.where(small, h * (1.0 - xi * h), (1.0 - alpha * alpha) / (2.0 * tf.where(small, 1.0, xi)))
+        safe_xi = tf.where(small, tf.ones_like(xi), xi)
+        variance = tf.where(small, h * (1.0 - xi * h), (1.0 - alpha * alpha) / (2.0 * safe_xi))
         noise = sigma_a * tf.sqrt(variance) * self._normal(variable)
         p_previous = splitting.kick(tf.convert_to_tensor(momentum), gradient, 0.5 * h)  # B of step n-1
         p_full = splitting.ornstein_uhlenbeck(p_previous, alpha, noise)                # O: p^n

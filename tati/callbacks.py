@@ -1,0 +1,74 @@
+"""TrajectoryRecorder: the run-info and trajectory tables for `model.fit` with a tati sampler.
+
+    model.compile(optimizer=tati.samplers.BAOAB(step_width=0.01), loss="mse")
+    recorder = tati.callbacks.TrajectoryRecorder(every_nth=10, trajectory_file="trajectory.csv")
+    model.fit(x, y, callbacks=[recorder])
+    recorder.trajectory, recorder.run_info      # DataFrames
+
+Rows are written at every every_nth optimizer step. As in the Simulation's tables, a row's
+parameters are the state q^n the step started from (taken just before the step) and the
+sampler's report belongs to that step; `loss` however is what Keras logs after the step: the
+running mean of the batch losses over the epoch so far. Parameters are in the flat order of
+tati's Keras model view: weight variables first, then bias variables (weight0.., bias0..).
+"""
+
+import keras
+import numpy as np
+
+from tati.models.keras_model import KerasModel
+from tati.recording.table import Table
+from tati.samplers.base import SamplerBase
+
+_SAMPLER_COLUMNS = ["kinetic_energy", "scaled_momentum", "scaled_noise"]
+
+
+class TrajectoryRecorder(keras.callbacks.Callback):
+    def __init__(self, every_nth=1, run_file=None, trajectory_file=None, walker=0):
+        super().__init__()
+        from tati.options import check
+        self.every_nth = check("every_nth", every_nth)
+        self.files = (run_file, trajectory_file)
+        self.walker = walker
+        self._tables = None
+        self._snapshot = None
+
+    def on_train_begin(self, logs=None):
+        self._view = KerasModel(self.model)
+        optimizer = self.model.optimizer
+        self._reports = isinstance(optimizer, SamplerBase)
+        run_columns = ["id", "step", "loss"] + (_SAMPLER_COLUMNS if self._reports else [])
+        run_file, trajectory_file = self.files
+        self._tables = (Table(run_columns, run_file),
+                        Table(["id", "step", "loss"] + self._view.parameter_names, trajectory_file))
+
+    def _next_step(self):
+        return int(self.model.optimizer.iterations.numpy()) + 1
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self._snapshot = (self._view.get_parameters() if self._next_step() % self.every_nth == 0
+                          else None)
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self._snapshot is None:
+            return
+        step = self._next_step() - 1
+        loss = float((logs or {}).get("loss", np.nan))
+        run_info, trajectory = self._tables
+        row = [self.walker, step, loss]
+        if self._reports:
+            info = {k: float(v) for k, v in self.model.optimizer.step_info.items()}
+            row += [info["kinetic_energy"], float(np.sqrt(info["momentum_sq"])), float(np.sqrt(info["noise_sq"]))]
+        run_info.append(row)
+        trajectory.append([self.walker, step, loss] + [float(x) for x in self._snapshot])
+
+    def on_train_end(self, logs=None):
+        for table in self._tables:
+            table.close()
+
+    @property
+    def run_info(self):
+        return self._tables[0].frame()
+
+    @property
+    def trajectory(self):
+        return self._tables[1].frame()
