@@ -28,15 +28,18 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
             else:
                 loss = model.loss(features, labels)
         grads = tape.gradient(loss, variables, unconnected_gradients=tf.UnconnectedGradients.ZERO)
-        virial = 0.5 * tf.add_n([tf.reduce_sum(tf.cast(v, tf.float64) * tf.cast(g, tf.float64))
-                                 for v, g in zip(variables, grads)])
+        virial = 0.5 * tf.add_n([tf.cast(tf.reduce_sum(v * g), tf.float64) for v, g in zip(variables, grads)])
         if record:
             parameters = model.flat_parameters()
             gradient_norm = tf.sqrt(tf.add_n([tf.reduce_sum(tf.square(tf.cast(g, tf.float64)))
                                               for g in grads]))
             rate = 1.0 if optimizer is None else optimizer.learning_rate
             scaled_gradient = tf.cast(rate, tf.float64) * gradient_norm
-        if optimizer is not None:
+        if is_sampler:
+            optimizer.report_details = record  # read while tracing: rows only need it at records
+            optimizer.apply(grads, variables)
+            optimizer.report_details = True
+        elif optimizer is not None:
             optimizer.apply(grads, variables)
         step.assign_add(1)
         if is_sampler:

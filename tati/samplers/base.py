@@ -58,6 +58,9 @@ class SamplerBase(keras.optimizers.Optimizer):
 
     parameters = ("inverse_temperature",)
     has_momentum = True
+    # Whether update_step also measures |noise|^2, which only table rows need; the compiled
+    # loop turns it off (while tracing) for the steps between rows to save a pass over q.
+    report_details = True
 
     def __init__(self, step_width, seed, name, kwargs):
         cls_name = type(self).__name__
@@ -149,17 +152,15 @@ class SamplerBase(keras.optimizers.Optimizer):
 
     def _report(self, position, momentum, noise, mass=1.0):
         """Add this variable's share of the kinetic energy |p|^2 / 2M, |p|^2, the inertia q.p
-        and |noise|^2; momentum None for samplers without momenta."""
-        n = tf.reshape(noise, [-1])
-        noise_sq = tf.tensordot(n, n, 1)
+        and |noise|^2 (zero unless report_details); momentum None for samplers without momenta."""
+        zero = tf.constant(0.0, noise.dtype)
+        noise_sq = tf.reduce_sum(tf.square(noise)) if self.report_details else zero
         if momentum is None:
-            zero = tf.zeros_like(noise_sq)
             values = tf.stack([zero, zero, zero, noise_sq])
         else:
-            q = tf.reshape(position, [-1])
-            p = tf.reshape(momentum, [-1])
-            momentum_sq = tf.tensordot(p, p, 1)
-            values = tf.stack([0.5 * momentum_sq / mass, momentum_sq, tf.tensordot(q, p, 1), noise_sq])
+            momentum_sq = tf.reduce_sum(tf.square(momentum))
+            inertia = tf.reduce_sum(position * momentum)
+            values = tf.stack([0.5 * momentum_sq / mass, momentum_sq, inertia, noise_sq])
         self._step_info.assign_add(tf.cast(values, tf.float64))
 
     # -- serialization -------------------------------------------------------------------------
