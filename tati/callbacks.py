@@ -45,7 +45,7 @@ class TrajectoryRecorder(keras.callbacks.Callback):
         return int(self.model.optimizer.iterations.numpy()) + 1
 
     def on_train_batch_begin(self, batch, logs=None):
-        self._snapshot = (self._view.get_parameters() if self._next_step() % self.every_nth == 0
+        self._snapshot = (self._view.get_parameters()[0] if self._next_step() % self.every_nth == 0
                           else None)
 
     def on_train_batch_end(self, batch, logs=None):

@@ -1,9 +1,11 @@
 """The compiled chunk: n steps of one optimizer or sampler inside one tf.function.
 
-Each step: next batch, loss and gradient at the current parameters q_n, the virial
-1/2 q_n . grad U(q_n), the optimizer's update, and the running averages. The last step of a
-chunk also returns what its table rows need: loss, accuracy and parameters at q_n (the state
-before the update), the step's gradient norm times the step width, and the sampler's report.
+Each step: next batch, every walker's loss and gradient at its current parameters q_n (one
+gradient of the summed loss: walkers do not interact through it), the virial
+1/2 q_n . grad U(q_n) per walker, the optimizer's update, and the running averages. The last
+step of a chunk also returns what its table rows need, per walker: loss, accuracy and
+parameters at q_n (the state before the update), the step's gradient norm times the step
+width, and the sampler's report.
 """
 
 import tensorflow as tf
@@ -20,19 +22,30 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
     variables = model.variables
     is_sampler = isinstance(optimizer, SamplerBase)
 
+    def per_walker(products):
+        """Sum of each variable's elementwise products: over all but the walker axis, as [W]."""
+        if model.walker_axis:
+            return tf.add_n([tf.cast(tf.reduce_sum(tf.reshape(x, [tf.shape(x)[0], -1]), axis=1), tf.float64)
+                             for x in products])
+        return tf.reshape(tf.add_n([tf.cast(tf.reduce_sum(x), tf.float64) for x in products]), [1])
+
+    def as_walkers(value):
+        return tf.reshape(tf.cast(value, tf.float64), [-1]) if model.walker_axis else tf.reshape(
+            tf.cast(value, tf.float64), [1])
+
     def one_step(record):
         features, labels = data.next()
         with tf.GradientTape() as tape:
             if record and has_accuracy:
-                loss, accuracy = model.loss_and_accuracy(features, labels)
+                losses, accuracy = model.loss_and_accuracy(features, labels)
             else:
-                loss = model.loss(features, labels)
-        grads = tape.gradient(loss, variables, unconnected_gradients=tf.UnconnectedGradients.ZERO)
-        virial = 0.5 * tf.add_n([tf.cast(tf.reduce_sum(v * g), tf.float64) for v, g in zip(variables, grads)])
+                losses = model.loss(features, labels)
+            total = tf.reduce_sum(losses)
+        grads = tape.gradient(total, variables, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+        virial = 0.5 * per_walker([v * g for v, g in zip(variables, grads)])
         if record:
             parameters = model.flat_parameters()
-            gradient_norm = tf.sqrt(tf.add_n([tf.reduce_sum(tf.square(tf.cast(g, tf.float64)))
-                                              for g in grads]))
+            gradient_norm = tf.sqrt(per_walker([tf.square(g) for g in grads]))
             rate = 1.0 if optimizer is None else optimizer.learning_rate
             scaled_gradient = tf.cast(rate, tf.float64) * gradient_norm
         if is_sampler:
@@ -42,16 +55,17 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
         elif optimizer is not None:
             optimizer.apply(grads, variables)
         step.assign_add(1)
+        zeros = tf.zeros_like(virial)
         if is_sampler:
-            info = optimizer.step_info
+            info = {k: as_walkers(v) for k, v in optimizer.step_info.items()}
             kinetic, inertia, beta = info["kinetic_energy"], info["inertia"], optimizer.inverse_temperature
         else:
-            kinetic = inertia = tf.constant(0.0, tf.float64)
+            kinetic = inertia = zeros
             beta = tf.constant(1.0, tf.float64)
-        averages.update(loss, virial, kinetic, inertia, beta, step > burn_in_steps)
+        averages.update(losses, virial, kinetic, inertia, beta, step > burn_in_steps)
         if not record:
             return None
-        row = {"loss": loss, "parameters": parameters, "scaled_gradient": scaled_gradient,
+        row = {"loss": losses, "parameters": parameters, "scaled_gradient": scaled_gradient,
                "virial": virial, "averages": tf.stack(averages.values())}
         if has_accuracy:
             row["accuracy"] = accuracy

@@ -103,6 +103,14 @@ class ListOf(Kind):
         return [self.kind(option, item) for item in items]
 
 
+class Parameters(Kind):
+    """A parameter vector, or in Python also one per walker; checked against the model."""
+    metavar = "FLOAT,..."
+
+    def __call__(self, option, value):
+        return ListOf(Number())(option, value) if isinstance(value, str) else value
+
+
 class PythonObject(Kind):
     """Only through the Python interface (a callable, an array, a Keras model)."""
     metavar = None
@@ -192,9 +200,12 @@ OPTIONS = [
     Option("potential", None, PythonObject(), "network",
            "A callable theta -> U(theta) on a 1-D parameter tensor, sampled instead of a "
            "network (Python only); needs initial_parameters."),
-    Option("initial_parameters", None, Optional(ListOf(Number())), "network",
-           "Initial flat parameter vector (length d); for networks it replaces the seeded "
-           "initialisation."),
+    Option("initial_parameters", None, Parameters(), "network",
+           "Initial flat parameter vector (length d), or one per walker ([W, d]); for networks "
+           "it replaces the seeded initialisation. On the command line: comma-separated."),
+    Option("potential_batched", False, PythonObject(lambda option, v: Boolean()(option, v)), "network",
+           "The potential takes all walkers' parameters [W, d] and returns [W] energies, instead "
+           "of being vectorised over walkers by tati (Python only)."),
     # sampler
     Option("sampler", "BAOAB", Text(), "sampler",
            "Sampler by short or full name, any case: SGLD, GLA1, GLA2, BAOAB, CCAdL, SGHMC "
@@ -219,6 +230,10 @@ OPTIONS = [
     Option("optimizer", "GradientDescent", Text(), "optimizer",
            "Optimizer of fit(): GradientDescent or any Keras optimizer name (adam, sgd, ...)."),
     Option("learning_rate", 0.03, POSITIVE, "optimizer", "Learning rate of the optimizer."),
+    # walkers
+    Option("number_walkers", 1, POSITIVE_INT, "walkers",
+           "Number of walkers W, advanced together in one vectorised step; each has its own noise "
+           "and, by default, its own initial parameters (drawn with seed + walker)."),
     # run
     Option("max_steps", 1000, POSITIVE_INT, "run", "Number of steps of one sample() or fit() call."),
     Option("every_nth", 1, POSITIVE_INT, "run",

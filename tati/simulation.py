@@ -47,7 +47,7 @@ class _Run:
         self.optimizer = optimizer
         self.is_sampler = isinstance(optimizer, SamplerBase)
         self.step = tf.Variable(tf.constant(0, tf.int64), trainable=False, name="step")
-        self.averages = RunningAverages()
+        self.averages = RunningAverages(simulation.model.num_walkers)
         self.chunk = make_chunk(simulation.model, simulation.data, optimizer, self.step,
                                 self.averages, simulation.options["burn_in_steps"],
                                 simulation.has_accuracy)
@@ -119,8 +119,12 @@ class Simulation:
     def _make_model(self):
         o = self.options
         if o["potential"] is not None:
-            return Potential(o["potential"], o["initial_parameters"], o["dtype"])
+            return Potential(o["potential"], o["initial_parameters"], o["dtype"], o["number_walkers"],
+                             o["potential_batched"])
         if o["model"] is not None:
+            if o["number_walkers"] > 1:
+                raise InputError("number_walkers > 1 needs the built-in network or a potential; a "
+                                 "Keras model is sampled with one walker")
             model = KerasModel(o["model"], o["loss"], o["input_dimension"])
             if o["initial_parameters"] is not None:
                 model.set_parameters(o["initial_parameters"])
@@ -129,7 +133,7 @@ class Simulation:
             raise InputError("loss must be one of the built-in names for the built-in network")
         return MLP(o["input_dimension"], o["output_dimension"], o["hidden_dimension"],
                    o["hidden_activation"], o["output_activation"], o["loss"], o["seed"],
-                   o["dtype"], o["initial_parameters"])
+                   o["dtype"], o["initial_parameters"], o["number_walkers"])
 
     @property
     def sampler(self):
@@ -139,6 +143,7 @@ class Simulation:
             cls = self._sampler_class
             self._sampler = cls(step_width=o["step_width"], seed=o["seed"],
                                 **{name: o[name] for name in cls.parameters})
+            self._sampler.walker_axis = self.model.walker_axis
             self._sampler.build(self.model.variables)
         return self._sampler
 
@@ -188,25 +193,28 @@ class Simulation:
         return Result(*(table.frame() for table in tables))
 
     def _append_rows(self, tables, row, step, elapsed):
-        """One row per table from the chunk's last-step values; each table picks its columns."""
-        kinetic = float(row.get("kinetic_energy", 0.0))
-        ensemble, average_kinetic, virials, inertia = (float(x) for x in row["averages"])
-        values = {
-            "id": 0, "step": step, "epoch": self.data.epoch(step), "loss": float(row["loss"]),
-            "accuracy": float(row.get("accuracy", np.nan)), "time_per_nth_step": elapsed,
-            "total_energy": float(row["loss"]) + kinetic, "kinetic_energy": kinetic,
-            "scaled_momentum": float(np.sqrt(row.get("momentum_sq", 0.0))),
-            "scaled_gradient": float(row["scaled_gradient"]), "virial": float(row["virial"]),
-            "scaled_noise": float(np.sqrt(row.get("noise_sq", 0.0))),
+        """One row per walker and table from the chunk's last-step values; each table picks
+        its columns."""
+        walkers = self.model.num_walkers
+        zero = np.zeros(walkers)
+        loss = row["loss"].astype(np.float64)
+        kinetic = row.get("kinetic_energy", zero)
+        ensemble, average_kinetic, virials, inertia = row["averages"]
+        columns = {
+            "loss": loss, "accuracy": row.get("accuracy", zero + np.nan),
+            "total_energy": loss + kinetic, "kinetic_energy": kinetic,
+            "scaled_momentum": np.sqrt(row.get("momentum_sq", zero)),
+            "scaled_gradient": row["scaled_gradient"], "virial": row["virial"],
+            "scaled_noise": np.sqrt(row.get("noise_sq", zero)),
             "ensemble_average_loss": ensemble, "average_kinetic_energy": average_kinetic,
             "average_virials": virials, "average_inertia": inertia,
         }
-        values.update(zip(self.model.parameter_names, (float(x) for x in row["parameters"])))
-        run_info, trajectory, averages = tables
-        run_info.append([values[c] for c in run_info.columns])
-        trajectory.append([values[c] for c in trajectory.columns])
-        if step > self.options["burn_in_steps"]:
-            averages.append([values[c] for c in averages.columns])
+        columns.update(zip(self.model.parameter_names, row["parameters"].astype(np.float64).T))
+        shared = {"step": step, "epoch": self.data.epoch(step), "time_per_nth_step": elapsed}
+        for walker in range(walkers):
+            values = dict(shared, id=walker)
+            for table in tables if step > self.options["burn_in_steps"] else tables[:2]:
+                table.append([values[c] if c in values else float(columns[c][walker]) for c in table.columns])
 
     # -- evaluation ----------------------------------------------------------------------------
     def _full_data(self):
@@ -215,38 +223,51 @@ class Simulation:
         return self.data.all()
 
     def loss(self):
-        """U at the current parameters on the whole dataset."""
-        return float(self.model.loss(*self._full_data()))
+        """U at the current parameters on the whole dataset (an array of W with several walkers)."""
+        return self._walker_value(self.model.loss(*self._full_data()))
+
+    def _walker_value(self, values):
+        values = np.asarray(values, dtype=np.float64)
+        return float(values[0]) if self.model.num_walkers == 1 else values
 
     def gradients(self):
         """grad U at the current parameters on the whole dataset, as a flat array."""
         with tf.GradientTape() as tape:
-            loss = self.model.loss(*self._full_data())
+            loss = tf.reduce_sum(self.model.loss(*self._full_data()))
         grads = tape.gradient(loss, self.model.variables,
                               unconnected_gradients=tf.UnconnectedGradients.ZERO)
-        return tf.concat([tf.reshape(g, [-1]) for g in grads], 0).numpy()
+        walkers = self.model.num_walkers
+        return self._walker_view(tf.concat([tf.reshape(g, [walkers, -1]) for g in grads], 1).numpy())
 
     def predict(self, features):
-        """The network's outputs for the given features."""
+        """The network's outputs for the given features ([W, points, outputs] with several walkers)."""
         if not self.model.uses_data:
             raise InputError("predict needs a network; this simulation samples a potential")
         features = np.asarray(features, dtype=tf.as_dtype(self.model.dtype).as_numpy_dtype)
-        return self.model.outputs(tf.constant(features)).numpy()
+        return self._walker_view(self.model.outputs(tf.constant(features)).numpy())
 
     def score(self):
-        """Accuracy of the network on the whole dataset."""
+        """Accuracy of the network on the whole dataset (an array of W with several walkers)."""
         if not self.has_accuracy:
             raise InputError("score needs a network with a built-in loss")
-        return float(self.model.loss_and_accuracy(*self._full_data())[1])
+        return self._walker_value(self.model.loss_and_accuracy(*self._full_data())[1])
 
     @property
     def num_parameters(self):
         return self.model.num_parameters
 
     @property
+    def num_walkers(self):
+        return self.model.num_walkers
+
+    @property
     def parameters(self):
-        """The flat parameter vector (a copy); assign an array of length num_parameters to set it."""
-        return self.model.get_parameters()
+        """The flat parameter vector (a copy), [d]; with several walkers one row per walker,
+        [W, d]. Assign an array of either shape to set it (a [d] vector sets every walker)."""
+        return self._walker_view(self.model.get_parameters())
+
+    def _walker_view(self, values):
+        return values[0] if self.model.num_walkers == 1 else values
 
     @parameters.setter
     def parameters(self, values):
@@ -254,19 +275,21 @@ class Simulation:
 
     @property
     def momenta(self):
-        """The sampler's flat momentum vector (a copy); assignable like parameters."""
+        """The sampler's momenta in the shape of `parameters` (a copy); assignable like them."""
         self._check_momenta()
-        return tf.concat([tf.reshape(m, [-1]) for m in self.sampler.momenta], 0).numpy()
+        walkers = self.model.num_walkers
+        return self._walker_view(tf.concat([tf.reshape(m, [walkers, -1]) for m in self.sampler.momenta], 1).numpy())
 
     @momenta.setter
     def momenta(self, values):
-        from tati.models.flat import check_flat
+        from tati.models.flat import check_walkers
         self._check_momenta()
-        values = check_flat("momenta", values, self.num_parameters, self.model.dtype)
+        walkers = self.model.num_walkers
+        values = check_walkers("momenta", values, walkers, self.num_parameters, self.model.dtype)
         start = 0
         for m in self.sampler.momenta:
-            size = int(np.prod(m.shape))
-            m.assign(values[start:start + size].reshape(m.shape))
+            size = int(np.prod(m.shape)) // walkers
+            m.assign(values[:, start:start + size].reshape(m.shape))
             start += size
 
     def _check_momenta(self):

@@ -1,16 +1,18 @@
-"""FlatModel: a model whose parameters are one flat variable theta of length d.
+"""FlatModel: a model whose parameters are one variable theta of shape [W, d]: W walkers, each
+a flat vector of d parameters.
 
-This is the parameter view every table and sampler works with. The built-in network and
-user potentials store theta directly (one variable, so a sampler's update is a single
-vectorised operation); a user's Keras model is mapped onto it by `KerasModel`.
+This is the parameter view every table and sampler works with. The built-in network and user
+potentials store theta directly, so one vectorised operation moves all walkers; a user's
+Keras model (one walker) is mapped onto the same view by `KerasModel`.
 
 Interface the Simulation relies on (all models):
     variables          trainable variables handed to the optimizer
-    parameter_names    trajectory column names, in flat order
-    num_parameters     d
-    flat_parameters()  theta as a tensor (works in a compiled graph)
-    get_parameters()   theta as a numpy array;  set_parameters(values)
-    loss(features, labels) -> scalar U;  outputs(features);  uses_data
+    walker_axis        True if the variables' leading axis is the walker (FlatModel)
+    num_walkers, num_parameters (d), parameter_names (trajectory columns, flat order)
+    flat_parameters()  theta as a [W, d] tensor (works in a compiled graph)
+    get_parameters()   theta as a numpy array [W, d];  set_parameters(values): [d] or [W, d]
+    loss(features, labels) -> [W] losses;  loss_and_accuracy(...) -> ([W], [W])
+    outputs(features) -> [W, batch, outputs];  uses_data
 """
 
 import numpy as np
@@ -21,6 +23,7 @@ from tati.errors import InputError
 
 class FlatModel:
     uses_data = True
+    walker_axis = True
 
     def __init__(self, initial_parameters, parameter_names, dtype):
         self.parameter_names = list(parameter_names)
@@ -30,6 +33,10 @@ class FlatModel:
     @property
     def num_parameters(self):
         return len(self.parameter_names)
+
+    @property
+    def num_walkers(self):
+        return int(self.theta.shape[0])
 
     @property
     def dtype(self):
@@ -42,17 +49,21 @@ class FlatModel:
         return self.theta.numpy().copy()
 
     def set_parameters(self, values):
-        self.theta.assign(check_flat("parameters", values, self.num_parameters, self.dtype))
+        self.theta.assign(check_walkers("parameters", values, self.num_walkers, self.num_parameters,
+                                        self.dtype))
 
 
-def check_flat(option, values, length, dtype):
-    """values as a 1-D numpy array of the given length, or InputError naming the option."""
+def check_walkers(option, values, walkers, length, dtype):
+    """values as a [walkers, length] array: one vector for all walkers or one per walker."""
     try:
         array = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
         raise InputError(f"{option} must be a list of numbers, got {values!r:.60}") from None
-    if array.ndim != 1 or array.shape[0] != length:
-        raise InputError(f"{option} must have {length} values, got shape {list(array.shape)}")
+    if array.ndim == 1 and array.shape[0] == length:
+        array = np.broadcast_to(array, (walkers, length))
+    if array.shape != (walkers, length):
+        raise InputError(f"{option} must have {length} values (or {walkers} rows of them, one per "
+                         f"walker), got shape {list(array.shape)}")
     if not np.all(np.isfinite(array)):
         raise InputError(f"{option} contains NaN or infinite values")
-    return array.astype(tf.as_dtype(dtype).as_numpy_dtype)
+    return np.array(array, dtype=tf.as_dtype(dtype).as_numpy_dtype)

@@ -2,19 +2,22 @@
 
 The optimizer updates the model's own variables; the flat view concatenates them, weight
 variables first and bias variables (named ``bias``) after, each flattened row-major. Columns
-are weight0.., bias0.. as for the built-in network.
+are weight0.., bias0.. as for the built-in network. One walker only: the view presents it
+with a leading walker axis of length 1 ([1, d] parameters, [1] losses).
 """
 
 import numpy as np
 import tensorflow as tf
 
 from tati.errors import InputError
-from tati.models.flat import check_flat
+from tati.models.flat import check_walkers
 from tati.models.losses import LOSSES, accuracy
 
 
 class KerasModel:
     uses_data = True
+    walker_axis = False
+    num_walkers = 1
 
     def __init__(self, model, loss=None, input_dimension=None):
         """loss None: only the flat parameter view (as the Keras callback uses it)."""
@@ -44,13 +47,13 @@ class KerasModel:
         return len(self.parameter_names)
 
     def flat_parameters(self):
-        return tf.concat([tf.reshape(tf.cast(v, self.dtype), [-1]) for v in self.variables], 0)
+        return tf.concat([tf.reshape(tf.cast(v, self.dtype), [-1]) for v in self.variables], 0)[None]
 
     def get_parameters(self):
         return self.flat_parameters().numpy()
 
     def set_parameters(self, values):
-        values = check_flat("parameters", values, self.num_parameters, self.dtype)
+        values = check_walkers("parameters", values, 1, self.num_parameters, self.dtype)[0]
         start = 0
         for v in self.variables:
             size = int(np.prod(v.shape))
@@ -58,14 +61,19 @@ class KerasModel:
             start += size
 
     def outputs(self, features):
-        return self.model(features, training=False)
+        return self.model(features, training=False)[None]
+
+    def _losses(self, labels, outputs):
+        if self.loss_name is None:  # the user's callable on one walker's outputs
+            return tf.reshape(tf.cast(self._loss(labels, outputs[0]), self.dtype), [1])
+        return self._loss(labels, outputs)
 
     def loss(self, features, labels):
-        return self._loss(labels, self.outputs(features))
+        return self._losses(labels, self.outputs(features))
 
     def loss_and_accuracy(self, features, labels):
         outputs = self.outputs(features)
-        loss = self._loss(labels, outputs)
+        loss = self._losses(labels, outputs)
         if self.loss_name is None:
-            return loss, tf.constant(np.nan, self.dtype)
+            return loss, tf.constant([np.nan], self.dtype)
         return loss, accuracy(self.loss_name, labels, outputs)

@@ -1,7 +1,8 @@
 """Loss functions of the built-in network, by the original TATi's names, and accuracy rules.
 
-Every loss is a mean over the batch (and over output components), so the potential
-U(theta) = loss has the same scale for any batch size. Labels may be given as -1/+1 or 0/1 for
+Outputs carry a leading walker axis, [W, batch, outputs]; labels [batch, columns] are shared.
+Every loss is a mean over the batch (and over output components) for each walker, so the
+potential U(theta) = loss has the same scale for any batch size. Labels may be given as -1/+1 or 0/1 for
 the two-class losses; `sigmoid_cross_entropy` and `softmax_cross_entropy` read the network
 output as logits (use `output_activation="linear"` with them), `log_loss` as probabilities.
 `softmax_cross_entropy` takes one-hot labels or a single column of class indices.
@@ -16,23 +17,28 @@ def _as01(labels):
     return tf.cast(labels > 0, labels.dtype)
 
 
+def _mean(values):
+    """Mean over everything but the walker axis."""
+    return tf.reduce_mean(tf.reshape(values, [tf.shape(values)[0], -1]), axis=1)
+
+
 def _softmax(labels, outputs):
+    labels = tf.broadcast_to(labels, tf.concat([tf.shape(outputs)[:1], tf.shape(labels)], 0))
     if labels.shape[-1] == 1 and outputs.shape[-1] != 1:
-        return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
-            tf.cast(labels[:, 0], tf.int32), outputs))
-    return tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits(labels, outputs))
+        return _mean(tf.nn.sparse_softmax_cross_entropy_with_logits(tf.cast(labels[..., 0], tf.int32), outputs))
+    return _mean(tf.nn.softmax_cross_entropy_with_logits(labels, outputs))
 
 
 LOSSES = {
-    "mean_squared": lambda y, f: tf.reduce_mean(tf.square(y - f)),
-    "absolute_difference": lambda y, f: tf.reduce_mean(tf.abs(y - f)),
-    "hinge_loss": lambda y, f: tf.reduce_mean(tf.nn.relu(1.0 - (2.0 * _as01(y) - 1.0) * f)),
-    "log_loss": lambda y, f: -tf.reduce_mean(
+    "mean_squared": lambda y, f: _mean(tf.square(y - f)),
+    "absolute_difference": lambda y, f: _mean(tf.abs(y - f)),
+    "hinge_loss": lambda y, f: _mean(tf.nn.relu(1.0 - (2.0 * _as01(y) - 1.0) * f)),
+    "log_loss": lambda y, f: -_mean(
         _as01(y) * tf.math.log(f + _EPS) + (1.0 - _as01(y)) * tf.math.log(1.0 - f + _EPS)),
-    "sigmoid_cross_entropy": lambda y, f: tf.reduce_mean(
-        tf.nn.sigmoid_cross_entropy_with_logits(_as01(y), f)),
+    "sigmoid_cross_entropy": lambda y, f: _mean(
+        tf.nn.sigmoid_cross_entropy_with_logits(tf.broadcast_to(_as01(y), tf.shape(f)), f)),
     "softmax_cross_entropy": _softmax,
-    "cosine_distance": lambda y, f: tf.reduce_mean(1.0 - tf.reduce_sum(y * f, axis=-1)),
+    "cosine_distance": lambda y, f: _mean(1.0 - tf.reduce_sum(y * f, axis=-1)),
 }
 
 ACTIVATIONS = {
@@ -43,7 +49,7 @@ ACTIVATIONS = {
 
 
 def accuracy(loss, labels, outputs):
-    """Fraction of correctly classified points.
+    """Fraction of correctly classified points, per walker: [W].
 
     Several outputs: arg max against the class (one-hot or index column). One output: the
     output's side of the decision threshold against the label's, the threshold being 0 for
@@ -53,7 +59,7 @@ def accuracy(loss, labels, outputs):
         predicted = tf.argmax(outputs, axis=-1, output_type=tf.int32)
         actual = (tf.cast(labels[:, 0], tf.int32) if labels.shape[-1] == 1
                   else tf.argmax(labels, axis=-1, output_type=tf.int32))
-        return tf.reduce_mean(tf.cast(tf.equal(predicted, actual), outputs.dtype))
+        return _mean(tf.cast(tf.equal(predicted, actual), outputs.dtype))
     label_middle = tf.where(tf.reduce_min(labels) < 0, 0.0, 0.5)
     if loss == "sigmoid_cross_entropy":
         threshold = 0.0
@@ -63,4 +69,4 @@ def accuracy(loss, labels, outputs):
         threshold = label_middle
     correct = tf.equal(outputs > tf.cast(threshold, outputs.dtype),
                        labels > tf.cast(label_middle, labels.dtype))
-    return tf.reduce_mean(tf.cast(correct, outputs.dtype))
+    return _mean(tf.cast(correct, outputs.dtype))

@@ -1,22 +1,23 @@
 """The built-in multi-layer perceptron, evaluated from one flat parameter vector.
 
-theta holds, as in the original TATi, all weight matrices (layer by layer, row-major
-[fan_in, fan_out]) and then all bias vectors: columns weight0..weight{W-1}, bias0..bias{B-1}.
-Weights start Glorot-uniform, biases at zero, drawn from the seed.
+Each walker's row of theta holds, as in the original TATi, all weight matrices (layer by
+layer, row-major [fan_in, fan_out]) and then all bias vectors: columns weight0.., bias0...
+All walkers are evaluated at once by batched matrix products on the same batch. Weights start
+Glorot-uniform, biases at zero; walker i draws them with seed + i.
 """
 
 import numpy as np
 import tensorflow as tf
 
 from tati.errors import InputError
-from tati.models.flat import FlatModel, check_flat
+from tati.models.flat import FlatModel, check_walkers
 from tati.models.losses import ACTIVATIONS, LOSSES, accuracy
 
 
 class MLP(FlatModel):
     def __init__(self, input_dimension, output_dimension, hidden_dimension=(),
                  hidden_activation="relu", output_activation="tanh", loss="mean_squared",
-                 seed=0, dtype="float32", initial_parameters=None):
+                 seed=0, dtype="float32", initial_parameters=None, walkers=1):
         for option, name, table in (("hidden_activation", hidden_activation, ACTIVATIONS),
                                     ("output_activation", output_activation, ACTIVATIONS),
                                     ("loss", loss, LOSSES)):
@@ -32,24 +33,28 @@ class MLP(FlatModel):
         n_biases = sum(self.bias_sizes)
         names = [f"weight{i}" for i in range(n_weights)] + [f"bias{i}" for i in range(n_biases)]
         if initial_parameters is None:
-            rng = np.random.default_rng(seed)
-            weights = [rng.uniform(-1, 1, a * b) * np.sqrt(6.0 / (a + b)) for a, b in self.weight_shapes]
-            initial_parameters = np.concatenate(weights + [np.zeros(n_biases)])
+            initial_parameters = np.stack([self._initial(seed + walker, n_biases) for walker in range(walkers)])
         else:
-            initial_parameters = check_flat("initial_parameters", initial_parameters, len(names), dtype)
+            initial_parameters = check_walkers("initial_parameters", initial_parameters, walkers, len(names), dtype)
         super().__init__(initial_parameters, names, dtype)
+
+    def _initial(self, seed, n_biases):
+        rng = np.random.default_rng(seed)
+        weights = [rng.uniform(-1, 1, a * b) * np.sqrt(6.0 / (a + b)) for a, b in self.weight_shapes]
+        return np.concatenate(weights + [np.zeros(n_biases)])
 
     def _layers(self, theta):
         sizes = [a * b for a, b in self.weight_shapes] + self.bias_sizes
-        pieces = tf.split(theta, sizes)
+        pieces = tf.split(theta, sizes, axis=1)
         n = len(self.weight_shapes)
-        weights = [tf.reshape(w, shape) for w, shape in zip(pieces[:n], self.weight_shapes)]
+        weights = [tf.reshape(w, [-1, *shape]) for w, shape in zip(pieces[:n], self.weight_shapes)]
         return zip(weights, pieces[n:], self.activations)
 
     def outputs(self, features):
-        h = features
+        """[W, batch, outputs]: every walker's network on the same features."""
+        h = features[None]
         for weight, bias, activation in self._layers(tf.convert_to_tensor(self.theta)):
-            h = activation(tf.matmul(h, weight) + bias)
+            h = activation(tf.matmul(h, weight) + bias[:, None, :])
         return h
 
     def loss(self, features, labels):

@@ -3,44 +3,60 @@
 This is how distributions that are not networks are sampled, and how the samplers are tested
 against exact answers. Trajectory columns are param0..param{d-1}. The callable must use
 TensorFlow operations (tf.where rather than a Python `if` on a tensor), as for tfp.mcmc.
+
+With several walkers the potential is vectorised over them (tf.vectorized_map); a potential
+that declares `potential_batched=True` instead takes the [W, d] batch and returns [W] energies.
 """
 
+import numpy as np
 import tensorflow as tf
 
 from tati.errors import InputError
-from tati.models.flat import FlatModel, check_flat
+from tati.models.flat import FlatModel, check_walkers
 
 
 class Potential(FlatModel):
     uses_data = False
 
-    def __init__(self, potential, initial_parameters, dtype="float32"):
+    def __init__(self, potential, initial_parameters, dtype="float32", walkers=1, batched=False):
         if not callable(potential):
             raise InputError(f"potential must be a callable theta -> U(theta), got {potential!r:.60}")
         if initial_parameters is None:
             raise InputError("initial_parameters must be given with potential (it fixes the dimension d)")
-        try:
-            length = len(initial_parameters)
-        except TypeError:
-            raise InputError("initial_parameters must be a list of numbers, got "
-                             f"{initial_parameters!r:.60}") from None
-        values = check_flat("initial_parameters", initial_parameters, length, dtype)
+        shape = np.shape(initial_parameters)
+        if len(shape) not in (1, 2) or shape[-1] == 0:
+            raise InputError("initial_parameters must be a list of numbers (or one list per walker), "
+                             f"got {initial_parameters!r:.60}")
+        length = shape[-1]
+        values = check_walkers("initial_parameters", initial_parameters, walkers, length, dtype)
         super().__init__(values, [f"param{i}" for i in range(length)], dtype)
+        self.batched = batched
         # Written with TensorFlow ops, as for tfp.mcmc: autograph would only add noise (it
         # cannot parse lambdas) and Python control flow on tensors is not supported.
         self.potential = tf.autograph.experimental.do_not_convert(potential)
         self._check_energy()
 
     def _check_energy(self):
+        theta = self.flat_parameters()
         try:
-            energy = tf.convert_to_tensor(self.potential(self.flat_parameters()))
+            energy = tf.convert_to_tensor(self.potential(theta if self.batched else theta[0]))
         except Exception as error:  # the user's code: say where it failed, in one line
             raise InputError(f"potential failed on initial_parameters of length "
                              f"{self.num_parameters}: {type(error).__name__}: {error}") from None
-        if energy.shape.rank != 0:
-            raise InputError(f"potential must return a scalar energy, got shape {energy.shape.as_list()}")
+        expected = [self.num_walkers] if self.batched else []
+        if energy.shape.as_list() != expected:
+            what = f"{self.num_walkers} energies (one per walker)" if self.batched else "a scalar energy"
+            raise InputError(f"potential must return {what}, got shape {energy.shape.as_list()}")
         if not energy.dtype.is_floating:
             raise InputError(f"potential must return a floating-point energy, got {energy.dtype.name}")
 
     def loss(self, features=None, labels=None):
-        return tf.cast(self.potential(self.flat_parameters()), self.dtype)
+        """[W] energies."""
+        theta = self.flat_parameters()
+        if self.batched:
+            energies = self.potential(theta)
+        elif self.num_walkers == 1:
+            energies = self.potential(theta[0])[None]
+        else:
+            energies = tf.vectorized_map(self.potential, theta)
+        return tf.cast(energies, self.dtype)

@@ -11,8 +11,9 @@ for the second-order samplers, its momentum slot (p) by a composition of the spl
 * momentum slots, drawn from N(0, M / beta) at build time with the sampler's seed;
 * seeded noise: stateless normal draws keyed by (seed, iteration, variable index, stream).
   The iteration counter is an optimizer variable, so a checkpoint restores the noise stream;
-* the per-step report (`step_info`): kinetic energy, inertia q.p and |noise|^2, summed over
-  all variables of one step, for the run-info and averages tables;
+* the per-step report (`step_info`): kinetic energy, |p|^2, inertia q.p and |noise|^2, summed
+  over all variables of one step, for the run-info and averages tables; with `walker_axis`
+  set (as the Simulation does for its [W, d] parameters) they are per walker, shape [W];
 * validation: every option error is an `InputError` naming the option and the value, and base
   options that would change the dynamics (weight decay, clipping, EMA, gradient accumulation)
   are refused.
@@ -61,6 +62,8 @@ class SamplerBase(keras.optimizers.Optimizer):
     # Whether update_step also measures |noise|^2, which only table rows need; the compiled
     # loop turns it off (while tracing) for the steps between rows to save a pass over q.
     report_details = True
+    # Whether the leading axis of the variables is the walker: reports are then kept per walker.
+    walker_axis = False
 
     def __init__(self, step_width, seed, name, kwargs):
         cls_name = type(self).__name__
@@ -100,7 +103,9 @@ class SamplerBase(keras.optimizers.Optimizer):
             p: self.add_variable((), initializer=keras.initializers.Constant(
                 0.0 if v is None else v), dtype="float64", name=p)
             for p, v in self._parameter_values.items()}
-        self._step_info = self.add_variable((len(INFO_NAMES),), dtype="float64", name="step_info")
+        self._walkers = int(variables[0].shape[0]) if self.walker_axis else None
+        shape = (len(INFO_NAMES),) if self._walkers is None else (self._walkers, len(INFO_NAMES))
+        self._step_info = self.add_variable(shape, dtype="float64", name="step_info")
         self._momenta = []
         if self.has_momentum:
             scale = self.initial_momentum_scale()
@@ -122,8 +127,21 @@ class SamplerBase(keras.optimizers.Optimizer):
 
     @property
     def step_info(self):
-        """Quantities of the last step, summed over variables: a dict of float64 scalars."""
-        return dict(zip(INFO_NAMES, tf.unstack(self._step_info)))
+        """Quantities of the last step, summed over variables: a dict of float64 scalars (or of
+        [W] vectors with walker_axis)."""
+        return dict(zip(INFO_NAMES, tf.unstack(self._step_info, axis=-1)))
+
+    def _sum(self, values):
+        """Sum over everything, or over everything but the walker axis."""
+        if self._walkers is None:
+            return tf.reduce_sum(values)
+        return tf.reduce_sum(tf.reshape(values, [self._walkers, -1]), axis=1)
+
+    def _per_walker(self, value, variable):
+        """A scalar or [W] value shaped to broadcast against the variable."""
+        if self._walkers is None:
+            return value
+        return tf.reshape(value, [self._walkers] + [1] * (len(variable.shape) - 1))
 
     def apply(self, grads, trainable_variables=None):
         if self.built:
@@ -153,14 +171,16 @@ class SamplerBase(keras.optimizers.Optimizer):
     def _report(self, position, momentum, noise, mass=1.0):
         """Add this variable's share of the kinetic energy |p|^2 / 2M, |p|^2, the inertia q.p
         and |noise|^2 (zero unless report_details); momentum None for samplers without momenta."""
-        zero = tf.constant(0.0, noise.dtype)
-        noise_sq = tf.reduce_sum(tf.square(noise)) if self.report_details else zero
+        noise_sq = self._sum(tf.square(noise))
+        zero = tf.zeros_like(noise_sq)
+        if not self.report_details:
+            noise_sq = zero
         if momentum is None:
-            values = tf.stack([zero, zero, zero, noise_sq])
+            values = tf.stack([zero, zero, zero, noise_sq], axis=-1)
         else:
-            momentum_sq = tf.reduce_sum(tf.square(momentum))
-            inertia = tf.reduce_sum(position * momentum)
-            values = tf.stack([0.5 * momentum_sq / mass, momentum_sq, inertia, noise_sq])
+            momentum_sq = self._sum(tf.square(momentum))
+            inertia = self._sum(position * momentum)
+            values = tf.stack([0.5 * momentum_sq / mass, momentum_sq, inertia, noise_sq], axis=-1)
         self._step_info.assign_add(tf.cast(values, tf.float64))
 
     # -- serialization -------------------------------------------------------------------------

@@ -8,6 +8,8 @@ additive noise amplitude sigma_A:
     dp  = -grad U~(q) dt - xi p dt + sigma_A dW
     dxi = sigma (|p|^2 / N - 1 / beta) dt            (N: number of parameters)
 
+With walkers (walker_axis) each walker has its own xi and N is its number of parameters.
+
 Unknown gradient noise heats the momenta; xi grows until the friction removes that heat, so
 the kinetic temperature |p|^2 / N stays at 1 / beta on average without an estimate of the
 noise. (The covariance-control term of Shang et al., -h/2 beta Sigma p with Sigma an estimate
@@ -64,12 +66,15 @@ class CCAdL(SamplerBase):
         if self.built:
             return
         super().build(variables)
-        self._xi = self.add_variable((), initializer=keras.initializers.Constant(
+        # one thermostat per walker (walker_axis), else one for the whole system
+        shape = () if self._walkers is None else (self._walkers,)
+        self._xi = self.add_variable(shape, initializer=keras.initializers.Constant(
             self._parameter_values["friction_constant"]), dtype="float64", name="adaptive_friction")
-        self._degrees_of_freedom = float(sum(math.prod(v.shape) for v in variables))
+        size = float(sum(math.prod(v.shape) for v in variables))
+        self._degrees_of_freedom = size if self._walkers is None else size / self._walkers
 
     def _before_step(self):
-        kinetic = self._step_info[0]
+        kinetic = self._step_info[..., 0]
         started = tf.cast(self.iterations > 0, tf.float64)  # no kinetic energy reported yet
         h = tf.cast(self.learning_rate, tf.float64)
         self._xi.assign_add(started * h * self._parameter_variables["sigma"] * (
@@ -77,7 +82,7 @@ class CCAdL(SamplerBase):
 
     def update_step(self, gradient, variable, learning_rate):
         h = tf.cast(learning_rate, variable.dtype)
-        xi = tf.cast(self._xi, variable.dtype)
+        xi = self._per_walker(tf.cast(self._xi, variable.dtype), variable)
         sigma_a = self._parameter("sigmaA", variable.dtype)
         momentum = self._momentum(variable)
         q = tf.convert_to_tensor(variable)
