@@ -1,0 +1,107 @@
+"""Walkers: W walkers in one vectorised step keep each sampler's exact stationary distribution,
+walkers are exchangeable, and seeds reproduce tables for any W."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import tensorflow as tf
+
+import tati
+from langevin_harness import exact_draws, linear_scheme, stationary
+from stats import seed, t_critical
+from test_langevin_exact import A, COVARIANCE
+
+WALKERS, COPIES, H, STEPS, THIN = 8, 16, 0.2, 6000, 3
+ALL = ("SGLD", "GLA1", "GLA2", "BAOAB", "CCAdL", "SGHMC")
+# 6 samplers x (3 covariance entries + kinetic energy + 8 per-walker variances)
+TESTS = 6 * (3 + 1 + WALKERS)
+ALPHA = 1e-3
+
+
+def copies_potential(theta):
+    """COPIES independent copies of the 2-D Gaussian per walker: [W, 2 COPIES] -> [W]."""
+    x = tf.reshape(theta, [tf.shape(theta)[0], COPIES, 2])
+    return 0.5 * tf.einsum("wki,ij,wkj->w", x, tf.constant(A, theta.dtype), x)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_walkers_keep_the_exact_stationary_distribution(name):
+    """8 walkers x 16 copies = 128 independent chains of the correlated 2-D Gaussian, started at
+    exact draws of the discrete scheme's stationary distribution (CCAdL: of GLA2's, which it
+    equals for exact gradients at its equilibrium friction). Positions' covariance and the
+    kinetic energy per walker against the Lyapunov solution; each walker's variances on its
+    own. Student-t across chains; false-failure budget 1e-3 over all assertions of the file."""
+    scheme = "GLA2" if name == "CCAdL" else name
+    step, report = linear_scheme(scheme, A, H, 1.0, 1.0)
+    sigma = stationary(step)
+    rng = np.random.default_rng(seed(700))
+    state = exact_draws(sigma, WALKERS * COPIES, rng)
+    positions = state[:, :2].reshape(WALKERS, 2 * COPIES)
+    sim = tati.Simulation(potential=copies_potential, potential_batched=True, initial_parameters=positions,
+                          number_walkers=WALKERS, dtype="float64", sampler=name, step_width=H,
+                          friction_constant=1.0, max_steps=STEPS, every_nth=THIN, seed=seed(701))
+    if name != "SGLD":
+        sim.momenta = state[:, 2:].reshape(WALKERS, 2 * COPIES)
+    result = sim.sample()
+    trajectory = result.trajectory.sort_values(["step", "id"])
+    x = trajectory[[f"param{i}" for i in range(2 * COPIES)]].to_numpy().reshape(-1, WALKERS, COPIES, 2)
+    moments = np.einsum("twki,twkj->wkij", x, x) / len(x)        # per walker and copy
+    critical = t_critical(ALPHA, WALKERS * COPIES - 1, TESTS)
+    for i, j in ((0, 0), (0, 1), (1, 1)):
+        values = moments[..., i, j].ravel()
+        error = values.std(ddof=1) / np.sqrt(values.size)
+        assert abs(values.mean() - sigma[i, j]) < critical * error, (i, j, values.mean(), sigma[i, j])
+    walker_critical = t_critical(ALPHA, COPIES - 1, TESTS)
+    for walker in range(WALKERS):
+        for i in range(2):
+            values = moments[walker, :, i, i]
+            error = values.std(ddof=1) / np.sqrt(COPIES)
+            assert abs(values.mean() - sigma[i, i]) < walker_critical * error, (walker, i)
+    if name != "SGLD":
+        p_cov = report[0] @ sigma @ report[0].T + report[1]
+        exact = 0.5 * np.trace(p_cov[2:, 2:]) * COPIES
+        kinetic = result.run_info.sort_values(["step", "id"]).kinetic_energy.to_numpy().reshape(-1, WALKERS)
+        per_walker = kinetic.mean(axis=0)
+        error = per_walker.std(ddof=1) / np.sqrt(WALKERS)
+        assert abs(per_walker.mean() - exact) < t_critical(ALPHA, WALKERS - 1, TESTS) * error, (per_walker, exact)
+
+
+def test_swapping_walkers_swaps_losses_and_gradients_exactly():
+    sim = tati.Simulation(dataset="two_clusters", hidden_dimension=[4], number_walkers=3, seed=seed(710))
+    theta = sim.parameters
+    losses, gradients = sim.loss(), sim.gradients()
+    sim.parameters = theta[[2, 1, 0]]
+    np.testing.assert_array_equal(sim.loss(), losses[[2, 1, 0]])
+    np.testing.assert_array_equal(sim.gradients(), gradients[[2, 1, 0]])
+    assert not np.array_equal(losses[0], losses[2])  # walkers start apart
+
+
+def test_walkers_start_apart_and_share_a_given_start():
+    sim = tati.Simulation(dataset="two_clusters", number_walkers=4, seed=1)
+    assert len({tuple(row) for row in sim.parameters}) == 4
+    one = tati.Simulation(dataset="two_clusters", seed=3).parameters
+    walker3 = tati.Simulation(dataset="two_clusters", number_walkers=4, seed=0).parameters[3]
+    np.testing.assert_array_equal(one, walker3)  # walker i draws with seed + i
+    shared = tati.Simulation(potential=lambda x: tf.reduce_sum(x ** 2), initial_parameters=[1.0, 2.0],
+                             number_walkers=3).parameters
+    np.testing.assert_array_equal(shared, [[1.0, 2.0]] * 3)
+
+
+@pytest.mark.parametrize("walkers", [1, 3])
+def test_same_seed_same_tables_for_any_number_of_walkers(walkers):
+    def run():
+        result = tati.Simulation(dataset="two_clusters", hidden_dimension=[4], number_walkers=walkers,
+                                 batch_size=100, max_steps=20, every_nth=5, burn_in_steps=5, seed=4).sample()
+        return [frame.drop(columns="time_per_nth_step", errors="ignore")
+                for frame in (result.run_info, result.trajectory, result.averages)]
+
+    for first, again in zip(run(), run()):
+        pd.testing.assert_frame_equal(first, again)
+        assert sorted(set(first.id)) == list(range(walkers))
+
+
+def test_keras_model_refuses_several_walkers():
+    import keras
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    with pytest.raises(tati.InputError, match="number_walkers"):
+        tati.Simulation(model=model, number_walkers=2)
