@@ -13,11 +13,12 @@ import tensorflow as tf
 from tati.samplers import SamplerBase
 
 
-def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accuracy):
+def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accuracy, ensemble=None):
     """A tf.function chunk(n) running n >= 1 steps and returning the last step's row values.
 
     optimizer None gives the bare loop (batch, loss, gradient, averages, no update): the
-    benchmark's reference for the cost of one step.
+    benchmark's reference for the cost of one step. `ensemble` (samplers/ensemble.py) refreshes
+    the walkers' preconditioner before the steps it is due.
     """
     variables = model.variables
     is_sampler = isinstance(optimizer, SamplerBase)
@@ -34,6 +35,8 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
             tf.cast(value, tf.float64), [1])
 
     def one_step(record):
+        if ensemble is not None:
+            ensemble.maybe_refresh(model.theta, step)
         features, labels = data.next()
         with tf.GradientTape() as tape:
             if record and has_accuracy:

@@ -234,6 +234,13 @@ OPTIONS = [
     Option("number_walkers", 1, POSITIVE_INT, "walkers",
            "Number of walkers W, advanced together in one vectorised step; each has its own noise "
            "and, by default, its own initial parameters (drawn with seed + walker)."),
+    Option("covariance_blending", 0.0, NONNEGATIVE, "walkers",
+           "eta of the ensemble preconditioner: each walker's dynamics use the Cholesky factor of "
+           "I + eta C, C the covariance of the other walkers' positions; 0 means off."),
+    Option("covariance_after_steps", 100, POSITIVE_INT, "walkers",
+           "Steps between two updates of the ensemble preconditioner (and collapses)."),
+    Option("collapse_walkers", False, Boolean(), "walkers",
+           "Reset every walker to walker 0's position at each preconditioner update."),
     # run
     Option("max_steps", 1000, POSITIVE_INT, "run", "Number of steps of one sample() or fit() call."),
     Option("every_nth", 1, POSITIVE_INT, "run",

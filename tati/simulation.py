@@ -13,6 +13,7 @@ fit() starts a new run with step 1 and fresh averages.
 """
 
 import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,7 +51,7 @@ class _Run:
         self.averages = RunningAverages(simulation.model.num_walkers)
         self.chunk = make_chunk(simulation.model, simulation.data, optimizer, self.step,
                                 self.averages, simulation.options["burn_in_steps"],
-                                simulation.has_accuracy)
+                                simulation.has_accuracy, simulation.ensemble)
         self.calls = 0
 
 
@@ -68,9 +69,11 @@ class Simulation:
         self.model = self._make_model()
         self.has_accuracy = self.model.uses_data and getattr(self.model, "loss_name", None) is not None
         self._sampler_class = get_sampler(o["sampler"])
+        self.ensemble = self._make_ensemble()
         self._sampler = None
         self._optimizer = make_optimizer(o["optimizer"], o["learning_rate"])
         self._run = None
+        self._ensemble_failures = 0
 
     # -- construction --------------------------------------------------------------------------
     def _make_data(self):
@@ -135,6 +138,23 @@ class Simulation:
                    o["hidden_activation"], o["output_activation"], o["loss"], o["seed"],
                    o["dtype"], o["initial_parameters"], o["number_walkers"])
 
+    def _make_ensemble(self):
+        """The walkers' preconditioner and collapse (samplers/ensemble.py), or None."""
+        o = self.options
+        if o["covariance_blending"] == 0 and not o["collapse_walkers"]:
+            return None
+        if not self.model.walker_axis:
+            raise InputError("covariance_blending and collapse_walkers need the built-in network or a potential")
+        if o["covariance_blending"] > 0 and self.model.num_walkers < 3:
+            raise InputError(f"covariance_blending needs number_walkers >= 3 (the covariance of the "
+                             f"other walkers), got {self.model.num_walkers}")
+        if o["covariance_blending"] > 0 and self.model.num_parameters > 4000:
+            raise InputError(f"covariance_blending: the full covariance of {self.model.num_parameters} "
+                             "parameters is too large (at most 4000)")
+        from tati.samplers.ensemble import Ensemble
+        return Ensemble(self.model.num_walkers, self.model.num_parameters, o["covariance_blending"],
+                        o["covariance_after_steps"], o["collapse_walkers"])
+
     @property
     def sampler(self):
         """The sampler (a Keras optimizer), built on the model's variables."""
@@ -144,6 +164,8 @@ class Simulation:
             self._sampler = cls(step_width=o["step_width"], seed=o["seed"],
                                 **{name: o[name] for name in cls.parameters})
             self._sampler.walker_axis = self.model.walker_axis
+            if self.ensemble is not None and self.ensemble.blending:
+                self._sampler.preconditioner = self.ensemble.matrix
             self._sampler.build(self.model.variables)
         return self._sampler
 
@@ -183,6 +205,7 @@ class Simulation:
                 elapsed = time.perf_counter() - start
                 done += n
                 self._append_rows(tables, row, int(run.step.numpy()), elapsed)
+                self._warn_ensemble()
                 if bar is not None:
                     bar.update(n)
         finally:
@@ -191,6 +214,12 @@ class Simulation:
             if bar is not None:
                 bar.close()
         return Result(*(table.frame() for table in tables))
+
+    def _warn_ensemble(self):
+        if self.ensemble is not None and int(self.ensemble.failures.numpy()) > self._ensemble_failures:
+            self._ensemble_failures = int(self.ensemble.failures.numpy())
+            warnings.warn(f"ensemble preconditioner: Cholesky factorisation not finite, "
+                          f"covariance_blending reduced to {float(self.ensemble.eta.numpy()):g}")
 
     def _append_rows(self, tables, row, step, elapsed):
         """One row per walker and table from the chunk's last-step values; each table picks

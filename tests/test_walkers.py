@@ -105,3 +105,61 @@ def test_keras_model_refuses_several_walkers():
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     with pytest.raises(tati.InputError, match="number_walkers"):
         tati.Simulation(model=model, number_walkers=2)
+
+
+def test_preconditioned_baoab_samples_an_ill_conditioned_gaussian():
+    """eta = 1, 16 walkers on a rotated 10-D Gaussian with condition number 10^4 (variances
+    0.01 ... 100), walkers started at exact draws. Mean and covariance of all walkers' positions
+    against the exact ones; the preconditioner couples walkers, so the standard errors come from
+    batch means over time of the walker-averaged statistics (20 batches of 1000 steps).
+    Student-t, false-failure budget 1e-3 split over the 10 + 55 entries."""
+    d, walkers = 10, 16
+    rng = np.random.default_rng(seed(720))
+    rotation, _ = np.linalg.qr(rng.normal(size=(d, d)))
+    covariance = rotation @ np.diag(np.logspace(-2, 2, d)) @ rotation.T
+    precision = tf.constant(np.linalg.inv(covariance))
+    start = rng.multivariate_normal(np.zeros(d), covariance, size=walkers)
+    sim = tati.Simulation(potential=lambda x: 0.5 * tf.tensordot(x, tf.linalg.matvec(precision, x), 1),
+                          initial_parameters=start, number_walkers=walkers, dtype="float64",
+                          covariance_blending=1.0, covariance_after_steps=50, step_width=0.1,
+                          friction_constant=1.0, max_steps=20000, every_nth=10, seed=seed(721))
+    trajectory = sim.sample().trajectory.sort_values(["step", "id"])
+    x = trajectory[[f"param{i}" for i in range(d)]].to_numpy().reshape(-1, walkers, d)
+    batches = x.reshape(20, -1, walkers, d)
+    means = batches.mean(axis=(1, 2))                                          # [20, d]
+    second = np.einsum("btwi,btwj->bij", batches, batches) / (batches.shape[1] * walkers)
+    i, j = np.triu_indices(d)
+    statistics = np.concatenate([means, second[:, i, j]], axis=1)              # [20, 65]
+    exact = np.concatenate([np.zeros(d), covariance[i, j]])
+    error = statistics.std(axis=0, ddof=1) / np.sqrt(20)
+    deviation = np.abs(statistics.mean(axis=0) - exact)
+    critical = t_critical(1e-3, 19, len(exact))
+    assert np.all(deviation < critical * error), np.max(deviation / error)
+    assert float(sim.ensemble.eta.numpy()) == 1.0  # no factorisation failed
+
+
+def test_preconditioner_is_the_cholesky_factor_of_the_other_walkers_covariance():
+    from tati.samplers.ensemble import preconditioner
+    rng = np.random.default_rng(0)
+    theta = rng.normal(size=(5, 3))
+    factor, finite = preconditioner(tf.constant(theta), 0.5)
+    assert bool(finite)
+    for walker in range(5):
+        others = np.delete(theta, walker, axis=0)
+        expected = np.eye(3) + 0.5 * np.cov(others.T)
+        np.testing.assert_allclose(factor[walker] @ tf.transpose(factor[walker]), expected, rtol=1e-12)
+
+
+def test_collapse_resets_walkers_to_the_first():
+    sim = tati.Simulation(potential=lambda x: 0.5 * tf.reduce_sum(x * x), initial_parameters=np.eye(3),
+                          number_walkers=3, collapse_walkers=True, covariance_after_steps=10,
+                          max_steps=10, every_nth=1, seed=1)
+    trajectory = sim.sample().trajectory
+    first = trajectory[trajectory.step == 1]  # the state the first step started from: collapsed
+    assert (first[["param0", "param1", "param2"]].to_numpy() == [1.0, 0.0, 0.0]).all()
+
+
+def test_blending_needs_three_walkers():
+    with pytest.raises(tati.InputError, match="number_walkers >= 3"):
+        tati.Simulation(potential=lambda x: tf.reduce_sum(x * x), initial_parameters=[0.0],
+                        number_walkers=2, covariance_blending=1.0)

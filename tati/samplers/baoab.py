@@ -21,6 +21,7 @@ Reported per step (`step_info`): kinetic energy and inertia of the full-step mom
 (between the two B's), paired with q^n, the position whose loss and gradient the step
 received. On a harmonic potential with frequency omega this momentum has variance
 (1 - h^2 omega^2 / 4) / beta. scaled_noise is |sqrt((1 - alpha^2) / beta) G|.
+With the ensemble preconditioner B (ensemble.py) the kicks use B^T grad U and the drifts B p.
 """
 
 import keras
@@ -50,12 +51,13 @@ class BAOAB(SamplerBase):
         gamma = self._parameter("friction_constant", variable.dtype)
         momentum = self._momentum(variable)
         q = tf.convert_to_tensor(variable)
-        p_full = splitting.kick(tf.convert_to_tensor(momentum), gradient, 0.5 * h)  # completes step n-1
-        p_half = splitting.kick(p_full, gradient, 0.5 * h)                         # B
-        q_half = splitting.drift(q, p_half, 0.5 * h)                               # A
+        force = self._force(gradient)
+        p_full = splitting.kick(tf.convert_to_tensor(momentum), force, 0.5 * h)    # completes step n-1
+        p_half = splitting.kick(p_full, force, 0.5 * h)                            # B
+        q_half = splitting.drift(q, self._velocity(p_half), 0.5 * h)               # A
         alpha = splitting.ou_alpha(gamma, h)
         noise = splitting.ou_noise_scale(alpha, beta) * self._normal(variable)
         p_new = splitting.ornstein_uhlenbeck(p_half, alpha, noise)                 # O
-        variable.assign(splitting.drift(q_half, p_new, 0.5 * h))                   # A
+        variable.assign(splitting.drift(q_half, self._velocity(p_new), 0.5 * h))   # A
         momentum.assign(p_new)
         self._report(q, p_full, noise)

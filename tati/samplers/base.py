@@ -64,6 +64,9 @@ class SamplerBase(keras.optimizers.Optimizer):
     report_details = True
     # Whether the leading axis of the variables is the walker: reports are then kept per walker.
     walker_axis = False
+    # Ensemble preconditioner B [W, d, d] (a variable the Simulation keeps up to date), or None;
+    # see ensemble.py. Only for one variable of shape [W, d].
+    preconditioner = None
 
     def __init__(self, step_width, seed, name, kwargs):
         cls_name = type(self).__name__
@@ -167,6 +170,18 @@ class SamplerBase(keras.optimizers.Optimizer):
             tf.constant([self.seed, 0], tf.int64), tf.cast(self.iterations, tf.int64))
         key = tf.random.experimental.stateless_fold_in(key, index * 64 + stream)
         return tf.random.stateless_normal(tf.shape(variable), seed=key, dtype=variable.dtype)
+
+    def _force(self, gradient):
+        """B^T grad U: the gradient as the (preconditioned) kicks use it."""
+        if self.preconditioner is None:
+            return gradient
+        return tf.einsum("wji,wj->wi", tf.cast(self.preconditioner, gradient.dtype), gradient)
+
+    def _velocity(self, momentum):
+        """B p: the momentum as the (preconditioned) drifts use it."""
+        if self.preconditioner is None:
+            return momentum
+        return tf.einsum("wij,wj->wi", tf.cast(self.preconditioner, momentum.dtype), momentum)
 
     def _report(self, position, momentum, noise, mass=1.0):
         """Add this variable's share of the kinetic energy |p|^2 / 2M, |p|^2, the inertia q.p

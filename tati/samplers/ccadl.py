@@ -26,7 +26,8 @@ The first B and the O complete the previous step, as in GLA2. Parameters: `frict
 is the initial xi; `sigmaA` defaults to sqrt(2 friction_constant / beta), which makes
 friction_constant the equilibrium friction when gradients are exact (then the sampler is GLA2);
 it is fixed when the sampler is made, so a later change of beta leaves it as it was.
-`sigma` is the thermostat's coupling (inverse thermal mass).
+`sigma` is the thermostat's coupling (inverse thermal mass). With the ensemble preconditioner B
+(ensemble.py) the kicks use B^T grad U and the drift B p.
 """
 
 import math
@@ -92,9 +93,10 @@ class CCAdL(SamplerBase):
         safe_xi = tf.where(small, tf.ones_like(xi), xi)
         variance = tf.where(small, h * (1.0 - xi * h), (1.0 - alpha * alpha) / (2.0 * safe_xi))
         noise = sigma_a * tf.sqrt(variance) * self._normal(variable)
-        p_previous = splitting.kick(tf.convert_to_tensor(momentum), gradient, 0.5 * h)  # B of step n-1
+        force = self._force(gradient)
+        p_previous = splitting.kick(tf.convert_to_tensor(momentum), force, 0.5 * h)    # B of step n-1
         p_full = splitting.ornstein_uhlenbeck(p_previous, alpha, noise)                # O: p^n
-        p_half = splitting.kick(p_full, gradient, 0.5 * h)                             # B
-        variable.assign(splitting.drift(q, p_half, h))                                 # A
+        p_half = splitting.kick(p_full, force, 0.5 * h)                                # B
+        variable.assign(splitting.drift(q, self._velocity(p_half), h))                 # A
         momentum.assign(p_half)
         self._report(q, p_full, noise)

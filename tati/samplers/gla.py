@@ -21,6 +21,7 @@ B O B A with its one gradient grad U(q^n): the first B and the O complete the pr
 that of p^n, paired with q^n.
 
 Target: exp(-beta (U(q) + |p|^2 / 2)), with O(h) bias for GLA1 and O(h^2) for GLA2.
+With the ensemble preconditioner B (ensemble.py) the kicks use B^T grad U and the drifts B p.
 """
 
 import keras
@@ -56,8 +57,8 @@ class GLA1(_GLA):
         h = tf.cast(learning_rate, variable.dtype)
         momentum = self._momentum(variable)
         q, p = tf.convert_to_tensor(variable), tf.convert_to_tensor(momentum)
-        p_kicked = splitting.kick(p, gradient, h)                        # B
-        variable.assign(splitting.drift(q, p_kicked, h))                 # A
+        p_kicked = splitting.kick(p, self._force(gradient), h)           # B
+        variable.assign(splitting.drift(q, self._velocity(p_kicked), h))  # A
         alpha, noise = self._thermostat(variable, h)
         momentum.assign(splitting.ornstein_uhlenbeck(p_kicked, alpha, noise))  # O
         self._report(q, p, noise)
@@ -72,9 +73,10 @@ class GLA2(_GLA):
         momentum = self._momentum(variable)
         q = tf.convert_to_tensor(variable)
         alpha, noise = self._thermostat(variable, h)
-        p_previous = splitting.kick(tf.convert_to_tensor(momentum), gradient, 0.5 * h)  # B of step n-1
+        force = self._force(gradient)
+        p_previous = splitting.kick(tf.convert_to_tensor(momentum), force, 0.5 * h)    # B of step n-1
         p_full = splitting.ornstein_uhlenbeck(p_previous, alpha, noise)                # O: p^n
-        p_half = splitting.kick(p_full, gradient, 0.5 * h)                             # B
-        variable.assign(splitting.drift(q, p_half, h))                                 # A
+        p_half = splitting.kick(p_full, force, 0.5 * h)                                # B
+        variable.assign(splitting.drift(q, self._velocity(p_half), h))                 # A
         momentum.assign(p_half)
         self._report(q, p_full, noise)

@@ -17,6 +17,7 @@ B-hat = noise_estimate, with B-hat = eps V / 2 for gradient noise of variance V;
 constant here and must stay below C / beta. The friction step is Euler's, so eps C / M < 2 is
 needed for stability. Target: exp(-beta (U(theta) + |r|^2 / 2M)), with O(eps) bias.
 Reported momentum: r^n, the momentum the call starts from; kinetic energy |r|^2 / 2M.
+With the ensemble preconditioner B (ensemble.py) the kick uses B^T grad U and the drift B r.
 """
 
 import math
@@ -64,7 +65,7 @@ class SGHMC(SamplerBase):
         q, r = tf.convert_to_tensor(variable), tf.convert_to_tensor(momentum)
         noise = tf.sqrt(2.0 * eps * tf.maximum(friction / beta - b_hat, 0.0)) * self._normal(variable)
         r_new = splitting.kick(splitting.ornstein_uhlenbeck(r, 1.0 - eps * friction / mass, noise),
-                               gradient, eps)
-        variable.assign(splitting.drift(q, r_new / mass, eps))
+                               self._force(gradient), eps)
+        variable.assign(splitting.drift(q, self._velocity(r_new) / mass, eps))
         momentum.assign(r_new)
         self._report(q, r, noise, mass)

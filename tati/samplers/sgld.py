@@ -9,6 +9,8 @@ The gradient is not scaled by beta (as in the original TATi); the target is exp(
 reached with an O(h) bias. On U = q^2 / (2 sigma^2) with gradient noise of variance V the
 stationary variance is sigma^2 (1 + h V / 2) / (1 - h / (2 sigma^2)) at beta = 1.
 No momenta: scaled_noise is |sqrt(2 h / beta) G|, the kinetic energy is not reported.
+With the ensemble preconditioner B (ensemble.py), M = B B^T:
+q^{n+1} = q^n - h M grad U(q^n) + sqrt(2 h / beta) B G^n.
 """
 
 import keras
@@ -34,5 +36,6 @@ class SGLD(SamplerBase):
         h = tf.cast(learning_rate, variable.dtype)
         beta = self._parameter("inverse_temperature", variable.dtype)
         noise = tf.sqrt(2.0 * h / beta) * self._normal(variable)
-        variable.assign(splitting.kick(tf.convert_to_tensor(variable), gradient, h) + noise)
+        drift = self._velocity(self._force(gradient))  # M grad U, M = B B^T
+        variable.assign(splitting.kick(tf.convert_to_tensor(variable), drift, h) + self._velocity(noise))
         self._report(None, None, noise)
