@@ -13,13 +13,18 @@ import tensorflow as tf
 from tati.samplers import SamplerBase
 
 
-def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accuracy, ensemble=None):
+def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accuracy, ensemble=None,
+               every_nth=1):
     """A tf.function chunk(n) running n >= 1 steps and returning the last step's row values.
 
     optimizer None gives the bare loop (batch, loss, gradient, averages, no update): the
     benchmark's reference for the cost of one step. `ensemble` (samplers/ensemble.py) refreshes
-    the walkers' preconditioner before the steps it is due.
+    the walkers' preconditioner before the steps it is due. Metropolis samplers (HMC) get
+    the chunk of `make_metropolis_chunk`.
     """
+    if getattr(optimizer, "metropolis", False):
+        return make_metropolis_chunk(model, data, optimizer, step, averages, burn_in_steps,
+                                     has_accuracy, every_nth)
     variables = model.variables
     is_sampler = isinstance(optimizer, SamplerBase)
 
@@ -83,5 +88,59 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
         for _ in tf.range(n - 1):
             one_step(record=False)
         return one_step(record=True)
+
+    return chunk
+
+
+def make_metropolis_chunk(model, data, sampler, step, averages, burn_in_steps, has_accuracy, every_nth):
+    """A tf.function chunk(n) for HMC: up to n steps, stopping after the first step at which
+    some walker completes a leg whose count is a multiple of every_nth. Returns the chain's
+    state per walker and `due`, the walkers whose row is due.
+
+    Rows and averages see the chain's states at evaluations only (the accepted or the
+    restored state, rejected ones repeated), as the samplers reference explains for HMC.
+    """
+    variables = model.variables
+
+    def one_step():
+        features, labels = data.next()
+        with tf.GradientTape() as tape:
+            if has_accuracy:
+                losses, accuracy = model.loss_and_accuracy(features, labels)
+            else:
+                losses, accuracy = model.loss(features, labels), None
+            total = tf.reduce_sum(losses)
+        grads = tape.gradient(total, variables, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+        sampler.set_loss(losses, accuracy)
+        sampler.apply(grads, variables)
+        step.assign_add(1)
+        report = sampler.chain_report()
+        evaluated = report["evaluated"] > 0
+        averages.update(report["loss"], report["virial"], report["kinetic_energy"],
+                        tf.zeros_like(report["loss"]), sampler.inverse_temperature,
+                        evaluated & (step > burn_in_steps))
+        return evaluated & tf.equal(tf.math.floormod(report["legs"], float(every_nth)), 0.0)
+
+    @tf.function(autograph=True)
+    def chunk(n):
+        due = tf.zeros_like(sampler.chain_report()["legs"], dtype=tf.bool)
+        for _ in tf.range(n):
+            due = one_step()
+            if tf.reduce_any(due):
+                break
+        report = sampler.chain_report()
+        positions = tf.concat([tf.reshape(q, [tf.shape(report["loss"])[0], -1])
+                               for q in sampler.chain_positions()], axis=1)
+        rate = tf.cast(sampler.learning_rate, tf.float64)
+        row = {"loss": report["loss"], "parameters": positions,
+               "scaled_gradient": rate * tf.sqrt(report["gradient_sq"]), "virial": report["virial"],
+               "averages": tf.stack(averages.values()), "kinetic_energy": report["kinetic_energy"],
+               "momentum_sq": report["momentum_sq"], "total_energy": report["total_energy"],
+               "old_total_energy": report["old_total_energy"],
+               "rejection_rate": report["rejection_rate"], "divergences": report["divergences"],
+               "due": due}
+        if has_accuracy:
+            row["accuracy"] = report["accuracy"]
+        return row
 
     return chunk

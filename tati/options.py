@@ -208,8 +208,8 @@ OPTIONS = [
            "of being vectorised over walkers by tati (Python only)."),
     # sampler
     Option("sampler", "BAOAB", Text(), "sampler",
-           "Sampler by short or full name, any case: SGLD, GLA1, GLA2, BAOAB, CCAdL, SGHMC "
-           "(HMC1, HMC2, NUTS, RWMH arrive in later versions)."),
+           "Sampler by short or full name, any case: SGLD, GLA1, GLA2, BAOAB, CCAdL, SGHMC, HMC1, "
+           "HMC2 (NUTS and RWMH arrive in later versions)."),
     Option("step_width", 0.1, POSITIVE, "sampler", "Time step h of the sampler's integrator."),
     Option("inverse_temperature", 1.0, POSITIVE, "sampler",
            "beta: the sampler targets exp(-beta U)."),
@@ -226,6 +226,9 @@ OPTIONS = [
     Option("noise_estimate", 0.0, NONNEGATIVE, "sampler",
            "SGHMC: B-hat, the estimated gradient-noise term (Chen et al. 2014), kept constant; "
            "must stay below C / beta."),
+    Option("hamiltonian_dynamics_time", 1.0, POSITIVE, "sampler",
+           "HMC: time T of one leg; each leg takes round(u T / step_width) steps, u uniform in "
+           "[0.9, 1.1], of width uniform in [0.7, 1.3] times step_width."),
     # optimizer
     Option("optimizer", "GradientDescent", Text(), "optimizer",
            "Optimizer of fit(): GradientDescent or any Keras optimizer name (adam, sgd, ...)."),
@@ -244,7 +247,8 @@ OPTIONS = [
     # run
     Option("max_steps", 1000, POSITIVE_INT, "run", "Number of steps of one sample() or fit() call."),
     Option("every_nth", 1, POSITIVE_INT, "run",
-           "Write a table row every nth step (and at the last step)."),
+           "Write a table row every nth step (and at the last step); for HMC every nth leg of "
+           "each walker, at its evaluation step."),
     Option("burn_in_steps", 0, NONNEGATIVE_INT, "run",
            "Steps left out of the averages (their rows are not written to the averages table)."),
     Option("seed", 0, NONNEGATIVE_INT, "run",

@@ -39,6 +39,11 @@ class Result:
     trajectory: pd.DataFrame
     averages: pd.DataFrame
 
+    def convergence(self, burn_in=0):
+        """R-hat, ESS, mean and sd of each parameter across walkers (tati.diagnostics.convergence)."""
+        from tati.diagnostics.convergence import convergence
+        return convergence(self.trajectory, burn_in)
+
 
 class _Run:
     """State of one run: its optimizer, step counter, running averages and compiled chunk."""
@@ -47,11 +52,13 @@ class _Run:
         self.method = method
         self.optimizer = optimizer
         self.is_sampler = isinstance(optimizer, SamplerBase)
+        self.metropolis = getattr(optimizer, "metropolis", False)
         self.step = tf.Variable(tf.constant(0, tf.int64), trainable=False, name="step")
         self.averages = RunningAverages(simulation.model.num_walkers)
         self.chunk = make_chunk(simulation.model, simulation.data, optimizer, self.step,
                                 self.averages, simulation.options["burn_in_steps"],
-                                simulation.has_accuracy, simulation.ensemble)
+                                simulation.has_accuracy, simulation.ensemble,
+                                simulation.options["every_nth"])
         self.calls = 0
 
 
@@ -145,6 +152,8 @@ class Simulation:
             return None
         if not self.model.walker_axis:
             raise InputError("covariance_blending and collapse_walkers need the built-in network or a potential")
+        if o["covariance_blending"] > 0 and getattr(self._sampler_class, "metropolis", False):
+            raise InputError(f"covariance_blending is not available with sampler {o['sampler']} yet")
         if o["covariance_blending"] > 0 and self.model.num_walkers < 3:
             raise InputError(f"covariance_blending needs number_walkers >= 3 (the covariance of the "
                              f"other walkers), got {self.model.num_walkers}")
@@ -191,20 +200,26 @@ class Simulation:
         run = self._run
         momentum = run.is_sampler and optimizer.has_momentum
         append = run.calls > 0
-        tables = [Table(run_info_columns(run.is_sampler, self.has_accuracy, momentum), o["run_file"], append),
+        tables = [Table(run_info_columns(run.is_sampler, self.has_accuracy, momentum, run.metropolis),
+                        o["run_file"], append),
                   Table(trajectory_columns(self.model.parameter_names), o["trajectory_file"], append),
-                  Table(averages_columns(run.is_sampler, momentum), o["averages_file"], append)]
+                  Table(averages_columns(run.is_sampler, momentum, run.metropolis), o["averages_file"], append)]
         run.calls += 1
         bar = _progress_bar(o["progress"], o["max_steps"])
         try:
             done = 0
             while done < o["max_steps"]:
-                n = min(o["every_nth"] - int(run.step.numpy()) % o["every_nth"], o["max_steps"] - done)
+                first = int(run.step.numpy())
+                n = o["max_steps"] - done  # a Metropolis chunk stops early, at a due row
+                if not run.metropolis:
+                    n = min(o["every_nth"] - first % o["every_nth"], n)
                 start = time.perf_counter()
                 row = {k: v.numpy() for k, v in run.chunk(tf.constant(n, tf.int32)).items()}
                 elapsed = time.perf_counter() - start
+                step = int(run.step.numpy())
+                n = step - first
                 done += n
-                self._append_rows(tables, row, int(run.step.numpy()), elapsed)
+                self._append_rows(tables, row, step, elapsed)
                 self._warn_ensemble()
                 if bar is not None:
                     bar.update(n)
@@ -238,10 +253,16 @@ class Simulation:
             "ensemble_average_loss": ensemble, "average_kinetic_energy": average_kinetic,
             "average_virials": virials, "average_inertia": inertia,
         }
+        if "total_energy" in row:  # HMC: the chain's state and its last decision
+            columns.update(total_energy=row["total_energy"], old_total_energy=row["old_total_energy"],
+                           average_rejection_rate=row["rejection_rate"])
         columns.update(zip(self.model.parameter_names, row["parameters"].astype(np.float64).T))
         shared = {"step": step, "epoch": self.data.epoch(step), "time_per_nth_step": elapsed}
-        for walker in range(walkers):
-            values = dict(shared, id=walker)
+        due = row.get("due", np.ones(walkers, dtype=bool))
+        for walker in np.flatnonzero(due):
+            values = dict(shared, id=int(walker))
+            if "divergences" in row:
+                values["divergences"] = int(row["divergences"][walker])
             for table in tables if step > self.options["burn_in_steps"] else tables[:2]:
                 table.append([values[c] if c in values else float(columns[c][walker]) for c in table.columns])
 
@@ -301,6 +322,8 @@ class Simulation:
     @parameters.setter
     def parameters(self, values):
         self.model.set_parameters(values)
+        if self._sampler is not None and getattr(self._sampler, "metropolis", False):
+            self._sampler.restart()  # the new values are the chain's state, not a leg's middle
 
     @property
     def momenta(self):

@@ -93,6 +93,6 @@ def test_sampler_names_full_short_and_case_insensitive():
     assert get_sampler("GeometricLangevinAlgorithm_2ndOrder").__name__ == "GLA2"
     assert get_sampler("stochasticgradientlangevindynamics").__name__ == "SGLD"
     with pytest.raises(InputError, match="not available"):
-        get_sampler("HamiltonianMonteCarlo_2ndOrder")
+        get_sampler("NoUTurnSampler")
     with pytest.raises(InputError, match="did you mean 'BAOAB'"):
         get_sampler("BAOBA")

@@ -15,7 +15,7 @@ import tensorflow as tf
 class RunningAverages:
     def __init__(self, walkers=1):
         f64 = tf.float64
-        self.count = tf.Variable(tf.constant(0, tf.int64), trainable=False, name="average_count")
+        self.count = tf.Variable(tf.zeros([walkers], tf.int64), trainable=False, name="average_count")
         self.sums = tf.Variable(tf.zeros([3, walkers], f64), trainable=False, name="average_sums")
         self.log_scale = tf.Variable(tf.zeros([walkers], f64), trainable=False, name="log_weight_max")
         self.weights = tf.Variable(tf.zeros([2, walkers], f64), trainable=False, name="boltzmann_weights")
@@ -23,8 +23,9 @@ class RunningAverages:
         self.seen = tf.Variable(tf.constant(False), trainable=False, name="inertia_seen")
 
     def update(self, loss, virial, kinetic_energy, inertia, inverse_temperature, active):
-        """Fold one step in ([W] values); `active` is False during burn-in (the inertia is
-        still tracked)."""
+        """Fold one step in ([W] values); `active` (scalar or [W]) is False during burn-in and,
+        for HMC, for walkers that did not evaluate (the inertia is still tracked)."""
+        active = tf.broadcast_to(active, tf.shape(loss))
         loss = tf.cast(loss, tf.float64)
         inertia = tf.cast(inertia, tf.float64)
         change = tf.where(self.seen, inertia - self.last_inertia, tf.zeros_like(inertia))

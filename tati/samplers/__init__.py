@@ -11,6 +11,7 @@ from tati.samplers.baoab import BAOAB
 from tati.samplers.base import SamplerBase
 from tati.samplers.ccadl import CCAdL
 from tati.samplers.gla import GLA1, GLA2
+from tati.samplers.hmc import HMC1, HMC2, HamiltonianMonteCarlo
 from tati.samplers.sghmc import SGHMC
 from tati.samplers.sgld import SGLD
 
@@ -22,8 +23,8 @@ _SAMPLERS = {
     "BAOAB": ("BAOAB", BAOAB),
     "CCAdL": ("CovarianceControlledAdaptiveLangevin", CCAdL),
     "SGHMC": ("StochasticGradientHamiltonianMonteCarlo", SGHMC),
-    "HMC1": ("HamiltonianMonteCarlo_1stOrder", None),
-    "HMC2": ("HamiltonianMonteCarlo_2ndOrder", None),
+    "HMC1": ("HamiltonianMonteCarlo_1stOrder", HMC1),
+    "HMC2": ("HamiltonianMonteCarlo_2ndOrder", HMC2),
     "NUTS": ("NoUTurnSampler", None),
     "RWMH": ("RandomWalkMetropolisHastings", None),
 }
@@ -53,5 +54,5 @@ def get_sampler(name):
     return cls
 
 
-__all__ = ["BAOAB", "CCAdL", "GLA1", "GLA2", "SGHMC", "SGLD", "SamplerBase", "get_sampler",
+__all__ = ["BAOAB", "CCAdL", "GLA1", "GLA2", "HMC1", "HMC2", "HamiltonianMonteCarlo", "SGHMC", "SGLD", "SamplerBase", "get_sampler",
            "sampler_names"]
