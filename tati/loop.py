@@ -14,17 +14,17 @@ from tati.samplers import SamplerBase
 
 
 def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accuracy, ensemble=None,
-               every_nth=1):
+               every_nth=1, jit_compile=False):
     """A tf.function chunk(n) running n >= 1 steps and returning the last step's row values.
 
     optimizer None gives the bare loop (batch, loss, gradient, averages, no update): the
     benchmark's reference for the cost of one step. `ensemble` (samplers/ensemble.py) refreshes
     the walkers' preconditioner before the steps it is due. Metropolis samplers (HMC) get
-    the chunk of `make_metropolis_chunk`.
+    the chunk of `make_metropolis_chunk`. `jit_compile` compiles the chunk with XLA.
     """
     if getattr(optimizer, "metropolis", False):
         return make_metropolis_chunk(model, data, optimizer, step, averages, burn_in_steps,
-                                     has_accuracy, every_nth)
+                                     has_accuracy, every_nth, jit_compile)
     variables = model.variables
     is_sampler = isinstance(optimizer, SamplerBase)
 
@@ -83,16 +83,19 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
                 row.update(kinetic_energy=kinetic, momentum_sq=info["momentum_sq"])
         return row
 
-    @tf.function(autograph=True)
+    @tf.function(autograph=True, jit_compile=jit_compile)
     def chunk(n):
-        for _ in tf.range(n - 1):
+        i = tf.constant(1)
+        while i < n:  # a while loop, not a range: XLA would compile one program per n
             one_step(record=False)
+            i += 1
         return one_step(record=True)
 
     return chunk
 
 
-def make_metropolis_chunk(model, data, sampler, step, averages, burn_in_steps, has_accuracy, every_nth):
+def make_metropolis_chunk(model, data, sampler, step, averages, burn_in_steps, has_accuracy, every_nth,
+                          jit_compile=False):
     """A tf.function chunk(n) for HMC: up to n steps, stopping after the first step at which
     some walker completes a leg whose count is a multiple of every_nth. Returns the chain's
     state per walker and `due`, the walkers whose row is due.
@@ -121,13 +124,13 @@ def make_metropolis_chunk(model, data, sampler, step, averages, burn_in_steps, h
                         evaluated & (step > burn_in_steps))
         return evaluated & tf.equal(tf.math.floormod(report["legs"], float(every_nth)), 0.0)
 
-    @tf.function(autograph=True)
+    @tf.function(autograph=True, jit_compile=jit_compile)
     def chunk(n):
         due = tf.zeros_like(sampler.chain_report()["legs"], dtype=tf.bool)
-        for _ in tf.range(n):
+        i = tf.constant(0)
+        while i < n and not tf.reduce_any(due):  # not a range: XLA would compile one program per n
             due = one_step()
-            if tf.reduce_any(due):
-                break
+            i += 1
         report = sampler.chain_report()
         positions = tf.concat([tf.reshape(q, [tf.shape(report["loss"])[0], -1])
                                for q in sampler.chain_positions()], axis=1)

@@ -251,6 +251,11 @@ OPTIONS = [
            "each walker, at its evaluation step."),
     Option("burn_in_steps", 0, NONNEGATIVE_INT, "run",
            "Steps left out of the averages (their rows are not written to the averages table)."),
+    Option("jit_compile", False, Boolean(), "run",
+           "Compile the sampling loop with XLA: several times faster per step for potentials and "
+           "small networks, at a few seconds of compile time per run; not with mini-batches "
+           "(batch_size), whose tf.data pipeline XLA cannot compile; a potential with several "
+           "walkers must be potential_batched."),
     Option("seed", 0, NONNEGATIVE_INT, "run",
            "Seed of the network's initial parameters, the momenta, the noise and the batches."),
     Option("run_file", None, Optional(Text()), "output", "CSV file for the run-info table."),

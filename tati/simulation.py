@@ -58,7 +58,7 @@ class _Run:
         self.chunk = make_chunk(simulation.model, simulation.data, optimizer, self.step,
                                 self.averages, simulation.options["burn_in_steps"],
                                 simulation.has_accuracy, simulation.ensemble,
-                                simulation.options["every_nth"])
+                                simulation.options["every_nth"], simulation.options["jit_compile"])
         self.calls = 0
 
 
@@ -75,6 +75,12 @@ class Simulation:
         self.data = self._make_data()
         self.model = self._make_model()
         self.has_accuracy = self.model.uses_data and getattr(self.model, "loss_name", None) is not None
+        if o["jit_compile"] and not getattr(self.data, "full", True):
+            raise InputError("jit_compile cannot compile the tf.data pipeline of mini-batches: "
+                             "drop batch_size or jit_compile")
+        if o["jit_compile"] and o["potential"] is not None and self.model.num_walkers > 1 and not o["potential_batched"]:
+            raise InputError("jit_compile with several walkers needs potential_batched=True (XLA "
+                             "miscompiles the vectorised map of a one-walker potential)")
         self._sampler_class = get_sampler(o["sampler"])
         self.ensemble = self._make_ensemble()
         self._sampler = None

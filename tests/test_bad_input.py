@@ -47,6 +47,7 @@ CASES = [
     ("negative seed", {"seed": "-3"}, "seed"),
     ("unknown sampler", {"sampler": "Langevin9"}, "Langevin9"),
     ("sampler not built yet", {"sampler": "NUTS"}, "NUTS"),
+    ("jit with mini-batches", {"jit_compile": "true", "batch_size": "10"}, "jit_compile"),
     ("blending with HMC", {"sampler": "HMC2", "number_walkers": "4", "covariance_blending": "1.0"}, "covariance_blending"),
     ("unknown activation", {"hidden_activation": "swish2"}, "hidden_activation"),
     ("bad hidden_dimension", {"hidden_dimension": "8,x"}, "hidden_dimension"),
@@ -62,6 +63,8 @@ CASES = [
     ("unwritable output", {"run_file": "@no_dir"}, "run.csv"),
 ]
 PYTHON_ONLY = [
+    ("jit with a vectorised potential", {"jit_compile": True, "number_walkers": 2,
+      "potential": lambda x: tf.reduce_sum(x ** 2), "initial_parameters": [1.0]}, "potential_batched"),
     ("unknown option", {"step_widht": 0.1}, "step_widht"),
     ("unknown dataset", {"dataset": "two_cluster"}, "two_cluster"),
     ("NaN in arrays", {"dataset": (np.array([[0.0, np.nan]]), np.array([[1.0]]))}, "dataset"),

@@ -167,9 +167,10 @@ class SamplerBase(keras.optimizers.Optimizer):
         """Standard normal draw of the variable's shape, keyed by (seed, iteration, variable, stream)."""
         index = self._get_variable_index(variable)
         key = tf.random.experimental.stateless_fold_in(
-            tf.constant([self.seed, 0], tf.int64), tf.cast(self.iterations, tf.int64))
-        key = tf.random.experimental.stateless_fold_in(key, index * 64 + stream)
-        return tf.random.stateless_normal(tf.shape(variable), seed=key, dtype=variable.dtype)
+            tf.constant([self.seed, 0], tf.int64), tf.cast(self.iterations, tf.int64), alg="philox")
+        key = tf.random.experimental.stateless_fold_in(key, index * 64 + stream, alg="philox")
+        return tf.random.stateless_normal(tf.shape(variable), seed=key, dtype=variable.dtype,
+                                         alg="philox")  # one algorithm on every device
 
     def _force(self, gradient):
         """B^T grad U: the gradient as the (preconditioned) kicks use it."""

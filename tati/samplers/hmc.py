@@ -131,9 +131,9 @@ class HamiltonianMonteCarlo(SamplerBase):
 
     def _uniform(self, stream, dtype=tf.float64):
         key = tf.random.experimental.stateless_fold_in(
-            tf.constant([self.seed, 1], tf.int64), tf.cast(self.iterations, tf.int64))
-        key = tf.random.experimental.stateless_fold_in(key, stream)
-        return tf.random.stateless_uniform(tf.shape(self._state["legs"]), seed=key, dtype=dtype)
+            tf.constant([self.seed, 1], tf.int64), tf.cast(self.iterations, tf.int64), alg="philox")
+        key = tf.random.experimental.stateless_fold_in(key, stream, alg="philox")
+        return tf.random.stateless_uniform(tf.shape(self._state["legs"]), seed=key, dtype=dtype, alg="philox")
 
     def _walker_sum(self, values):
         return tf.reshape(tf.cast(self._sum(values), tf.float64), [-1])
