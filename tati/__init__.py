@@ -19,9 +19,9 @@ from tati.errors import InputError  # noqa: E402
 __version__ = "0.1.0"
 _LAZY = {"Simulation": "tati.simulation", "Result": "tati.simulation",
          "samplers": "tati.samplers", "optimizers": "tati.optimizers", "callbacks": "tati.callbacks",
-         "diagnostics": "tati.diagnostics"}
-__all__ = ["InputError", "Result", "Simulation", "callbacks", "diagnostics", "optimizers", "samplers",
-           "__version__"]
+         "diagnostics": "tati.diagnostics", "convergence": "tati.diagnostics.convergence"}
+__all__ = ["InputError", "Result", "Simulation", "callbacks", "convergence", "diagnostics", "optimizers",
+           "samplers", "__version__"]
 
 
 def __getattr__(name):

@@ -238,10 +238,10 @@ OPTIONS = [
            "Number of walkers W, advanced together in one vectorised step; each has its own noise "
            "and, by default, its own initial parameters (drawn with seed + walker)."),
     Option("covariance_blending", 0.0, NONNEGATIVE, "walkers",
-           "eta of the ensemble preconditioner: each walker's dynamics use the Cholesky factor of "
-           "I + eta C, C the covariance of the other walkers' positions; 0 means off."),
+           "eta of the ensemble preconditioner: walkers move in two alternating halves, each using the "
+           "Cholesky factor of I + eta C, C the covariance of the standing half's positions; 0 means off."),
     Option("covariance_after_steps", 100, POSITIVE_INT, "walkers",
-           "Steps between two updates of the ensemble preconditioner (and collapses)."),
+           "Steps between two swaps of the moving half and updates of the ensemble preconditioner (and collapses)."),
     Option("collapse_walkers", False, Boolean(), "walkers",
            "Reset every walker to walker 0's position at each preconditioner update."),
     # run

@@ -160,9 +160,9 @@ class Simulation:
             raise InputError("covariance_blending and collapse_walkers need the built-in network or a potential")
         if o["covariance_blending"] > 0 and getattr(self._sampler_class, "metropolis", False):
             raise InputError(f"covariance_blending is not available with sampler {o['sampler']} yet")
-        if o["covariance_blending"] > 0 and self.model.num_walkers < 3:
-            raise InputError(f"covariance_blending needs number_walkers >= 3 (the covariance of the "
-                             f"other walkers), got {self.model.num_walkers}")
+        if o["covariance_blending"] > 0 and self.model.num_walkers < 4:
+            raise InputError(f"covariance_blending needs number_walkers >= 4 (two halves of at least "
+                             f"2 walkers), got {self.model.num_walkers}")
         if o["covariance_blending"] > 0 and self.model.num_parameters > 4000:
             raise InputError(f"covariance_blending: the full covariance of {self.model.num_parameters} "
                              "parameters is too large (at most 4000)")
@@ -181,6 +181,7 @@ class Simulation:
             self._sampler.walker_axis = self.model.walker_axis
             if self.ensemble is not None and self.ensemble.blending:
                 self._sampler.preconditioner = self.ensemble.matrix
+                self._sampler.moving = self.ensemble.moving
             self._sampler.build(self.model.variables)
         return self._sampler
 

@@ -159,7 +159,27 @@ def test_collapse_resets_walkers_to_the_first():
     assert (first[["param0", "param1", "param2"]].to_numpy() == [1.0, 0.0, 0.0]).all()
 
 
-def test_blending_needs_three_walkers():
-    with pytest.raises(tati.InputError, match="number_walkers >= 3"):
+def test_blending_needs_four_walkers():
+    with pytest.raises(tati.InputError, match="number_walkers >= 4"):
         tati.Simulation(potential=lambda x: tf.reduce_sum(x * x), initial_parameters=[0.0],
-                        number_walkers=2, covariance_blending=1.0)
+                        number_walkers=3, covariance_blending=1.0)
+
+
+def test_halves_take_turns_and_use_the_standing_half():
+    """With covariance_after_steps = 5: steps 1-5 move the even walkers with B from the odd
+    ones' positions, steps 6-10 the odd ones; a standing walker keeps its parameters."""
+    from tati.samplers.ensemble import preconditioner
+    rng = np.random.default_rng(1)
+    start = rng.normal(size=(4, 2))
+    sim = tati.Simulation(potential=lambda x: 0.5 * tf.reduce_sum(x * x), initial_parameters=start,
+                          number_walkers=4, covariance_blending=0.7, covariance_after_steps=5,
+                          max_steps=6, every_nth=1, dtype="float64", seed=2)
+    trajectory = sim.sample().trajectory.sort_values(["step", "id"])
+    x = trajectory[["param0", "param1"]].to_numpy().reshape(6, 4, 2)  # rows: state before each step
+    assert np.array_equal(x[:, 1::2], np.broadcast_to(start[1::2], (6, 2, 2)))  # odd stood still
+    assert np.all(x[1, 0::2] != start[0::2])                                 # even moved
+    factor = sim.ensemble.matrix.numpy()[0]                                  # refreshed at step 5
+    expected = np.eye(2) + 0.7 * np.cov(x[5, 0::2].T)
+    np.testing.assert_allclose(factor @ factor.T, expected, rtol=1e-10)
+    np.testing.assert_array_equal(sim.ensemble.moving.numpy(), [False, True, False, True])
+

@@ -67,6 +67,9 @@ class SamplerBase(keras.optimizers.Optimizer):
     # Ensemble preconditioner B [W, d, d] (a variable the Simulation keeps up to date), or None;
     # see ensemble.py. Only for one variable of shape [W, d].
     preconditioner = None
+    # Which walkers move ([W] bool variable, the ensemble's halves), or None for all: the others
+    # keep their positions, momenta and `_walker_state()` through the step.
+    moving = None
 
     def __init__(self, step_width, seed, name, kwargs):
         cls_name = type(self).__name__
@@ -147,10 +150,23 @@ class SamplerBase(keras.optimizers.Optimizer):
         return tf.reshape(value, [self._walkers] + [1] * (len(variable.shape) - 1))
 
     def apply(self, grads, trainable_variables=None):
-        if self.built:
-            self._before_step()
-            self._step_info.assign(tf.zeros_like(self._step_info))
-        return super().apply(grads, trainable_variables)
+        if self.moving is None or not self.built:
+            if self.built:
+                self._before_step()
+                self._step_info.assign(tf.zeros_like(self._step_info))
+            return super().apply(grads, trainable_variables)
+        variables = self._trainable_variables if trainable_variables is None else list(trainable_variables)
+        held = list(variables) + self._momenta + self._walker_state()
+        before = [tf.identity(v) for v in held]
+        self._before_step()
+        self._step_info.assign(tf.zeros_like(self._step_info))
+        super().apply(grads, trainable_variables)
+        for variable, old in zip(held, before):
+            variable.assign(tf.where(self._per_walker(self.moving, variable), variable, old))
+
+    def _walker_state(self):
+        """Per-walker variables besides momenta that a standing walker keeps (e.g. CCAdL's xi)."""
+        return []
 
     def _before_step(self):
         """Hook for global updates between steps (e.g. CCAdL's thermostat); reads last step's info."""

@@ -74,6 +74,9 @@ class CCAdL(SamplerBase):
         size = float(sum(math.prod(v.shape) for v in variables))
         self._degrees_of_freedom = size if self._walkers is None else size / self._walkers
 
+    def _walker_state(self):
+        return [self._xi]
+
     def _before_step(self):
         kinetic = self._step_info[..., 0]
         started = tf.cast(self.iterations > 0, tf.float64)  # no kinetic energy reported yet

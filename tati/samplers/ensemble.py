@@ -1,21 +1,25 @@
 """Ensemble preconditioning (Matthews, Weare and Leimkuhler 2018): walkers share what they
 know of the target's shape.
 
-For walker i, C_i is the covariance of the *other* walkers' positions, M_i = I + eta C_i with
-eta = `covariance_blending`, and B_i its lower Cholesky factor (B_i B_i^T = M_i). The
-Langevin dynamics of walker i become
+The walkers are split into two halves (even and odd `id`) that take turns: for
+`covariance_after_steps` steps one half moves while the other stands still, then they swap.
+For a moving walker i, C is the covariance of the standing half's positions, M = I + eta C
+with eta = `covariance_blending`, and B its lower Cholesky factor (B B^T = M). Its Langevin
+dynamics become
 
-    dq_i = B_i p_i dt,   dp_i = -B_i^T grad U(q_i) dt - gamma p_i dt + sqrt(2 gamma / beta) dW
+    dq_i = B p_i dt,   dp_i = -B^T grad U(q_i) dt - gamma p_i dt + sqrt(2 gamma / beta) dW
 
-(overdamped, SGLD: dq_i = -M_i grad U dt + sqrt(2 / beta) B_i dW). Since B_i does not depend
-on q_i, the flows stay volume-preserving and energy-conserving in their Hamiltonian part, so
-the product of the walkers' targets stays invariant; in the coordinates q = B_i x each step is
-the unpreconditioned scheme on U(B_i x), so BAOAB keeps its exact Gaussian positions. Momenta
-stay N(0, I / beta) (the kinetic energy is 1/2 |p|^2). B is recomputed every
-`covariance_after_steps` steps and held fixed in between.
+(overdamped, SGLD: dq_i = -M grad U dt + sqrt(2 / beta) B dW). While a half moves, B depends
+only on walkers that do not move, so each moving walker runs the unpreconditioned scheme in
+the coordinates q = B x (the flows stay volume-preserving, BAOAB keeps its exact Gaussian
+positions) and the product of the walkers' targets stays invariant. Moving all walkers at once
+with B from the other walkers' moving positions is not: a walker's B then comes to depend on
+positions correlated with its own, which measurably shrank the sampled variance with fewer
+walkers than parameters (doc/benchmarks.md). Momenta stay N(0, I / beta) (kinetic energy
+1/2 |p|^2). The price: each walker moves half of the steps.
 
-C_i needs at least 3 walkers. A factorisation that is not finite (it cannot fail in exact
-arithmetic, since M_i >= I, but can in floating point) halves eta and is counted.
+Needs at least 4 walkers (2 per half). A factorisation that is not finite (it cannot fail in
+exact arithmetic, since M >= I, but can in floating point) halves eta and is counted.
 """
 
 import tensorflow as tf
@@ -31,37 +35,59 @@ def leave_one_out_covariance(theta):
     return (scatter - (walkers - 1.0) * tf.einsum("wi,wj->wij", others_mean, others_mean)) / (walkers - 2.0)
 
 
-def preconditioner(theta, eta):
-    """(B [W, d, d], finite): Cholesky factors of I + eta C_i, computed in float64."""
-    covariance = leave_one_out_covariance(tf.cast(theta, tf.float64))
+def standing_covariance(theta, standing):
+    """[d, d]: the covariance of the positions of the walkers where `standing` is true."""
+    weights = tf.cast(standing, theta.dtype)[:, None]
+    count = tf.reduce_sum(weights)
+    mean = tf.reduce_sum(weights * theta, axis=0) / count
+    centred = (theta - mean) * weights
+    return tf.einsum("wi,wj->ij", centred, centred) / (count - 1.0)
+
+
+def preconditioner(theta, eta, standing=None):
+    """(B, finite): Cholesky factors of I + eta C in float64, computed from the standing walkers
+    ([d, d], broadcast to the walkers by the caller) or, with standing None, for each walker
+    from all the others ([W, d, d], the leave-one-out form)."""
+    theta = tf.cast(theta, tf.float64)
+    if standing is None:
+        covariance = leave_one_out_covariance(theta)
+    else:
+        covariance = standing_covariance(theta, standing)
     eye = tf.eye(tf.shape(theta)[1], dtype=tf.float64)
-    factor = tf.linalg.cholesky(eye[None] + tf.cast(eta, tf.float64) * covariance)
+    factor = tf.linalg.cholesky(eye + tf.cast(eta, tf.float64) * covariance)
     return factor, tf.reduce_all(tf.math.is_finite(factor))
 
 
 class Ensemble:
-    """The walkers' shared state: B (the sampler's `preconditioner`), eta, and the refresh that
-    runs inside the compiled loop every `every` steps (collapsing walkers first if asked)."""
+    """The walkers' shared state: B (the sampler's `preconditioner`), which half moves (the
+    sampler's `moving`), eta, and the refresh that runs inside the compiled loop every `every`
+    steps (collapsing walkers first if asked)."""
 
     def __init__(self, walkers, dimension, eta, every, collapse):
         self.every, self.collapse, self.blending = every, collapse, eta > 0
         self.matrix = tf.Variable(tf.eye(dimension, batch_shape=[walkers], dtype=tf.float64),
                                   trainable=False, name="ensemble_preconditioner")
+        self.moving = tf.Variable(tf.ones([walkers], tf.bool), trainable=False, name="moving_walkers")
+        self.parity = tf.range(walkers) % 2
         self.eta = tf.Variable(tf.constant(eta, tf.float64), trainable=False, name="covariance_blending")
         self.failures = tf.Variable(tf.constant(0, tf.int64), trainable=False, name="cholesky_failures")
 
     def maybe_refresh(self, theta, step):
         """At steps that are multiples of `every`: reset walkers to walker 0 (collapse), then
-        recompute B from the positions, halving eta instead if the factor is not finite."""
+        let the other half move with B from the now standing half's positions, halving eta
+        instead if the factor is not finite."""
 
         def refresh():
             if self.collapse:
                 theta.assign(tf.broadcast_to(theta[:1], tf.shape(theta)))
             if self.blending:
-                factor, finite = preconditioner(theta, self.eta)
+                half = tf.cast((step // self.every) % 2, tf.int32)
+                moving = tf.equal(self.parity, half)
+                factor, finite = preconditioner(theta, self.eta, tf.logical_not(moving))
+                self.moving.assign(moving)
 
                 def accept():
-                    self.matrix.assign(factor)
+                    self.matrix.assign(tf.broadcast_to(factor, tf.shape(self.matrix)))
                     return tf.constant(0, tf.int64)
 
                 def reduce():
