@@ -126,7 +126,7 @@ def make_metropolis_chunk(model, data, sampler, step, averages, burn_in_steps, h
 
     @tf.function(autograph=True, jit_compile=jit_compile)
     def chunk(n):
-        due = tf.zeros_like(sampler.chain_report()["legs"], dtype=tf.bool)
+        due = tf.zeros([model.num_walkers], tf.bool)
         i = tf.constant(0)
         while i < n and not tf.reduce_any(due):  # not a range: XLA would compile one program per n
             due = one_step()
