@@ -11,3 +11,18 @@ class InputError(ValueError):
 
     def __init__(self, message):
         super().__init__(" ".join(str(message).split()))
+
+
+class SamplingError(RuntimeError):
+    """The sampling itself failed (a non-finite loss or gradient); one line naming step and walker."""
+
+    def __init__(self, message):
+        super().__init__(" ".join(str(message).split()))
+
+
+class Interrupted(KeyboardInterrupt):
+    """A call stopped by SIGINT or SIGTERM at a row boundary, files flushed; `signal` is its number."""
+
+    def __init__(self, number, message):
+        super().__init__(message)
+        self.signal = number

@@ -14,13 +14,16 @@ from tati.samplers import SamplerBase
 
 
 def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accuracy, ensemble=None,
-               every_nth=1, jit_compile=False):
+               every_nth=1, jit_compile=False, check_finite=False):
     """A tf.function chunk(n) running n >= 1 steps and returning the last step's row values.
 
     optimizer None gives the bare loop (batch, loss, gradient, averages, no update): the
     benchmark's reference for the cost of one step. `ensemble` (samplers/ensemble.py) refreshes
     the walkers' preconditioner before the steps it is due. Metropolis samplers (HMC) get
     the chunk of `make_metropolis_chunk`. `jit_compile` compiles the chunk with XLA.
+    `check_finite` stops the chunk after the first step whose loss or gradient is not finite
+    for some walker; the row then carries that step and the walkers (`nonfinite_step`,
+    `nonfinite_walkers`), else nonfinite_step is -1.
     """
     if getattr(optimizer, "metropolis", False):
         return make_metropolis_chunk(model, data, optimizer, step, averages, burn_in_steps,
@@ -51,6 +54,10 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
             total = tf.reduce_sum(losses)
         grads = tape.gradient(total, variables, unconnected_gradients=tf.UnconnectedGradients.ZERO)
         virial = 0.5 * per_walker([v * g for v, g in zip(variables, grads)])
+        finite = tf.math.is_finite(as_walkers(losses))
+        if check_finite:
+            finite &= tf.equal(per_walker([tf.cast(tf.logical_not(tf.math.is_finite(g)), tf.float64)
+                                           for g in grads]), 0.0)
         if record:
             parameters = model.flat_parameters()
             gradient_norm = tf.sqrt(per_walker([tf.square(g) for g in grads]))
@@ -72,8 +79,8 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
             beta = tf.constant(1.0, tf.float64)
         averages.update(losses, virial, kinetic, inertia, beta, step > burn_in_steps)
         if not record:
-            return None
-        row = {"loss": losses, "parameters": parameters, "scaled_gradient": scaled_gradient,
+            return finite
+        row = {"finite": finite, "loss": losses, "parameters": parameters, "scaled_gradient": scaled_gradient,
                "virial": virial, "averages": tf.stack(averages.values())}
         if has_accuracy:
             row["accuracy"] = accuracy
@@ -86,10 +93,21 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
     @tf.function(autograph=True, jit_compile=jit_compile)
     def chunk(n):
         i = tf.constant(1)
-        while i < n:  # a while loop, not a range: XLA would compile one program per n
-            one_step(record=False)
+        finite = tf.ones([model.num_walkers], tf.bool)
+        bad_step = tf.constant(-1, tf.int64)
+        while i < n and bad_step < 0:  # a while loop, not a range: XLA would compile one program per n
+            finite = one_step(record=False)
+            if check_finite:
+                bad_step = tf.where(tf.reduce_all(finite), bad_step, step)
             i += 1
-        return one_step(record=True)
+        row = one_step(record=True)
+        if check_finite:
+            last_finite = row["finite"]
+            row["nonfinite_walkers"] = tf.logical_not(tf.where(bad_step < 0, last_finite, finite))
+            row["nonfinite_step"] = tf.where(bad_step < 0, tf.where(tf.reduce_all(last_finite), bad_step, step),
+                                             bad_step)
+        del row["finite"]
+        return row
 
     return chunk
 

@@ -206,6 +206,28 @@ OPTIONS = [
     Option("potential_batched", False, PythonObject(lambda option, v: Boolean()(option, v)), "network",
            "The potential takes all walkers' parameters [W, d] and returns [W] energies, instead "
            "of being vectorised over walkers by tati (Python only)."),
+    Option("fix_parameters", None, Optional(Text()), "network",
+           "Parameters kept at given values, e.g. 'layer1/weights=0.1;output/biases=0;weight3=2': "
+           "groups layerK/weights, layerK/biases, output/weights, output/biases of the built-in "
+           "network or single columns (weight7, param0); one value per group or one per member. "
+           "They leave the trajectory columns and the degrees of freedom."),
+    Option("parse_parameters_file", None, Optional(Text()), "network",
+           "Trajectory CSV file (as written by trajectory_file) whose row gives the initial "
+           "parameters: walker i takes the row of its id at the step, or the only row there."),
+    Option("parse_steps", None, Optional(ListOf(NONNEGATIVE_INT)), "network",
+           "Step of the parse_parameters_file row to start from (one step, or one per walker); "
+           "none means the file's last step."),
+    # prior
+    Option("prior_lower_boundary", None, Optional(Number()), "prior",
+           "Lower wall l on every parameter: energy a tau/(n+1) max(0, 1 - (theta - l)/tau)^(n+1), "
+           "tau = 0.01 (u - l); equal to prior_upper_boundary it tethers the parameters there."),
+    Option("prior_upper_boundary", None, Optional(Number()), "prior",
+           "Upper wall u on every parameter, mirroring the lower one."),
+    Option("prior_factor", 1.0, POSITIVE, "prior", "a: the strength of walls and tethering."),
+    Option("prior_power", 1.0, POSITIVE, "prior", "n: the power of the walls' and tethering's force."),
+    Option("prior_standard_deviation", None, Optional(POSITIVE), "prior",
+           "s of a Gaussian prior, energy |w|^2 / (2 s^2) over a network's weights (not its "
+           "biases) or over every parameter of a potential; none means no Gaussian prior."),
     # sampler
     Option("sampler", "BAOAB", Text(), "sampler",
            "Sampler by short or full name, any case: SGLD, GLA1, GLA2, BAOAB, CCAdL, SGHMC, HMC1, "
@@ -254,8 +276,19 @@ OPTIONS = [
     Option("jit_compile", False, Boolean(), "run",
            "Compile the sampling loop with XLA: several times faster per step for potentials and "
            "small networks, at a few seconds of compile time per run; not with mini-batches "
-           "(batch_size), whose tf.data pipeline XLA cannot compile; a potential with several "
+           "(batch_size), whose varying batch shapes XLA cannot compile; a potential with several "
            "walkers must be potential_batched."),
+    Option("on_nan", "stop", Text(("stop", "continue")), "run",
+           "What a sampler or optimizer (not HMC, which rejects such proposals) does at the "
+           "first non-finite loss or gradient: stop with a message naming step and walker, "
+           "keeping every row written before, or continue."),
+    Option("save_model", None, Optional(Text()), "run",
+           "Checkpoint file written at the end of each sample() or fit() call and on "
+           "interruption: everything the next step needs, so that a restored run continues "
+           "bitwise."),
+    Option("restore_model", None, Optional(Text()), "run",
+           "Checkpoint file (from save_model) to continue: the run goes on with the next step, "
+           "appending to the CSV files. Give the same options as the saved run."),
     Option("seed", 0, NONNEGATIVE_INT, "run",
            "Seed of the network's initial parameters, the momenta, the noise and the batches."),
     Option("run_file", None, Optional(Text()), "output", "CSV file for the run-info table."),

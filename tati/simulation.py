@@ -9,9 +9,17 @@ into one row per table and streams it to the CSV files.
 
 A *run* is a sequence of sample() (or fit()) calls: calling sample() again continues the run
 (step numbers and averages go on, CSV files are appended to); switching between sample() and
-fit() starts a new run with step 1 and fresh averages.
+fit() starts a new run with step 1 and fresh averages. `save_model` writes a checkpoint after
+each call, `restore_model` continues a saved run in a new Simulation (checkpoint.py).
+
+SIGINT and SIGTERM stop a call at the next row boundary: the files are flushed, the checkpoint
+is written if save_model is set, and `Interrupted` (a KeyboardInterrupt) is raised. A
+non-finite loss or gradient stops a Langevin sampler or optimizer with a `SamplingError`
+naming step and walker (on_nan="stop"); every row written before stays.
 """
 
+import signal
+import threading
 import time
 import warnings
 from dataclasses import dataclass
@@ -22,7 +30,8 @@ import tensorflow as tf
 
 from tati import options as option_table
 from tati.data.pipeline import Batches, NoData, check_arrays
-from tati.errors import InputError
+from tati import checkpoint
+from tati.errors import InputError, Interrupted, SamplingError
 from tati.loop import make_chunk
 from tati.models import MLP, KerasModel, Potential
 from tati.optimizers import make_optimizer
@@ -55,11 +64,16 @@ class _Run:
         self.metropolis = getattr(optimizer, "metropolis", False)
         self.step = tf.Variable(tf.constant(0, tf.int64), trainable=False, name="step")
         self.averages = RunningAverages(simulation.model.num_walkers)
-        self.chunk = make_chunk(simulation.model, simulation.data, optimizer, self.step,
-                                self.averages, simulation.options["burn_in_steps"],
-                                simulation.has_accuracy, simulation.ensemble,
-                                simulation.options["every_nth"], simulation.options["jit_compile"])
         self.calls = 0
+        o = simulation.options
+        if o["restore_model"] is not None and not simulation.restored:
+            simulation.restored = True
+            if checkpoint.restore(o["restore_model"], simulation, self):
+                self.calls = 1  # continue the saved run: append to its files
+        self.chunk = make_chunk(simulation.model, simulation.data, optimizer, self.step,
+                                self.averages, o["burn_in_steps"], simulation.has_accuracy,
+                                simulation.ensemble, o["every_nth"], o["jit_compile"],
+                                o["on_nan"] == "stop")
 
 
 class Simulation:
@@ -74,9 +88,17 @@ class Simulation:
         o = self.options
         self.data = self._make_data()
         self.model = self._make_model()
+        self._fix_and_prior()
+        if o["parse_parameters_file"] is not None:
+            from tati.models.start import parameters_from_trajectory
+            self.model.set_parameters(parameters_from_trajectory(
+                o["parse_parameters_file"], o["parse_steps"], self.model.parameter_names, self.model.num_walkers))
+        elif o["parse_steps"] is not None:
+            raise InputError("parse_steps needs parse_parameters_file")
+        self.restored = False
         self.has_accuracy = self.model.uses_data and getattr(self.model, "loss_name", None) is not None
         if o["jit_compile"] and not getattr(self.data, "full", True):
-            raise InputError("jit_compile cannot compile the tf.data pipeline of mini-batches: "
+            raise InputError("jit_compile cannot compile mini-batches (their shapes vary): "
                              "drop batch_size or jit_compile")
         if o["jit_compile"] and o["potential"] is not None and self.model.num_walkers > 1 and not o["potential_batched"]:
             raise InputError("jit_compile with several walkers needs potential_batched=True (XLA "
@@ -151,6 +173,19 @@ class Simulation:
                    o["hidden_activation"], o["output_activation"], o["loss"], o["seed"],
                    o["dtype"], o["initial_parameters"], o["number_walkers"])
 
+    def _fix_and_prior(self):
+        """fix_parameters (models/fixed.py), then the prior on the remaining parameters."""
+        o = self.options
+        if o["fix_parameters"] is not None:
+            if not self.model.walker_axis:
+                raise InputError("fix_parameters needs the built-in network or a potential (in a Keras "
+                                 "model, make the layer non-trainable)")
+            from tati.models.fixed import parse_fixed
+            groups = self.model.parameter_groups() if hasattr(self.model, "parameter_groups") else {}
+            self.model.fix(parse_fixed(o["fix_parameters"], self.model.parameter_names, groups))
+        from tati.models.priors import Prior
+        self.model.prior = Prior.from_options(o, self.model.parameter_names, self.model.uses_data)
+
     def _make_ensemble(self):
         """The walkers' preconditioner and collapse (samplers/ensemble.py), or None."""
         o = self.options
@@ -202,6 +237,8 @@ class Simulation:
 
     def _go(self, method, optimizer):
         o = self.options
+        if method == "fit" and self.ensemble is not None and self.ensemble.blending:
+            raise InputError("covariance_blending applies to sample(), not to fit()")
         if self._run is None or self._run.method != method:
             self._run = _Run(method, optimizer, self)
         run = self._run
@@ -213,9 +250,10 @@ class Simulation:
                   Table(averages_columns(run.is_sampler, momentum, run.metropolis), o["averages_file"], append)]
         run.calls += 1
         bar = _progress_bar(o["progress"], o["max_steps"])
+        stop = _StopSignals()
         try:
             done = 0
-            while done < o["max_steps"]:
+            while done < o["max_steps"] and stop.signal is None:
                 first = int(run.step.numpy())
                 n = o["max_steps"] - done  # a Metropolis chunk stops early, at a due row
                 if not run.metropolis:
@@ -223,6 +261,8 @@ class Simulation:
                 start = time.perf_counter()
                 row = {k: v.numpy() for k, v in run.chunk(tf.constant(n, tf.int32)).items()}
                 elapsed = time.perf_counter() - start
+                if row.get("nonfinite_step", -1) >= 0:
+                    raise self._nonfinite(row, run)
                 step = int(run.step.numpy())
                 n = step - first
                 done += n
@@ -231,11 +271,26 @@ class Simulation:
                 if bar is not None:
                     bar.update(n)
         finally:
+            stop.release()
             for table in tables:
                 table.close()
             if bar is not None:
                 bar.close()
+        if o["save_model"] is not None:
+            checkpoint.save(o["save_model"], self, run)
+        if stop.signal is not None:
+            saved = f"; checkpoint written to {o['save_model']}" if o["save_model"] is not None else ""
+            raise Interrupted(stop.signal, f"stopped by {signal.Signals(stop.signal).name} after step "
+                              f"{int(run.step.numpy())}{saved}")
         return Result(*(table.frame() for table in tables))
+
+    def _nonfinite(self, row, run):
+        walkers = np.flatnonzero(row["nonfinite_walkers"])
+        which = f"walker {walkers[0]}" if len(walkers) == 1 else f"walkers {', '.join(map(str, walkers[:5]))}"
+        width = "step_width" if run.is_sampler else "learning_rate"
+        return SamplingError(f"non-finite loss or gradient at step {row['nonfinite_step']} ({which}): "
+                             f"{width} {self.options[width]:g} is probably too large for this "
+                             "potential; every row before is kept (on_nan=continue runs on)")
 
     def _warn_ensemble(self):
         if self.ensemble is not None and int(self.ensemble.failures.numpy()) > self._ensemble_failures:
@@ -362,6 +417,26 @@ class Simulation:
         if items == [None]:
             raise option_table.unknown_option(name)
         return "\n".join(f"{o.name} (default {o.default!r}): {o.help}" for o in items)
+
+
+class _StopSignals:
+    """While alive, SIGINT and SIGTERM only record themselves (in `signal`): the loop stops at
+    the next row boundary. Only the main thread can handle signals; elsewhere this does nothing."""
+
+    def __init__(self):
+        self.signal = None
+        self._previous = {}
+        if threading.current_thread() is threading.main_thread():
+            for number in (signal.SIGINT, signal.SIGTERM):
+                self._previous[number] = signal.signal(number, self._record)
+
+    def _record(self, number, frame):
+        self.signal = number
+
+    def release(self):
+        for number, handler in self._previous.items():
+            signal.signal(number, handler)
+        self._previous = {}
 
 
 def _progress_bar(enabled, total):

@@ -10,7 +10,7 @@ import difflib
 import os
 import sys
 
-from tati.errors import InputError
+from tati.errors import InputError, Interrupted, SamplingError
 from tati.options import OPTIONS
 
 
@@ -74,12 +74,20 @@ def import_tensorflow_quietly():
 
 
 def run_tool(prog, body):
-    """Run body(); InputError becomes one line and exit status 2, Ctrl-C exit status 130."""
+    """Run body(); InputError becomes one line and exit status 2, a failed sampling (non-finite
+    values) status 1, SIGINT or SIGTERM (stopped at a row boundary, files flushed) 128 + the
+    signal's number."""
     try:
         import_tensorflow_quietly()
         body()
     except InputError as error:
         fail(prog, error)
+    except SamplingError as error:
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        sys.exit(1)
+    except Interrupted as interruption:
+        print(f"{prog}: {interruption}", file=sys.stderr)
+        sys.exit(128 + interruption.signal)
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         sys.exit(130)

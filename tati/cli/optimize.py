@@ -4,7 +4,7 @@ import sys
 
 from tati.cli.common import make_parser, parse, run_tool
 
-GROUPS = ("data", "network", "optimizer", "run", "output")
+GROUPS = ("data", "network", "prior", "optimizer", "walkers", "run", "output")
 
 
 def main(argv=None):

@@ -4,7 +4,7 @@ import sys
 
 from tati.cli.common import make_parser, parse, run_tool
 
-GROUPS = ("data", "network", "sampler", "walkers", "run", "output")
+GROUPS = ("data", "network", "prior", "sampler", "walkers", "run", "output")
 
 
 def main(argv=None):

@@ -8,7 +8,7 @@ def summarise(prog, simulation, result, sampler):
     lines = [f"{prog}: {int(last['step'])} steps of {method} on {simulation.num_parameters} parameters",
              f"  final loss {last['loss']:.6g}"
              + (f", accuracy {last['accuracy']:.4f}" if "accuracy" in last else "")]
-    if sampler and len(result.averages):
+    if sampler and len(result.averages) and "average_kinetic_energy" in result.averages:  # not SGLD
         averages = result.averages.iloc[-1]
         expected = simulation.num_parameters / (2.0 * o["inverse_temperature"])
         lines.append(f"  average kinetic energy {averages['average_kinetic_energy']:.6g} "

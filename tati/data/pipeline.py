@@ -1,8 +1,9 @@
 """Batches for the compiled sampling loop.
 
 Full batch (batch_size None or at least the dataset size): the data are constants of the graph
-and every step sees all of them. Mini-batches: a tf.data pipeline that reshuffles with the seed
-at every epoch, repeats forever and is read with `next()` inside the compiled loop.
+and every step sees all of them. Mini-batches: a seeded permutation per epoch, cut into
+batches and read with `next()` inside the compiled loop; which batch comes next is a variable,
+so checkpoints restore it.
 """
 
 import math
@@ -35,20 +36,46 @@ def check_arrays(features, labels, dtype):
 
 
 class Batches:
+    """Full batch, or mini-batches read inside the compiled loop.
+
+    Mini-batches: epoch e visits the points in a permutation drawn from (seed, e) and cut into
+    batches of batch_size (the last one smaller when it does not divide the data). The batch
+    of a step depends only on the seed and the count of batches already used, `position`, a
+    variable that a checkpoint saves: a restored run reads the same batches as an unbroken one.
+    """
+
     def __init__(self, features, labels, batch_size=None, seed=0):
         self.size = features.shape[0]
         self.full = batch_size is None or batch_size >= self.size
         self.batches_per_epoch = 1 if self.full else math.ceil(self.size / batch_size)
         self._all = (tf.constant(features), tf.constant(labels))
         if not self.full:
-            data = (tf.data.Dataset.from_tensor_slices((features, labels))
-                    .shuffle(self.size, seed=seed, reshuffle_each_iteration=True)
-                    .batch(batch_size).repeat().prefetch(2))
-            self._iterator = iter(data)
+            self.batch_size, self.seed = batch_size, seed
+            self.position = tf.Variable(tf.constant(0, tf.int64), trainable=False, name="batches_used")
+            # The current epoch's permutation, a cache of (seed, epoch) redrawn when the epoch changes.
+            self._order = tf.Variable(tf.range(self.size, dtype=tf.int32), trainable=False, name="order")
+            self._order_epoch = tf.Variable(tf.constant(-1, tf.int64), trainable=False, name="order_epoch")
+
+    def _permutation(self, epoch):
+        key = tf.random.experimental.stateless_fold_in(
+            tf.constant([self.seed, 2], tf.int64), epoch, alg="philox")
+        draws = tf.random.stateless_uniform([self.size], seed=key, alg="philox")
+        return tf.argsort(draws, stable=True)  # int32
 
     def next(self):
         """The next (features, labels) batch; call inside the compiled loop."""
-        return self._all if self.full else next(self._iterator)
+        if self.full:
+            return self._all
+        position = tf.convert_to_tensor(self.position)
+        epoch = position // self.batches_per_epoch
+        if tf.not_equal(epoch, self._order_epoch):
+            self._order.assign(self._permutation(epoch))
+            self._order_epoch.assign(epoch)
+        start = (position % self.batches_per_epoch) * self.batch_size
+        stop = tf.minimum(start + self.batch_size, self.size)
+        indices = self._order[start:stop]
+        self.position.assign_add(1)
+        return tf.gather(self._all[0], indices), tf.gather(self._all[1], indices)
 
     def all(self):
         """The whole dataset as one batch."""

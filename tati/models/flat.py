@@ -10,6 +10,7 @@ Interface the Simulation relies on (all models):
     walker_axis        True if the variables' leading axis is the walker (FlatModel)
     num_walkers, num_parameters (d), parameter_names (trajectory columns, flat order)
     flat_parameters()  theta as a [W, d] tensor (works in a compiled graph)
+    prior              a priors.Prior whose energy the losses include, or None
     get_parameters()   theta as a numpy array [W, d];  set_parameters(values): [d] or [W, d]
     loss(features, labels) -> [W] losses;  loss_and_accuracy(...) -> ([W], [W])
     outputs(features) -> [W, batch, outputs];  uses_data
@@ -22,13 +23,47 @@ from tati.errors import InputError
 
 
 class FlatModel:
+    """Subclasses evaluate the model at `full_parameters()`, which puts the fixed parameters
+    (`fix`) back between the sampled ones of theta."""
     uses_data = True
     walker_axis = True
+    prior = None
 
     def __init__(self, initial_parameters, parameter_names, dtype):
         self.parameter_names = list(parameter_names)
         self.theta = tf.Variable(tf.constant(initial_parameters, dtype=dtype), name="parameters")
         self.variables = [self.theta]
+        self._fixed = None
+
+    def fix(self, fixed):
+        """Keep the parameters {index: value} (indices into the full vector) at their values:
+        they leave theta, so no sampler or optimizer can move them, and leave the columns."""
+        if not fixed:
+            return
+        names, values = self.parameter_names, self.theta.numpy()
+        free = [i for i in range(len(names)) if i not in fixed]
+        if not free:
+            raise InputError("fix_parameters fixes every parameter; nothing is left to sample")
+        slots = {i: k for k, i in enumerate(free)}
+        slots.update({i: len(free) + k for k, i in enumerate(sorted(fixed))})
+        self._fixed = (tf.constant([fixed[i] for i in sorted(fixed)], self.dtype),
+                       tf.constant([slots[i] for i in range(len(names))], tf.int32))
+        self.parameter_names = [names[i] for i in free]
+        self.theta = tf.Variable(tf.constant(values[:, free]), name="parameters")
+        self.variables = [self.theta]
+
+    def full_parameters(self):
+        """[W, d_all]: theta with the fixed parameters in their places."""
+        theta = tf.convert_to_tensor(self.theta)
+        if self._fixed is None:
+            return theta
+        values, slots = self._fixed
+        fixed = tf.broadcast_to(values, [tf.shape(theta)[0], tf.shape(values)[0]])
+        return tf.gather(tf.concat([theta, fixed], axis=1), slots, axis=1)
+
+    def with_prior(self, losses):
+        """losses [W] plus the prior's energy at theta."""
+        return losses if self.prior is None else self.prior.add(losses, self.theta)
 
     @property
     def num_parameters(self):

@@ -18,6 +18,7 @@ class KerasModel:
     uses_data = True
     walker_axis = False
     num_walkers = 1
+    prior = None  # a priors.Prior whose energy the losses include
 
     def __init__(self, model, loss=None, input_dimension=None):
         """loss None: only the flat parameter view (as the Keras callback uses it)."""
@@ -68,12 +69,15 @@ class KerasModel:
             return tf.reshape(tf.cast(self._loss(labels, outputs[0]), self.dtype), [1])
         return self._loss(labels, outputs)
 
+    def _with_prior(self, losses):
+        return losses if self.prior is None else self.prior.add(losses, self.flat_parameters())
+
     def loss(self, features, labels):
-        return self._losses(labels, self.outputs(features))
+        return self._with_prior(self._losses(labels, self.outputs(features)))
 
     def loss_and_accuracy(self, features, labels):
         outputs = self.outputs(features)
-        loss = self._losses(labels, outputs)
+        loss = self._with_prior(self._losses(labels, outputs))
         if self.loss_name is None:
             return loss, tf.constant([np.nan], self.dtype)
         return loss, accuracy(self.loss_name, labels, outputs)

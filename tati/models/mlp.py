@@ -53,14 +53,27 @@ class MLP(FlatModel):
     def outputs(self, features):
         """[W, batch, outputs]: every walker's network on the same features."""
         h = features[None]
-        for weight, bias, activation in self._layers(tf.convert_to_tensor(self.theta)):
+        for weight, bias, activation in self._layers(self.full_parameters()):
             h = activation(tf.matmul(h, weight) + bias[:, None, :])
         return h
 
     def loss(self, features, labels):
-        return LOSSES[self.loss_name](labels, self.outputs(features))
+        return self.with_prior(LOSSES[self.loss_name](labels, self.outputs(features)))
 
     def loss_and_accuracy(self, features, labels):
         outputs = self.outputs(features)
-        return (LOSSES[self.loss_name](labels, outputs),
+        return (self.with_prior(LOSSES[self.loss_name](labels, outputs)),
                 accuracy(self.loss_name, labels, outputs))
+
+    def parameter_groups(self):
+        """Index lists of the layers' weights and biases by the original's names:
+        layer1/weights, layer1/biases, ..., output/weights, output/biases."""
+        groups, start = {}, 0
+        layers = [f"layer{k + 1}" for k in range(len(self.weight_shapes) - 1)] + ["output"]
+        for layer, (a, b) in zip(layers, self.weight_shapes):
+            groups[f"{layer}/weights"] = list(range(start, start + a * b))
+            start += a * b
+        for layer, size in zip(layers, self.bias_sizes):
+            groups[f"{layer}/biases"] = list(range(start, start + size))
+            start += size
+        return groups

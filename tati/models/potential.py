@@ -52,11 +52,11 @@ class Potential(FlatModel):
 
     def loss(self, features=None, labels=None):
         """[W] energies."""
-        theta = self.flat_parameters()
+        theta = self.full_parameters()
         if self.batched:
             energies = self.potential(theta)
         elif self.num_walkers == 1:
             energies = self.potential(theta[0])[None]
         else:
             energies = tf.vectorized_map(self.potential, theta)
-        return tf.cast(energies, self.dtype)
+        return self.with_prior(tf.cast(energies, self.dtype))

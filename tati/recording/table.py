@@ -26,7 +26,7 @@ class Table:
                 self._file = open(path, "a" if append else "w", encoding="utf-8", newline="")
             except OSError as error:
                 raise InputError(f"cannot write '{path}': {error.strerror}") from None
-            if not append:
+            if self._file.tell() == 0:  # a new file, or appending to one that is not there yet
                 self._write(",".join(self.columns))
 
     def _write(self, line):

@@ -1,0 +1,97 @@
+"""Checkpoints (save_model / restore_model): everything the next step needs, in one .npz file.
+
+Saved: the model's parameters, every variable of the sampler or optimizer (momenta, its
+iteration counter, which keys the stateless noise and the HMC legs' draws, HMC's chain and leg
+state, CCAdL's thermostat), the step counter, the running averages and the ensemble
+preconditioner, and the position of the mini-batches (data/pipeline.py). A restored run
+therefore continues bitwise on the same machine and versions. The file is written to a temporary name and renamed,
+so an interruption during the write leaves the previous checkpoint intact.
+"""
+
+import json
+import os
+
+import numpy as np
+import tensorflow as tf
+
+from tati.errors import InputError
+
+FORMAT = 1
+
+
+def object_variables(obj):
+    """The tf.Variables among an object's attributes, in attribute-name order."""
+    if obj is None:
+        return []
+    return [value for _, value in sorted(vars(obj).items()) if isinstance(value, tf.Variable)]
+
+
+def _groups(simulation, run):
+    return {"model": list(simulation.model.variables),
+            "optimizer": list(run.optimizer.variables),
+            "run": [run.step] + object_variables(run.averages),
+            "data": object_variables(simulation.data),
+            "ensemble": object_variables(simulation.ensemble)}
+
+
+def _meta(simulation, run):
+    o = simulation.options
+    return {"format": FORMAT, "method": run.method, "sampler": o["sampler"], "optimizer": o["optimizer"],
+            "walkers": simulation.model.num_walkers, "parameters": simulation.model.parameter_names}
+
+
+def save(path, simulation, run):
+    arrays = {"meta": np.array(json.dumps(_meta(simulation, run)))}
+    for group, variables in _groups(simulation, run).items():
+        for i, variable in enumerate(variables):
+            arrays[f"{group}/{i}"] = variable.numpy()
+    temporary = f"{path}.partial"
+    try:
+        with open(temporary, "wb") as file:
+            np.savez(file, **arrays)
+        os.replace(temporary, path)
+    except OSError as error:
+        raise InputError(f"save_model: cannot write '{path}': {error.strerror}") from None
+
+
+def load(path):
+    """(meta, arrays) of a checkpoint file; InputError naming it if it is not one."""
+    try:
+        with np.load(path, allow_pickle=False) as file:
+            arrays = {key: file[key] for key in file.files}
+        meta = json.loads(str(arrays.pop("meta")))
+    except FileNotFoundError:
+        raise InputError(f"restore_model '{path}' does not exist") from None
+    except (OSError, ValueError, KeyError, EOFError) as error:
+        raise InputError(f"restore_model '{path}' is not a tati checkpoint ({type(error).__name__})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise InputError(f"restore_model '{path}' is not a tati checkpoint of format {FORMAT}")
+    return meta, arrays
+
+
+def restore(path, simulation, run):
+    """Assign the checkpoint's values; the whole run state if it was saved by the same method
+    (sample or fit), else only the parameters. Returns whether the run state was restored."""
+    meta, arrays = load(path)
+    if meta["walkers"] != simulation.model.num_walkers or meta["parameters"] != simulation.model.parameter_names:
+        raise InputError(f"restore_model '{path}' holds {meta['walkers']} walker(s) of {len(meta['parameters'])} "
+                         f"parameters, this run {simulation.model.num_walkers} of {simulation.model.num_parameters}: "
+                         "give the options of the saved run")
+    same_run = meta["method"] == run.method and meta["sampler" if run.is_sampler else "optimizer"] == (
+        simulation.options["sampler" if run.is_sampler else "optimizer"])
+    groups = _groups(simulation, run)
+    if not same_run:
+        groups = {"model": groups["model"]}
+    pairs = []
+    for group, variables in groups.items():
+        saved = sorted((key for key in arrays if key.startswith(group + "/")), key=lambda k: int(k.split("/")[1]))
+        if len(saved) != len(variables):
+            raise InputError(f"restore_model '{path}' was saved with other options ({group} state differs)")
+        for key, variable in zip(saved, variables):
+            value = arrays[key]
+            if tuple(value.shape) != tuple(variable.shape) or value.dtype != tf.as_dtype(variable.dtype).as_numpy_dtype:
+                raise InputError(f"restore_model '{path}' was saved with other options ({group} state differs)")
+            pairs.append((variable, value))
+    for variable, value in pairs:
+        variable.assign(value)
+    return same_run

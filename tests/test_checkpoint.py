@@ -1,0 +1,164 @@
+"""Checkpoint and resume, interruption and non-finite values (issue #6).
+
+A run of 2n steps equals n steps, save_model, restore_model in a new Simulation (or a new
+process, through the CLI), n steps: bitwise, with contiguous steps and no duplicate or missing
+row. SIGTERM stops at a row boundary with files that are a prefix of the uninterrupted run,
+and restoring continues to the same final rows. A non-finite loss stops a Langevin run with
+a message naming step and walker and keeps every row before.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+import tensorflow as tf
+
+import tati
+from stats import read_csv
+from tati.errors import InputError, SamplingError
+
+
+def quartic(q):
+    return 0.5 * tf.reduce_sum(q ** 2) + 0.1 * tf.reduce_sum(q ** 4)
+
+
+def files(directory):
+    return {name: str(directory / f"{name}.csv") for name in ("run_file", "trajectory_file", "averages_file")}
+
+
+def read_tables(paths):
+    return {name: read_csv(path).drop(columns=["time_per_nth_step"], errors="ignore") for name, path in paths.items()}
+
+
+def assert_same_tables(expected, actual):
+    for name in expected:
+        pd.testing.assert_frame_equal(expected[name], actual[name], check_exact=True, obj=name)
+
+
+@pytest.mark.parametrize("sampler", ["BAOAB", "GLA2", "HMC2", "SGHMC"])
+@pytest.mark.parametrize("walkers", [1, 3])
+def test_save_restore_continues_bitwise(tmp_path, sampler, walkers):
+    options = dict(potential=quartic, initial_parameters=[0.3, -0.2], sampler=sampler, number_walkers=walkers,
+                   step_width=0.3, seed=5)
+    (tmp_path / "full").mkdir()
+    (tmp_path / "split").mkdir()
+    full, split = files(tmp_path / "full"), files(tmp_path / "split")
+    checkpoint = str(tmp_path / "state.npz")
+    tati.Simulation(max_steps=40, **options, **full).sample()
+    tati.Simulation(max_steps=20, save_model=checkpoint, **options, **split).sample()
+    tati.Simulation(max_steps=20, restore_model=checkpoint, **options, **split).sample()
+    expected, actual = read_tables(full), read_tables(split)
+    assert_same_tables(expected, actual)
+    steps = actual["trajectory_file"].groupby("id")["step"]
+    if sampler != "HMC2":  # HMC writes rows at evaluation steps only
+        assert all((np.diff(s) == 1).all() and s.iloc[0] == 1 and s.iloc[-1] == 40 for _, s in steps)
+
+
+def test_restore_continues_mini_batches_and_refuses_other_options(tmp_path):
+    options = dict(hidden_dimension=[3], batch_size=50, number_walkers=2, seed=2, step_width=0.05)
+    reference = tati.Simulation(max_steps=30, **options).sample()
+    checkpoint = str(tmp_path / "state.npz")
+    tati.Simulation(max_steps=12, save_model=checkpoint, **options).sample()
+    resumed = tati.Simulation(max_steps=18, restore_model=checkpoint, **options).sample()
+    tail = reference.trajectory[reference.trajectory.step > 12].reset_index(drop=True)
+    pd.testing.assert_frame_equal(tail, resumed.trajectory, check_exact=True)
+    with pytest.raises(InputError, match="restore_model"):
+        tati.Simulation(restore_model=checkpoint, **dict(options, hidden_dimension=[4])).sample()
+    with pytest.raises(InputError, match="restore_model"):
+        tati.Simulation(restore_model=str(tmp_path / "none.npz"), **options).sample()
+
+
+def cli(options, extra=()):
+    argv = [sys.executable, "-m", "tati.cli.sample"]
+    for key, value in options.items():
+        argv += [f"--{key}", str(value)]
+    return argv + list(extra)
+
+
+CLI_OPTIONS = {"hidden_dimension": 3, "batch_size": 50, "number_walkers": 2, "seed": 3, "every_nth": 1,
+               "sampler": "BAOAB", "step_width": 0.05}
+
+
+def test_cli_restore_in_new_processes_continues_bitwise(tmp_path):
+    (tmp_path / "full").mkdir()
+    (tmp_path / "split").mkdir()
+    full, split = files(tmp_path / "full"), files(tmp_path / "split")
+    checkpoint = str(tmp_path / "state.npz")
+    subprocess.run(cli({**CLI_OPTIONS, **full, "max_steps": 40}), check=True, capture_output=True)
+    subprocess.run(cli({**CLI_OPTIONS, **split, "max_steps": 25, "save_model": checkpoint}), check=True,
+                   capture_output=True)
+    subprocess.run(cli({**CLI_OPTIONS, **split, "max_steps": 15, "restore_model": checkpoint}), check=True,
+                   capture_output=True)
+    assert_same_tables(read_tables(full), read_tables(split))
+
+
+def test_sigterm_stops_at_a_row_and_restore_reaches_the_same_rows(tmp_path):
+    total = 2000
+    (tmp_path / "full").mkdir()
+    (tmp_path / "cut").mkdir()
+    full, cut = files(tmp_path / "full"), files(tmp_path / "cut")
+    checkpoint = str(tmp_path / "state.npz")
+    process = subprocess.Popen(cli({**CLI_OPTIONS, **cut, "max_steps": total, "save_model": checkpoint}),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and process.poll() is None:
+            if os.path.exists(cut["trajectory_file"]) and os.path.getsize(cut["trajectory_file"]) > 8000:
+                break
+            time.sleep(0.02)
+        assert process.poll() is None, "the run ended before it could be interrupted"
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 128 + signal.SIGTERM, stderr
+    message = stderr.strip().splitlines()
+    assert len(message) == 1 and "SIGTERM" in message[0] and checkpoint in message[0], stderr
+    stopped = read_tables(cut)
+    last = int(stopped["trajectory_file"]["step"].max())
+    assert 0 < last < total
+    subprocess.run(cli({**CLI_OPTIONS, **full, "max_steps": total}), check=True, capture_output=True)
+    expected = read_tables(full)
+    for name in expected:  # a prefix of the uninterrupted run, ending at a complete step
+        assert set(stopped[name]["step"]) == set(range(1, last + 1))
+        pd.testing.assert_frame_equal(expected[name].iloc[:len(stopped[name])], stopped[name], check_exact=True)
+    subprocess.run(cli({**CLI_OPTIONS, **cut, "max_steps": total - last, "restore_model": checkpoint}),
+                   check=True, capture_output=True)
+    assert_same_tables(expected, read_tables(cut))
+
+
+def nan_below_zero(q):
+    return tf.where(q[0] < -0.5, tf.constant(np.nan, q.dtype), 0.5 * tf.reduce_sum(q ** 2))
+
+
+def test_nonfinite_loss_stops_with_step_and_walker_and_keeps_rows(tmp_path):
+    paths = files(tmp_path)
+    simulation = tati.Simulation(potential=nan_below_zero, initial_parameters=[[2.0], [0.0], [2.0]],
+                                 number_walkers=3, step_width=0.2, seed=1, max_steps=500, every_nth=3, **paths)
+    with pytest.raises(SamplingError, match=r"non-finite loss or gradient at step (\d+) \(walker 1\): step_width") as error:
+        simulation.sample()
+    step = int(error.value.args[0].split("at step ")[1].split()[0])
+    trajectory = read_csv(paths["trajectory_file"])
+    assert trajectory["step"].max() < step <= trajectory["step"].max() + 3
+    assert np.isfinite(trajectory.drop(columns=["id", "step"]).to_numpy()).all()
+    assert (trajectory[trajectory.id == 1]["param0"] >= -0.5).all()
+    continued = tati.Simulation(potential=nan_below_zero, initial_parameters=[[2.0], [0.0], [2.0]], number_walkers=3,
+                                step_width=0.2, seed=1, max_steps=500, every_nth=3, on_nan="continue").sample()
+    assert continued.trajectory["step"].max() == 500
+
+
+def test_cli_nonfinite_run_exits_nonzero_with_one_line(tmp_path):
+    paths = files(tmp_path)
+    # a linear output makes the loss unbounded: the first noise of width 1e150 overflows it
+    result = subprocess.run(cli({**paths, "max_steps": 200, "step_width": 1e300, "sampler": "SGLD",
+                                 "output_activation": "linear"}),
+                            capture_output=True, text=True)
+    assert result.returncode == 1, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "non-finite" in lines[0] and "step_width" in lines[0], result.stderr
+    assert open(paths["trajectory_file"], encoding="utf-8").read().endswith("\n")
