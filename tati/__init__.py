@@ -14,13 +14,13 @@ import os
 # TensorFlow's C++ start-up chatter (CPU features, CUDA probing) is noise for our users.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from tati.errors import InputError  # noqa: E402
+from tati.errors import InputError, Interrupted, SamplingError  # noqa: E402
 
 __version__ = "0.1.0"
 _LAZY = {"Simulation": "tati.simulation", "Result": "tati.simulation",
          "samplers": "tati.samplers", "optimizers": "tati.optimizers", "callbacks": "tati.callbacks",
          "diagnostics": "tati.diagnostics", "convergence": "tati.diagnostics.convergence"}
-__all__ = ["InputError", "Result", "Simulation", "callbacks", "convergence", "diagnostics", "optimizers",
+__all__ = ["InputError", "Interrupted", "Result", "SamplingError", "Simulation", "callbacks", "convergence", "diagnostics", "optimizers",
            "samplers", "__version__"]
 
 

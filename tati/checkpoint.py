@@ -10,6 +10,8 @@ so an interruption during the write leaves the previous checkpoint intact.
 
 import json
 import os
+import re
+import zipfile
 
 import numpy as np
 import tensorflow as tf
@@ -17,13 +19,19 @@ import tensorflow as tf
 from tati.errors import InputError
 
 FORMAT = 1
+_META_FIELDS = {"method": str, "sampler": str, "optimizer": str, "walkers": int, "parameters": list}
 
 
 def object_variables(obj):
-    """The tf.Variables among an object's attributes, in attribute-name order."""
+    """The tf.Variables among an object's attributes (alone or in a list), in attribute-name order."""
     if obj is None:
         return []
-    return [value for _, value in sorted(vars(obj).items()) if isinstance(value, tf.Variable)]
+    found = []
+    for _, value in sorted(vars(obj).items()):
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, tf.Variable):
+                found.append(item)
+    return found
 
 
 def _groups(simulation, run):
@@ -57,15 +65,23 @@ def save(path, simulation, run):
 def load(path):
     """(meta, arrays) of a checkpoint file; InputError naming it if it is not one."""
     try:
-        with np.load(path, allow_pickle=False) as file:
-            arrays = {key: file[key] for key in file.files}
+        with open(path, "rb") as handle:  # np.load would leave the file open when it is no zip file
+            file = np.load(handle, allow_pickle=False)
+            if not isinstance(file, np.lib.npyio.NpzFile):  # a single array (.npy)
+                raise ValueError("not an .npz archive")
+            with file:
+                arrays = {key: file[key] for key in file.files}
         meta = json.loads(str(arrays.pop("meta")))
     except FileNotFoundError:
         raise InputError(f"restore_model '{path}' does not exist") from None
-    except (OSError, ValueError, KeyError, EOFError) as error:
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
         raise InputError(f"restore_model '{path}' is not a tati checkpoint ({type(error).__name__})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise InputError(f"restore_model '{path}' is not a tati checkpoint of format {FORMAT}")
+    # What restore reads: the fields of meta and state arrays named group/index.
+    if any(not isinstance(meta.get(field), kind) for field, kind in _META_FIELDS.items()) or not all(
+            re.fullmatch(r"[A-Za-z_]+/[0-9]+", key) for key in arrays):
+        raise InputError(f"restore_model '{path}' is a damaged tati checkpoint")
     return meta, arrays
 
 

@@ -25,6 +25,8 @@ class Kind:
 class Number(Kind):
     def __init__(self, integer=False, minimum=None, strict=False):
         self.integer, self.minimum, self.strict = integer, minimum, strict
+        # Integers end up as TensorFlow int64 (steps, seeds of the stateless noise).
+        self.maximum = 2 ** 63 - 1 if integer else None
         self.metavar = "INT" if integer else "FLOAT"
 
     def __call__(self, option, value):
@@ -35,12 +37,19 @@ class Number(Kind):
             except ValueError:
                 raise InputError(f"{option} must be {'an integer' if self.integer else 'a number'}, "
                                  f"got '{text}'") from None
-        if isinstance(value, bool) or not isinstance(value, numbers.Real) or (
-                self.integer and not float(value).is_integer()):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise InputError(f"{option} must be {'an integer' if self.integer else 'a number'}, got {text!r}")
-        if not math.isfinite(value):
-            raise InputError(f"{option} must be finite, got {text!r}")
-        value = int(value) if self.integer else float(value)
+        try:
+            number = float(value)
+        except OverflowError:  # an int beyond the range of floats
+            number = math.inf if value > 0 else -math.inf
+        if self.integer and math.isfinite(number) and not number.is_integer():
+            raise InputError(f"{option} must be an integer, got {text!r}")
+        if not math.isfinite(number) and not (self.integer and isinstance(value, numbers.Integral)):
+            raise InputError(f"{option} must be finite, got {text!r:.60}")
+        value = int(value) if self.integer else number
+        if self.maximum is not None and value > self.maximum:
+            raise InputError(f"{option} must be <= {self.maximum}, got {text!r:.60}")
         if self.minimum is not None and (value <= self.minimum if self.strict else value < self.minimum):
             relation = ">" if self.strict else ">="
             raise InputError(f"{option} must be {relation} {self.minimum:g}, got {text!r}")
@@ -262,6 +271,10 @@ OPTIONS = [
     Option("covariance_blending", 0.0, NONNEGATIVE, "walkers",
            "eta of the ensemble preconditioner: walkers move in two alternating halves, each using the "
            "Cholesky factor of I + eta C, C the covariance of the standing half's positions; 0 means off."),
+    Option("covariance_blocks", "full", Text(("full", "layers")), "walkers",
+           "Covariance of the ensemble preconditioner: full (all parameters at once, at most 4000) "
+           "or layers (block-diagonal, one block per weight and bias tensor of the built-in "
+           "network, each at most 4000 parameters), for larger networks."),
     Option("covariance_after_steps", 100, POSITIVE_INT, "walkers",
            "Steps between two swaps of the moving half and updates of the ensemble preconditioner (and collapses)."),
     Option("collapse_walkers", False, Boolean(), "walkers",

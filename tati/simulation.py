@@ -41,6 +41,10 @@ from tati.recording.table import Table
 from tati.samplers import SamplerBase, get_sampler
 
 
+# Largest covariance matrix of the ensemble preconditioner: W d^2 numbers are kept.
+MAX_COVARIANCE = 4000
+
+
 @dataclass
 class Result:
     """The three tables of one sample() or fit() call."""
@@ -136,6 +140,10 @@ class Simulation:
             raise InputError(f"input_dimension {o['input_dimension']} does not match the "
                              f"{features.shape[1]} feature columns of the data")
         classes = o["loss"] == "softmax_cross_entropy" and labels.shape[1] == 1
+        if classes and not (np.all(labels >= 0) and np.all(labels == np.round(labels))):
+            raise InputError("loss softmax_cross_entropy with one label column takes class indices 0, 1, ...; "
+                             "these labels are not (e.g. the built-in datasets' -1/+1: use another loss, "
+                             "or one-hot label columns)")
         implied = int(labels.max()) + 1 if classes else labels.shape[1]
         if o["output_dimension"] is None:
             o["output_dimension"] = implied
@@ -148,10 +156,11 @@ class Simulation:
         """input_dimension, or all columns but the last of the first file's header."""
         if self.options["input_dimension"] is not None:
             return self.options["input_dimension"]
+        import csv
         try:
-            with open(self.options["batch_data_files"][0], encoding="utf-8") as file:
-                return max(1, len(file.readline().split(",")) - 1)
-        except (OSError, IndexError, UnicodeDecodeError):
+            with open(self.options["batch_data_files"][0], encoding="utf-8-sig", newline="") as file:
+                return max(1, len(next(csv.reader(file), [])) - 1)
+        except (OSError, IndexError, UnicodeDecodeError, csv.Error):
             return 1  # read_csv_files reports the file's problem
 
     def _make_model(self):
@@ -198,12 +207,29 @@ class Simulation:
         if o["covariance_blending"] > 0 and self.model.num_walkers < 4:
             raise InputError(f"covariance_blending needs number_walkers >= 4 (two halves of at least "
                              f"2 walkers), got {self.model.num_walkers}")
-        if o["covariance_blending"] > 0 and self.model.num_parameters > 4000:
-            raise InputError(f"covariance_blending: the full covariance of {self.model.num_parameters} "
-                             "parameters is too large (at most 4000)")
+        blocks = self._covariance_blocks() if o["covariance_blending"] > 0 else None
         from tati.samplers.ensemble import Ensemble
         return Ensemble(self.model.num_walkers, self.model.num_parameters, o["covariance_blending"],
-                        o["covariance_after_steps"], o["collapse_walkers"])
+                        o["covariance_after_steps"], o["collapse_walkers"], blocks)
+
+    def _covariance_blocks(self):
+        """None for one full covariance, else the indices of each weight and bias tensor's free
+        parameters; InputError if a covariance would exceed MAX_COVARIANCE parameters."""
+        if self.options["covariance_blocks"] == "full":
+            if self.model.num_parameters > MAX_COVARIANCE:
+                raise InputError(f"covariance_blending: the full covariance of {self.model.num_parameters} parameters "
+                                 f"is too large (at most {MAX_COVARIANCE}); try covariance_blocks=layers")
+            return None
+        if not hasattr(self.model, "parameter_groups"):
+            raise InputError("covariance_blocks=layers needs the built-in network, whose layers give the blocks")
+        index = {name: i for i, name in enumerate(self.model.parameter_names)}
+        blocks = {group: [index[name] for name in names if name in index]
+                  for group, names in self.model.parameter_groups().items()}
+        for group, block in blocks.items():
+            if len(block) > MAX_COVARIANCE:
+                raise InputError(f"covariance_blocks=layers: the covariance of {group} ({len(block)} "
+                                 f"parameters) is too large (at most {MAX_COVARIANCE})")
+        return [block for block in blocks.values() if block]
 
     @property
     def sampler(self):
@@ -215,7 +241,7 @@ class Simulation:
                                 **{name: o[name] for name in cls.parameters})
             self._sampler.walker_axis = self.model.walker_axis
             if self.ensemble is not None and self.ensemble.blending:
-                self._sampler.preconditioner = self.ensemble.matrix
+                self._sampler.preconditioner = self.ensemble
                 self._sampler.moving = self.ensemble.moving
             self._sampler.build(self.model.variables)
         return self._sampler

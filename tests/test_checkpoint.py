@@ -7,6 +7,8 @@ and restoring continues to the same final rows. A non-finite loss stops a Langev
 a message naming step and walker and keeps every row before.
 """
 
+import itertools
+import json
 import os
 import signal
 import subprocess
@@ -84,17 +86,40 @@ CLI_OPTIONS = {"hidden_dimension": 3, "batch_size": 50, "number_walkers": 2, "se
                "sampler": "BAOAB", "step_width": 0.05}
 
 
-def test_cli_restore_in_new_processes_continues_bitwise(tmp_path):
-    (tmp_path / "full").mkdir()
-    (tmp_path / "split").mkdir()
-    full, split = files(tmp_path / "full"), files(tmp_path / "split")
-    checkpoint = str(tmp_path / "state.npz")
-    subprocess.run(cli({**CLI_OPTIONS, **full, "max_steps": 40}), check=True, capture_output=True)
-    subprocess.run(cli({**CLI_OPTIONS, **split, "max_steps": 25, "save_model": checkpoint}), check=True,
+def cli_arguments(options):
+    return [argument for key, value in options.items() for argument in (f"--{key}", str(value))]
+
+
+def run_tools(runs):
+    """One new process running tati-sample once per options dict, in order."""
+    script = ("import sys, json\nfrom tati.cli.sample import main\n"
+              "for argv in json.loads(sys.argv[1]):\n    main(argv)\n")
+    subprocess.run([sys.executable, "-c", script, json.dumps([cli_arguments(o) for o in runs])], check=True,
                    capture_output=True)
-    subprocess.run(cli({**CLI_OPTIONS, **split, "max_steps": 15, "restore_model": checkpoint}), check=True,
-                   capture_output=True)
-    assert_same_tables(read_tables(full), read_tables(split))
+
+
+def test_cli_restore_in_a_new_process_continues_bitwise(tmp_path):
+    """For each sampler and walker count: the unbroken run and the first half in one process,
+    the second half in another; the network with mini-batches, so the data position must be
+    restored too."""
+    firsts, seconds, pairs = [], [], []
+    for sampler, walkers in itertools.product(["BAOAB", "GLA2", "HMC2", "SGHMC"], [1, 3]):
+        base = dict(CLI_OPTIONS, sampler=sampler, number_walkers=walkers)
+        name = f"{sampler}{walkers}"
+        (tmp_path / f"full{name}").mkdir()
+        (tmp_path / f"split{name}").mkdir()
+        full, split = files(tmp_path / f"full{name}"), files(tmp_path / f"split{name}")
+        checkpoint = str(tmp_path / f"state{name}.npz")
+        firsts += [{**base, **full, "max_steps": 40}, {**base, **split, "max_steps": 25, "save_model": checkpoint}]
+        seconds.append({**base, **split, "max_steps": 15, "restore_model": checkpoint})
+        pairs.append((walkers, full, split))
+    run_tools(firsts)
+    run_tools(seconds)
+    for walkers, full, split in pairs:
+        expected, actual = read_tables(full), read_tables(split)
+        assert set(expected["trajectory_file"]["id"]) == set(range(walkers))
+        assert len(expected["trajectory_file"]) > 0
+        assert_same_tables(expected, actual)
 
 
 def test_sigterm_stops_at_a_row_and_restore_reaches_the_same_rows(tmp_path):

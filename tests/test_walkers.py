@@ -178,8 +178,87 @@ def test_halves_take_turns_and_use_the_standing_half():
     x = trajectory[["param0", "param1"]].to_numpy().reshape(6, 4, 2)  # rows: state before each step
     assert np.array_equal(x[:, 1::2], np.broadcast_to(start[1::2], (6, 2, 2)))  # odd stood still
     assert np.all(x[1, 0::2] != start[0::2])                                 # even moved
-    factor = sim.ensemble.matrix.numpy()[0]                                  # refreshed at step 5
+    factor = sim.ensemble.matrices[0].numpy()[0]                                # refreshed at step 5
     expected = np.eye(2) + 0.7 * np.cov(x[5, 0::2].T)
     np.testing.assert_allclose(factor @ factor.T, expected, rtol=1e-10)
     np.testing.assert_array_equal(sim.ensemble.moving.numpy(), [False, True, False, True])
 
+
+
+def test_layer_blocks_precondition_a_linear_network_with_its_exact_gaussian_posterior():
+    """covariance_blocks=layers on a linear network (3 weights, 1 bias, mean squared loss on
+    centred data) whose posterior exp(-beta U) is Gaussian with covariance (2 beta S)^-1 for the
+    weights (S = X^T X / N, eigenvalues 0.01 ... 100: condition number 10^4) and 1/(2 beta) for
+    the bias, at the least-squares mean. Two blocks (output/weights 3x3, output/biases 1x1);
+    statistics and budget as in the 10-D test above (batch means, Student-t, 1e-3 over 4 + 10)."""
+    d, walkers, n, beta = 3, 16, 200, 0.5
+    rng = np.random.default_rng(seed(730))
+    rotation, _ = np.linalg.qr(rng.normal(size=(d, d)))
+    scatter = rotation @ np.diag([1e-2, 1.0, 1e2]) @ rotation.T
+    z = rng.normal(size=(n, d))
+    z -= z.mean(axis=0)
+    z = z @ np.linalg.inv(np.linalg.cholesky(z.T @ z / n)).T                # exactly centred and white
+    features = z @ np.linalg.cholesky(scatter).T                             # X^T X / N = scatter
+    labels = features @ rng.normal(size=d) + 0.3 + rng.normal(size=n)
+    design = np.hstack([features, np.ones((n, 1))])
+    mean = np.linalg.lstsq(design, labels, rcond=None)[0]
+    covariance = np.linalg.inv(beta * 2.0 / n * design.T @ design)
+    assert np.allclose(covariance[:d, d], 0.0, atol=1e-8)                     # the blocks are exact
+    start = rng.multivariate_normal(mean, covariance, size=walkers)
+    sim = tati.Simulation(dataset=(features, labels), hidden_dimension=[], output_activation="linear",
+                          loss="mean_squared", dtype="float64", initial_parameters=start,
+                          number_walkers=walkers, inverse_temperature=beta, covariance_blending=1.0,
+                          covariance_blocks="layers", covariance_after_steps=50, step_width=0.1,
+                          friction_constant=1.0, max_steps=20000, every_nth=10, seed=seed(731))
+    assert [int(m.shape[1]) for m in sim.ensemble.matrices] == [3, 1]
+    trajectory = sim.sample().trajectory.sort_values(["step", "id"])
+    columns = [f"weight{i}" for i in range(d)] + ["bias0"]
+    x = trajectory[columns].to_numpy().reshape(-1, walkers, d + 1)
+    batches = x.reshape(20, -1, walkers, d + 1) - mean
+    means = batches.mean(axis=(1, 2))
+    second = np.einsum("btwi,btwj->bij", batches, batches) / (batches.shape[1] * walkers)
+    i, j = np.triu_indices(d + 1)
+    statistics = np.concatenate([means, second[:, i, j]], axis=1)
+    exact = np.concatenate([np.zeros(d + 1), covariance[i, j]])
+    error = statistics.std(axis=0, ddof=1) / np.sqrt(20)
+    deviation = np.abs(statistics.mean(axis=0) - exact)
+    critical = t_critical(1e-3, 19, len(exact))
+    assert np.all(deviation < critical * error), np.max(deviation / error)
+    assert float(sim.ensemble.eta.numpy()) == 1.0
+
+
+def test_layer_blocks_are_the_factors_of_each_tensors_covariance():
+    """B is block-diagonal: each tensor's block is the Cholesky factor of I + eta C of that
+    tensor's coordinates over the standing walkers; fixed parameters leave their block."""
+    sim = tati.Simulation(hidden_dimension=[2], number_walkers=4, covariance_blending=0.5,
+                          covariance_blocks="layers", covariance_after_steps=3, max_steps=4, every_nth=1,
+                          dtype="float64", fix_parameters="bias0=0.1", seed=5)
+    names = sim.model.parameter_names
+    groups = {g: [names.index(m) for m in members if m in names] for g, members in sim.model.parameter_groups().items()}
+    assert [int(m.shape[1]) for m in sim.ensemble.matrices] == [len(b) for b in groups.values()] == [4, 1, 2, 1]
+    sim.sample()
+    np.testing.assert_array_equal(sim.ensemble.moving.numpy(), [False, True, False, True])
+    theta = sim.model.get_parameters()  # the even half has stood still since the refresh at step 3
+    standing = theta[0::2]
+    for matrix, block in zip(sim.ensemble.matrices, groups.values()):
+        factor = matrix.numpy()[0]
+        expected = np.eye(len(block)) + 0.5 * np.atleast_2d(np.cov(standing[:, block].T))
+        np.testing.assert_allclose(factor @ factor.T, expected, rtol=1e-10)
+    g = np.random.default_rng(0).normal(size=(4, len(names)))
+    dense = np.zeros((4, len(names), len(names)))
+    for matrix, block in zip(sim.ensemble.matrices, groups.values()):
+        for walker in range(4):
+            dense[walker][np.ix_(block, block)] = matrix.numpy()[walker]
+    np.testing.assert_allclose(sim.ensemble.force(tf.constant(g)).numpy(), np.einsum("wji,wj->wi", dense, g), rtol=1e-12)
+    np.testing.assert_allclose(sim.ensemble.velocity(tf.constant(g)).numpy(), np.einsum("wij,wj->wi", dense, g), rtol=1e-12)
+
+
+def test_covariance_blocks_errors_name_the_option():
+    with pytest.raises(tati.InputError, match="covariance_blocks=layers needs the built-in network"):
+        tati.Simulation(potential=lambda x: tf.reduce_sum(x * x), initial_parameters=np.zeros((4, 2)),
+                        number_walkers=4, covariance_blending=1.0, covariance_blocks="layers")
+    with pytest.raises(tati.InputError, match="covariance_blocks=layers"):
+        tati.Simulation(hidden_dimension=[70, 70], number_walkers=4, covariance_blending=1.0)
+    with pytest.raises(tati.InputError, match="layer2/weights"):
+        tati.Simulation(hidden_dimension=[70, 70], number_walkers=4, covariance_blending=1.0,
+                        covariance_blocks="layers")

@@ -68,7 +68,11 @@ def make_dataset(name, size=500, noise=0.1, seed=0, dtype=np.float32):
     # Shuffle so that any prefix of the rows (a train/test split, a first batch) holds both classes.
     order = rng.permutation(size)
     dtype = np.dtype(getattr(dtype, "as_numpy_dtype", dtype))  # also accept a tf.DType
-    return X[order].astype(dtype), Y[order].astype(dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        X = X[order].astype(dtype)
+    if not np.all(np.isfinite(X)):  # a finite noise can still overflow the points
+        raise InputError(f"dataset_noise {noise:g} is too large: the points overflow {dtype.name}")
+    return X, Y[order].astype(dtype)
 
 
 def _polar(radius, angle):

@@ -20,16 +20,19 @@ def check_arrays(features, labels, dtype):
     for name, array in (("features", features), ("labels", labels)):
         try:
             array = np.asarray(array, dtype=np.float64)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond float64
             raise InputError(f"dataset {name} must be numeric arrays") from None
         if array.ndim == 1:
             array = array[:, None]
-        if array.ndim != 2 or array.shape[0] == 0:
+        if array.ndim != 2 or 0 in array.shape:
             raise InputError(f"dataset {name} must be a non-empty 2-D array, got shape {list(array.shape)}")
+        # Checked after the cast: a value finite as float64 can overflow a narrower dtype.
+        with np.errstate(over="ignore"):
+            array = array.astype(tf.as_dtype(dtype).as_numpy_dtype)
         if not np.all(np.isfinite(array)):
             row = int(np.argwhere(~np.isfinite(array))[0][0])
-            raise InputError(f"dataset {name} contain NaN or infinite values (first in row {row})")
-        arrays.append(array.astype(tf.as_dtype(dtype).as_numpy_dtype))
+            raise InputError(f"dataset {name} contain NaN, infinite or too large values (first in row {row})")
+        arrays.append(array)
     if arrays[0].shape[0] != arrays[1].shape[0]:
         raise InputError(f"dataset features have {arrays[0].shape[0]} rows but labels have {arrays[1].shape[0]}")
     return tuple(arrays)

@@ -15,11 +15,13 @@ from tati.errors import InputError
 
 
 def parse_fixed(spec, parameter_names, groups):
-    """{index: value} of the parameters to fix; InputError naming the faulty part otherwise."""
+    """{index: value} of the parameters to fix (groups: name -> member column names);
+    InputError naming the faulty part otherwise."""
     if spec is None:
         return {}
-    groups = dict(groups)
-    groups.update({name: [i] for i, name in enumerate(parameter_names)})
+    index = {name: i for i, name in enumerate(parameter_names)}
+    groups = {group: [index[name] for name in members] for group, members in groups.items()}
+    groups.update({name: [i] for name, i in index.items()})
     fixed = {}
     for part in (p.strip() for p in spec.split(";")):
         if not part:

@@ -92,7 +92,7 @@ def check_walkers(option, values, walkers, length, dtype):
     """values as a [walkers, length] array: one vector for all walkers or one per walker."""
     try:
         array = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond float64
         raise InputError(f"{option} must be a list of numbers, got {values!r:.60}") from None
     if array.ndim == 1 and array.shape[0] == length:
         array = np.broadcast_to(array, (walkers, length))

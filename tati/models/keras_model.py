@@ -6,6 +6,7 @@ are weight0.., bias0.. as for the built-in network. One walker only: the view pr
 with a leading walker axis of length 1 ([1, d] parameters, [1] losses).
 """
 
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -22,6 +23,8 @@ class KerasModel:
 
     def __init__(self, model, loss=None, input_dimension=None):
         """loss None: only the flat parameter view (as the Keras callback uses it)."""
+        if not isinstance(model, keras.layers.Layer):
+            raise InputError(f"model must be a keras.Model, got {model!r:.60}")
         if not model.built:
             model.build((None, input_dimension))
         variables = list(model.trainable_variables)

@@ -23,6 +23,12 @@ class MLP(FlatModel):
                                     ("loss", loss, LOSSES)):
             if name not in table:
                 raise InputError(f"{option} '{name}' is unknown; choose one of {', '.join(table)}")
+        for option, width in (("input_dimension", input_dimension), ("output_dimension", output_dimension)):
+            if int(width) < 1:
+                classes = option == "output_dimension" and loss == "softmax_cross_entropy"
+                raise InputError(f"{option} must be at least 1, got {width}" + (
+                    " (loss softmax_cross_entropy takes it from a label column of class indices 0, 1, ...)"
+                    if classes else ""))
         widths = [int(input_dimension), *[int(h) for h in hidden_dimension], int(output_dimension)]
         self.weight_shapes = list(zip(widths[:-1], widths[1:]))
         self.bias_sizes = widths[1:]
@@ -66,14 +72,13 @@ class MLP(FlatModel):
                 accuracy(self.loss_name, labels, outputs))
 
     def parameter_groups(self):
-        """Index lists of the layers' weights and biases by the original's names:
-        layer1/weights, layer1/biases, ..., output/weights, output/biases."""
-        groups, start = {}, 0
+        """The column names of each weight and bias tensor, by the original's group names:
+        layer1/weights, layer1/biases, ..., output/weights, output/biases (all parameters,
+        fixed ones too)."""
+        groups, weight, bias = {}, 0, 0
         layers = [f"layer{k + 1}" for k in range(len(self.weight_shapes) - 1)] + ["output"]
-        for layer, (a, b) in zip(layers, self.weight_shapes):
-            groups[f"{layer}/weights"] = list(range(start, start + a * b))
-            start += a * b
-        for layer, size in zip(layers, self.bias_sizes):
-            groups[f"{layer}/biases"] = list(range(start, start + size))
-            start += size
+        for layer, (a, b), size in zip(layers, self.weight_shapes, self.bias_sizes):
+            groups[f"{layer}/weights"] = [f"weight{i}" for i in range(weight, weight + a * b)]
+            groups[f"{layer}/biases"] = [f"bias{i}" for i in range(bias, bias + size)]
+            weight, bias = weight + a * b, bias + size
         return groups

@@ -23,7 +23,10 @@ class Potential(FlatModel):
             raise InputError(f"potential must be a callable theta -> U(theta), got {potential!r:.60}")
         if initial_parameters is None:
             raise InputError("initial_parameters must be given with potential (it fixes the dimension d)")
-        shape = np.shape(initial_parameters)
+        try:
+            shape = np.shape(initial_parameters)
+        except ValueError:  # ragged nesting
+            shape = ()
         if len(shape) not in (1, 2) or shape[-1] == 0:
             raise InputError("initial_parameters must be a list of numbers (or one list per walker), "
                              f"got {initial_parameters!r:.60}")
@@ -45,7 +48,8 @@ class Potential(FlatModel):
                              f"{self.num_parameters}: {type(error).__name__}: {error}") from None
         expected = [self.num_walkers] if self.batched else []
         if energy.shape.as_list() != expected:
-            what = f"{self.num_walkers} energies (one per walker)" if self.batched else "a scalar energy"
+            what = (f"{self.num_walkers} energies (one per walker) with potential_batched" if self.batched
+                    else "a scalar energy")
             raise InputError(f"potential must return {what}, got shape {energy.shape.as_list()}")
         if not energy.dtype.is_floating:
             raise InputError(f"potential must return a floating-point energy, got {energy.dtype.name}")

@@ -22,6 +22,11 @@ def parameters_from_trajectory(path, steps, parameter_names, walkers):
                          "of this model's parameters")
     if frame.empty:
         raise InputError(f"parse_parameters_file '{path}' has no rows")
+    text = [c for c in ["step", "id"] + list(parameter_names) if c in frame.columns
+            and not pd.api.types.is_numeric_dtype(frame[c])]
+    if text:
+        raise InputError(f"parse_parameters_file '{path}' has cells that are not numbers in the column(s) "
+                         f"{', '.join(text[:5])}")
     if "id" not in frame.columns:
         frame["id"] = 0
     if steps is None:

@@ -1,6 +1,7 @@
 """Optimizers for `fit`: tati's GradientDescent or any Keras optimizer by name."""
 
 import keras
+import tensorflow as tf
 
 from tati.errors import InputError
 from tati.optimizers.gradient_descent import GradientDescent
@@ -12,9 +13,14 @@ def make_optimizer(name, learning_rate):
         return GradientDescent(learning_rate=learning_rate)
     try:
         optimizer = keras.optimizers.get(str(name).lower())
-    except ValueError:
+    except (ValueError, TypeError, KeyError):  # Keras' base and wrapper classes raise the latter
         raise InputError(f"optimizer '{name}' is unknown; use GradientDescent or a Keras "
                          "optimizer name such as adam, sgd, rmsprop") from None
+    try:  # on a copy: some Keras optimizers (muon) need Keras variables, tati's are tf.Variables
+        type(optimizer).from_config(optimizer.get_config()).build([tf.Variable(tf.zeros([1, 2]))])
+    except Exception as error:
+        raise InputError(f"optimizer '{name}' cannot train tati's parameters: {type(error).__name__}: "
+                         f"{error}") from None
     optimizer.learning_rate = learning_rate
     return optimizer
 

@@ -64,8 +64,8 @@ class SamplerBase(keras.optimizers.Optimizer):
     report_details = True
     # Whether the leading axis of the variables is the walker: reports are then kept per walker.
     walker_axis = False
-    # Ensemble preconditioner B [W, d, d] (a variable the Simulation keeps up to date), or None;
-    # see ensemble.py. Only for one variable of shape [W, d].
+    # Ensemble preconditioner (ensemble.Ensemble: force(g) = B^T g, velocity(p) = B p, per
+    # walker, with B kept up to date by the Simulation), or None. Only for one variable [W, d].
     preconditioner = None
     # Which walkers move ([W] bool variable, the ensemble's halves), or None for all: the others
     # keep their positions, momenta and `_walker_state()` through the step.
@@ -105,9 +105,10 @@ class SamplerBase(keras.optimizers.Optimizer):
         if self.built:
             return
         super().build(variables)
+        # Initialised from float64 tensors: keras' Constant would round them through float32.
         self._parameter_variables = {
-            p: self.add_variable((), initializer=keras.initializers.Constant(
-                0.0 if v is None else v), dtype="float64", name=p)
+            p: self.add_variable((), initializer=lambda shape, dtype, v=v: tf.constant(
+                0.0 if v is None else v, dtype, shape), dtype="float64", name=p)
             for p, v in self._parameter_values.items()}
         self._walkers = int(variables[0].shape[0]) if self.walker_axis else None
         shape = (len(INFO_NAMES),) if self._walkers is None else (self._walkers, len(INFO_NAMES))
@@ -192,13 +193,13 @@ class SamplerBase(keras.optimizers.Optimizer):
         """B^T grad U: the gradient as the (preconditioned) kicks use it."""
         if self.preconditioner is None:
             return gradient
-        return tf.einsum("wji,wj->wi", tf.cast(self.preconditioner, gradient.dtype), gradient)
+        return self.preconditioner.force(gradient)
 
     def _velocity(self, momentum):
         """B p: the momentum as the (preconditioned) drifts use it."""
         if self.preconditioner is None:
             return momentum
-        return tf.einsum("wij,wj->wi", tf.cast(self.preconditioner, momentum.dtype), momentum)
+        return self.preconditioner.velocity(momentum)
 
     def _report(self, position, momentum, noise, mass=1.0):
         """Add this variable's share of the kinetic energy |p|^2 / 2M, |p|^2, the inertia q.p

@@ -18,10 +18,13 @@ positions correlated with its own, which measurably shrank the sampled variance 
 walkers than parameters (doc/benchmarks.md). Momenta stay N(0, I / beta) (kinetic energy
 1/2 |p|^2). The price: each walker moves half of the steps.
 
-Needs at least 4 walkers (2 per half). A factorisation that is not finite (it cannot fail in
+With `covariance_blocks` = layers, B is block-diagonal: one factor per weight or bias tensor
+of the network, from the covariance of that tensor's coordinates only; the argument above
+holds block by block. Needs at least 4 walkers (2 per half). A factorisation that is not finite (it cannot fail in
 exact arithmetic, since M >= I, but can in floating point) halves eta and is counted.
 """
 
+import numpy as np
 import tensorflow as tf
 
 
@@ -59,23 +62,47 @@ def preconditioner(theta, eta, standing=None):
 
 
 class Ensemble:
-    """The walkers' shared state: B (the sampler's `preconditioner`), which half moves (the
-    sampler's `moving`), eta, and the refresh that runs inside the compiled loop every `every`
-    steps (collapsing walkers first if asked)."""
+    """The walkers' shared state: B (applied by `force` and `velocity`, which the sampler
+    calls), which half moves (the sampler's `moving`), eta, and the refresh that runs inside
+    the compiled loop every `every` steps (collapsing walkers first if asked).
 
-    def __init__(self, walkers, dimension, eta, every, collapse):
+    `blocks` None: one B of all d parameters. Otherwise a partition of the parameter indices
+    into blocks (covariance_blocks = layers): B is block-diagonal, one Cholesky factor of
+    I + eta C_b per block b from the covariance C_b of that block's coordinates only.
+    """
+
+    def __init__(self, walkers, dimension, eta, every, collapse, blocks=None):
         self.every, self.collapse, self.blending = every, collapse, eta > 0
-        self.matrix = tf.Variable(tf.eye(dimension, batch_shape=[walkers], dtype=tf.float64),
-                                  trainable=False, name="ensemble_preconditioner")
+        self.blocks = None if blocks is None else [tf.constant(b, tf.int32) for b in blocks]
+        sizes = [dimension] if blocks is None else [len(b) for b in blocks]
+        self.matrices = [tf.Variable(tf.eye(size, batch_shape=[walkers], dtype=tf.float64), trainable=False,
+                                     name="ensemble_preconditioner") for size in sizes]
+        if blocks is not None:  # from the blocks' concatenation back to the parameters' order
+            self._inverse = tf.constant(np.argsort(np.concatenate(blocks)), tf.int32)
         self.moving = tf.Variable(tf.ones([walkers], tf.bool), trainable=False, name="moving_walkers")
         self.parity = tf.range(walkers) % 2
         self.eta = tf.Variable(tf.constant(eta, tf.float64), trainable=False, name="covariance_blending")
         self.failures = tf.Variable(tf.constant(0, tf.int64), trainable=False, name="cholesky_failures")
 
+    def _apply(self, equation, values):
+        if self.blocks is None:
+            return tf.einsum(equation, tf.cast(self.matrices[0], values.dtype), values)
+        parts = [tf.einsum(equation, tf.cast(matrix, values.dtype), tf.gather(values, block, axis=1))
+                 for matrix, block in zip(self.matrices, self.blocks)]
+        return tf.gather(tf.concat(parts, axis=1), self._inverse, axis=1)
+
+    def force(self, gradient):
+        """B^T grad U per walker, [W, d]."""
+        return self._apply("wji,wj->wi", gradient)
+
+    def velocity(self, momentum):
+        """B p per walker, [W, d]."""
+        return self._apply("wij,wj->wi", momentum)
+
     def maybe_refresh(self, theta, step):
         """At steps that are multiples of `every`: reset walkers to walker 0 (collapse), then
         let the other half move with B from the now standing half's positions, halving eta
-        instead if the factor is not finite."""
+        instead if a factor is not finite."""
 
         def refresh():
             if self.collapse:
@@ -83,11 +110,16 @@ class Ensemble:
             if self.blending:
                 half = tf.cast((step // self.every) % 2, tf.int32)
                 moving = tf.equal(self.parity, half)
-                factor, finite = preconditioner(theta, self.eta, tf.logical_not(moving))
+                standing = tf.logical_not(moving)
+                blocks = [None] if self.blocks is None else self.blocks
+                factors = [preconditioner(theta if block is None else tf.gather(theta, block, axis=1),
+                                          self.eta, standing) for block in blocks]
+                finite = tf.reduce_all(tf.stack([ok for _, ok in factors]))
                 self.moving.assign(moving)
 
                 def accept():
-                    self.matrix.assign(tf.broadcast_to(factor, tf.shape(self.matrix)))
+                    for matrix, (factor, _) in zip(self.matrices, factors):
+                        matrix.assign(tf.broadcast_to(factor, tf.shape(matrix)))
                     return tf.constant(0, tf.int64)
 
                 def reduce():
