@@ -94,8 +94,9 @@ def run_tools(runs):
     """One new process running tati-sample once per options dict, in order."""
     script = ("import sys, json\nfrom tati.cli.sample import main\n"
               "for argv in json.loads(sys.argv[1]):\n    main(argv)\n")
-    subprocess.run([sys.executable, "-c", script, json.dumps([cli_arguments(o) for o in runs])], check=True,
-                   capture_output=True)
+    done = subprocess.run([sys.executable, "-c", script, json.dumps([cli_arguments(o) for o in runs])],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
 
 
 def test_cli_restore_in_a_new_process_continues_bitwise(tmp_path):

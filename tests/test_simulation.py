@@ -137,3 +137,20 @@ def test_equipartition_on_the_two_clusters_network():
     error = batches.std(ddof=1) / np.sqrt(len(batches))
     average = result.averages.average_kinetic_energy.iloc[-1]
     assert abs(average - expected) < t_critical(1e-4, len(batches) - 1) * error, (average, expected, error)
+
+
+def test_cli_summary_of_sgld_has_no_kinetic_energy(capsys):
+    from tati.cli.sample import main
+    main(["--sampler", "SGLD", "--max_steps", "3"])
+    assert "3 steps of SGLD" in capsys.readouterr().out
+
+
+def test_summary_of_a_continued_hmc_call_without_a_row():
+    """HMC writes rows at the ends of legs (about 20 steps here): a continued call of 2 steps
+    (as a restored CLI run can be) has none."""
+    from tati.cli.summary import summarise
+    sim = tati.Simulation(sampler="HMC2", step_width=0.05, max_steps=2)
+    assert len(sim.sample().run_info) == 1  # the start of the chain
+    result = sim.sample()
+    assert result.run_info.empty
+    assert "no leg ended in these 2 steps" in summarise("tati-sample", sim, result, sampler=True)

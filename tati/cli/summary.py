@@ -3,8 +3,11 @@
 
 def summarise(prog, simulation, result, sampler):
     o = simulation.options
-    last = result.run_info.iloc[-1]
     method = o["sampler"] if sampler else o["optimizer"]
+    if result.run_info.empty:  # HMC writes rows at the ends of legs only; none ended in this call
+        return (f"{prog}: {method} on {simulation.num_parameters} parameters: no leg ended in these "
+                f"{o['max_steps']} steps, so no row was written")
+    last = result.run_info.iloc[-1]
     lines = [f"{prog}: {int(last['step'])} steps of {method} on {simulation.num_parameters} parameters",
              f"  final loss {last['loss']:.6g}"
              + (f", accuracy {last['accuracy']:.4f}" if "accuracy" in last else "")]
