@@ -120,18 +120,27 @@ def make_metropolis_chunk(model, data, sampler, step, averages, burn_in_steps, h
 
     Rows and averages see the chain's states at evaluations only (the accepted or the
     restored state, rejected ones repeated), as the samplers reference explains for HMC.
+    The steps at which no walker's leg ends (`sampler.free_steps()`) are only a kick and a
+    drift each (`sampler.integrate`); the others are `sampler.apply` calls followed by the
+    report and the running averages.
     """
     variables = model.variables
+    sampler.build(variables)  # free_steps reads its state while the chunk is traced
 
-    def one_step():
+    def loss_and_gradients(with_accuracy=False):
+        """Every walker's loss at its parameters, the gradients of their sum, the accuracy if asked."""
         features, labels = data.next()
         with tf.GradientTape() as tape:
-            if has_accuracy:
+            if with_accuracy:
                 losses, accuracy = model.loss_and_accuracy(features, labels)
             else:
                 losses, accuracy = model.loss(features, labels), None
             total = tf.reduce_sum(losses)
         grads = tape.gradient(total, variables, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+        return losses, grads, accuracy
+
+    def one_step():
+        losses, grads, accuracy = loss_and_gradients(has_accuracy)
         sampler.set_loss(losses, accuracy)
         sampler.apply(grads, variables)
         step.assign_add(1)
@@ -147,8 +156,13 @@ def make_metropolis_chunk(model, data, sampler, step, averages, burn_in_steps, h
         due = tf.zeros([model.num_walkers], tf.bool)
         i = tf.constant(0)
         while i < n and not tf.reduce_any(due):  # not a range: XLA would compile one program per n
+            # Kick-and-drift steps until some walker's leg ends; the chunk's last step is an apply,
+            # which serves any mix of evaluating and integrating walkers.
+            free = tf.minimum(sampler.free_steps(), n - i - 1)
+            sampler.integrate(free, lambda: loss_and_gradients()[:2], variables)
+            step.assign_add(tf.cast(free, tf.int64))
             due = one_step()
-            i += 1
+            i += free + 1
         report = sampler.chain_report()
         positions = tf.concat([tf.reshape(q, [tf.shape(report["loss"])[0], -1])
                                for q in sampler.chain_positions()], axis=1)

@@ -28,13 +28,20 @@ starts the next leg with the same gradient (or the cached grad U(q_0) after a re
     evaluation call, given U(q), grad U(q):
         complete the last kick: p_L = p - (1 - c) h_prev grad U(q)
         decide between q (= q_L) and q_0 with the energies; (q_a, U_a, grad_a) := the winner
-        p ~ N(0, I / beta);  H_old = U_a + |p|^2 / 2;  draw h, L, c for the new leg
+        p ~ N(0, I / beta);  H_old = U_a + |p|^2 / 2;  h, L, c of the new leg
         p <- p - c h grad_a;  q <- q_a + h p
-    integration call, given grad U(q):
-        p <- p - h grad U(q);  q <- q + h p
+    integration call, given U(q), grad U(q):
+        p <- p - h grad U(q);  q <- q + h p      (h NaN if U(q) is not finite, see below)
     with the first-kick fraction c = 1/2 for leapfrog, 1 for BA and 0 for AB.
 
-A non-finite loss or gradient during a leg freezes the walker and dooms the leg: the
+`apply` is one call for every walker, each evaluating or integrating. Where no walker's leg
+ends (`free_steps`), the calls are integration calls only: the compiled loop runs them with
+`integrate`, a bare kick-and-drift loop like TFP's leapfrog, and all bookkeeping happens at
+the evaluations.
+
+A non-finite loss or gradient during a leg dooms it: a non-finite U makes that call's h NaN,
+a non-finite gradient makes p non-finite, and either way p (and then q) stays non-finite for
+the rest of the leg (p <- p - h grad U, h > 0), so the proposal's energy is not finite and the
 evaluation rejects it. The reverse leg passes through the same positions, so this rule is
 symmetric and keeps detailed balance; no NaN ever reaches the chain's state.
 
@@ -60,11 +67,12 @@ from tati.samplers.metropolis import metropolis
 STEP_WIDTH_JITTER = (0.7, 1.3)
 LEG_LENGTH_JITTER = (0.9, 1.1)
 
-# Per-walker state: chain state, leg state, the last decision's energies and counters.
-_STATE = ("legs_left", "leg_width", "first_kick", "doomed", "evaluated", "legs",
-          "loss", "accuracy", "observed_loss", "observed_accuracy",
-          "old_total_energy", "decided_old_total_energy", "total_energy",
-          "kinetic_energy", "momentum_sq", "accepted", "rejected", "divergences")
+# Per-walker state, the rows of one [len(_STATE), W] variable (read and written once per apply,
+# not by integrate): the leg (the iteration of its evaluation, width, first-kick fraction), the
+# chain's state and report, the last decision's energies and the counters.
+_STATE = ("leg_end", "leg_width", "first_kick", "evaluated", "legs", "loss", "accuracy",
+          "old_total_energy", "decided_old_total_energy", "total_energy", "kinetic_energy",
+          "momentum_sq", "accepted", "rejected", "divergences")
 
 
 class HamiltonianMonteCarlo(SamplerBase):
@@ -91,10 +99,14 @@ class HamiltonianMonteCarlo(SamplerBase):
             return
         super().build(variables)
         size = 1 if self._walkers is None else self._walkers
-        self._state = {name: self.add_variable((size,), dtype="float64", name=name) for name in _STATE}
+        self._state = self.add_variable((len(_STATE), size), dtype="float64", name="hmc_state")
         self._started = self.add_variable((), dtype="bool", name="started")
         self._start_positions = [self.add_variable_from_reference(v, name="start_position") for v in variables]
         self._start_gradients = [self.add_variable_from_reference(v, name="start_gradient") for v in variables]
+
+    def _rows(self):
+        """The per-walker state as a dict of [W] tensors."""
+        return dict(zip(_STATE, tf.unstack(self._state)))
 
     # -- the loss ------------------------------------------------------------------------------
     def set_loss(self, loss, accuracy=None):
@@ -108,11 +120,12 @@ class HamiltonianMonteCarlo(SamplerBase):
         set new parameters)."""
         if self.built:
             self._started.assign(False)
-            self._state["legs_left"].assign(tf.zeros_like(self._state["legs_left"]))
-            self._state["doomed"].assign(tf.zeros_like(self._state["doomed"]))
+            leg_end = [[name == "leg_end"] for name in _STATE]
+            self._state.assign(tf.where(leg_end, tf.cast(self.iterations, tf.float64), self._state))
 
-    # -- one call ------------------------------------------------------------------------------
+    # -- calls ---------------------------------------------------------------------------------
     def apply(self, grads, trainable_variables=None):
+        """One call for every walker: it evaluates where its leg ends, else integrates."""
         variables = self._trainable_variables if trainable_variables is None else list(trainable_variables)
         if not self.built:
             self.build(variables)
@@ -122,86 +135,45 @@ class HamiltonianMonteCarlo(SamplerBase):
                              "sampler.set_loss(loss) before apply_gradients")
         self._loss_given = False
         loss, accuracy = self._given
-        shape = tf.shape(self._state["observed_loss"])
-        self._state["observed_loss"].assign(tf.reshape(tf.cast(loss, tf.float64), shape))
-        if accuracy is not None:
-            self._state["observed_accuracy"].assign(tf.reshape(tf.cast(accuracy, tf.float64), shape))
-        self._decide([tf.convert_to_tensor(g) for g in grads], variables)
-        return super().apply(grads, trainable_variables)
+        self._call(loss, accuracy, [tf.convert_to_tensor(g) for g in grads], variables)
+        self.iterations.assign_add(1)
+        return self.iterations
 
-    def _uniform(self, stream, dtype=tf.float64):
-        key = tf.random.experimental.stateless_fold_in(
-            tf.constant([self.seed, 1], tf.int64), tf.cast(self.iterations, tf.int64), alg="philox")
-        key = tf.random.experimental.stateless_fold_in(key, stream, alg="philox")
-        return tf.random.stateless_uniform(tf.shape(self._state["legs"]), seed=key, dtype=dtype, alg="philox")
+    def free_steps(self):
+        """How many of the coming calls are integration calls for every walker."""
+        leg_end = tf.reduce_min(self._state[_STATE.index("leg_end")])
+        return tf.cast(leg_end - tf.cast(self.iterations, tf.float64), tf.int32)
+
+    def integrate(self, steps, loss_and_gradients, variables):
+        """`steps` (at most free_steps()) calls as apply would do them, at a fraction of the
+        cost: p <- p - h grad U(q); q <- q + h p for every walker, h its leg's step width.
+        `loss_and_gradients()` gives U per walker and the gradients at the variables' values
+        (no set_loss needed)."""
+        width = self._state[_STATE.index("leg_width")]
+        i = tf.constant(0)
+        while i < steps:  # a graph loop under AutoGraph, as in the compiled chunk
+            loss, grads = loss_and_gradients()
+            width_now = self._doom(width, loss)
+            for g, v in zip(grads, variables):
+                h = tf.cast(self._broadcast(width_now, v), v.dtype)
+                momentum = self._momentum(v)
+                p = momentum - h * self._force(g)
+                momentum.assign(p)
+                v.assign_add(h * self._velocity(p))
+            i += 1
+        self.iterations.assign_add(tf.cast(steps, self.iterations.dtype))
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _doom(self, width, loss):
+        """The integration calls' step widths [W]: NaN for a walker whose loss is not finite."""
+        return width + 0.0 * self._walker_values(loss)
+
+    def _walker_values(self, value):
+        """A scalar or [W] value as [W] (or [1]) float64."""
+        return tf.reshape(tf.cast(value, tf.float64), [-1])
 
     def _walker_sum(self, values):
-        return tf.reshape(tf.cast(self._sum(values), tf.float64), [-1])
-
-    def _decide(self, grads, variables):
-        """Per walker: evaluate or integrate, accept or reject, and draw the next leg."""
-        s = self._state
-        beta = tf.cast(self._parameter_variables["inverse_temperature"], tf.float64)
-        h = tf.cast(self.learning_rate, tf.float64)
-        started = tf.convert_to_tensor(self._started)
-        evaluate = tf.equal(s["legs_left"], 0.0) | tf.logical_not(started)
-        loss = s["observed_loss"]
-        finite = tf.math.is_finite(loss)
-        for g in grads:
-            finite &= tf.equal(self._walker_sum(tf.cast(tf.logical_not(tf.math.is_finite(g)), g.dtype)), 0.0)
-        doomed = (s["doomed"] > 0) | tf.logical_not(finite)
-
-        # Energy of the proposal, after the leg's last kick with this gradient.
-        last_kick = (1.0 - s["first_kick"]) * s["leg_width"]
-        kinetic = tf.zeros_like(loss)
-        for g, v in zip(grads, variables):
-            p = self._momentum(v)
-            kick = tf.cast(self._broadcast(last_kick, v), v.dtype)
-            p_last = p - kick * self._force(g)
-            kinetic += 0.5 * self._walker_sum(tf.square(p_last))
-        total_energy = loss + kinetic
-        energy_error = beta * (total_energy - s["old_total_energy"])
-        energy_error = tf.where(doomed, tf.constant(float("nan"), tf.float64), energy_error)
-        accepted, divergent = metropolis(energy_error, self._uniform(0))
-        decided = evaluate & started
-        accept = tf.where(started, accepted, tf.ones_like(accepted))
-        self._accept = evaluate & accept  # read by update_step in this same call
-
-        count = lambda mask: tf.cast(mask, tf.float64)
-        s["accepted"].assign_add(count(decided & accepted))
-        s["rejected"].assign_add(count(decided & tf.logical_not(accepted)))
-        s["divergences"].assign_add(count(decided & divergent))
-        # A proposal with a non-finite energy is reported as +inf (it was rejected).
-        reported = tf.where(tf.math.is_finite(energy_error), total_energy, float("inf"))
-        s["total_energy"].assign(tf.where(decided, reported, s["total_energy"]))
-        s["decided_old_total_energy"].assign(tf.where(decided, s["old_total_energy"],
-                                                      s["decided_old_total_energy"]))
-        s["loss"].assign(tf.where(self._accept, loss, s["loss"]))
-        s["accuracy"].assign(tf.where(self._accept, s["observed_accuracy"], s["accuracy"]))
-        s["legs"].assign_add(count(evaluate))
-        s["evaluated"].assign(count(evaluate))
-
-        # The next leg: step width, number of steps and first-kick fraction.
-        low, high = STEP_WIDTH_JITTER
-        width = h * (low + (high - low) * self._uniform(1))
-        low, high = LEG_LENGTH_JITTER
-        time = tf.cast(self._parameter_variables["hamiltonian_dynamics_time"], tf.float64)
-        steps = tf.maximum(tf.constant(1.0, tf.float64), tf.round((low + (high - low) * self._uniform(2)) * time / h))
-        kicks = tf.constant(self.first_kicks, tf.float64)
-        choice = tf.cast(tf.floor(self._uniform(3) * len(self.first_kicks)), tf.int32)
-        first_kick = tf.gather(kicks, tf.minimum(choice, len(self.first_kicks) - 1))
-        s["leg_width"].assign(tf.where(evaluate, width, s["leg_width"]))
-        s["first_kick"].assign(tf.where(evaluate, first_kick, s["first_kick"]))
-        s["legs_left"].assign(tf.where(evaluate, steps - 1.0, s["legs_left"] - 1.0))
-        s["doomed"].assign(count(doomed & tf.logical_not(evaluate)))
-        self._frozen = doomed & tf.logical_not(evaluate)
-        # H_old of the new leg: the accepted state's loss plus the redrawn momenta's kinetic
-        # energy, which update_step adds to old_total_energy, kinetic_energy and momentum_sq.
-        s["old_total_energy"].assign(tf.where(evaluate, s["loss"], s["old_total_energy"]))
-        for name in ("kinetic_energy", "momentum_sq"):
-            s[name].assign(tf.where(evaluate, tf.zeros_like(loss), s[name]))
-        self._started.assign(True)
-        self._evaluate = evaluate
+        return self._walker_values(self._sum(values))
 
     def _broadcast(self, value, variable):
         """A [W] (or [1]) per-walker value shaped to broadcast against the variable."""
@@ -209,50 +181,106 @@ class HamiltonianMonteCarlo(SamplerBase):
             return tf.reshape(value, [])
         return self._per_walker(value, variable)
 
-    def update_step(self, gradient, variable, learning_rate):
-        s = self._state
-        index = self._get_variable_index(variable)
-        dtype = variable.dtype
-        evaluate = self._broadcast(self._evaluate, variable)
-        accept = self._broadcast(self._accept, variable)
-        frozen = self._broadcast(self._frozen, variable)
-        width = tf.cast(self._broadcast(s["leg_width"], variable), dtype)
-        first_kick = tf.cast(self._broadcast(s["first_kick"], variable), dtype)
-        beta = self._parameter("inverse_temperature", dtype)
-        q = tf.convert_to_tensor(variable)
-        p = tf.convert_to_tensor(self._momentum(variable))
-        start_q, start_g = self._start_positions[index], self._start_gradients[index]
+    def _draw(self, op, shape, dtype, stream):
+        """A Philox draw by `op` (tf.raw_ops.StatelessRandomUniformV2 or ...NormalV2): the seed is
+        the key and the counter starts at (0, iteration * streams + stream), stream 0 for the
+        evaluation's uniforms and 1 + i for the momenta of variable i. Philox is counter based,
+        so the streams need no scrambled seeds (which would cost a draw each)."""
+        streams = 1 + len(self._start_positions)
+        counter = tf.cast(tf.cast(self.iterations, tf.int64) * streams + stream, tf.uint64)
+        counter = tf.stack([tf.constant(0, tf.uint64), counter])
+        key = tf.reshape(tf.cast(tf.constant(self.seed, tf.int64), tf.uint64), [1])
+        return op(shape=shape, key=key, counter=counter, alg=1, dtype=dtype)  # alg 1: Philox
 
-        # Evaluation: the chain's state, fresh momenta, the new leg's first kick and drift.
-        chain_q = tf.where(accept, q, start_q)
-        chain_g = tf.where(accept, gradient, start_g)
-        fresh = self._normal(variable, stream=1) / tf.sqrt(beta)
-        p_evaluate = fresh - first_kick * width * self._force(chain_g)
-        # Integration: a whole kick (two halves for leapfrog) and a drift.
-        p_integrate = p - width * self._force(gradient)
-        p_new = tf.where(evaluate, p_evaluate, p_integrate)
-        q_new = tf.where(evaluate, chain_q, q) + width * self._velocity(p_new)
-        self._momentum(variable).assign(tf.where(frozen, p, p_new))
-        variable.assign(tf.where(frozen, q, q_new))
-        start_q.assign(tf.where(evaluate, chain_q, start_q))
-        start_g.assign(tf.where(evaluate, chain_g, start_g))
+    # -- one call for every walker -------------------------------------------------------------
+    def _call(self, loss, accuracy, grads, variables):
+        """apply's work: per walker the energies, the decision and the new leg where it evaluates,
+        then per variable the moves; the state is written once, as one where over its rows."""
+        s = self._rows()
+        beta = tf.cast(self._parameter_variables["inverse_temperature"], tf.float64)
+        h = tf.cast(self.learning_rate, tf.float64)
+        loss = self._walker_values(loss)
+        started = tf.convert_to_tensor(self._started)
+        evaluate = tf.equal(s["leg_end"], tf.cast(self.iterations, tf.float64))
+        momenta = [tf.convert_to_tensor(self._momentum(v)) for v in variables]
 
-        fresh_sq = self._walker_sum(tf.square(fresh))
-        mask = tf.cast(self._evaluate, tf.float64)
-        s["momentum_sq"].assign_add(mask * fresh_sq)
-        s["kinetic_energy"].assign_add(mask * 0.5 * fresh_sq)
-        s["old_total_energy"].assign_add(mask * 0.5 * fresh_sq)
+        # Energy of the proposal, after the leg's last kick with this gradient.
+        last_kick = (1.0 - s["first_kick"]) * s["leg_width"]
+        kinetic = tf.zeros_like(loss)
+        for g, v, p in zip(grads, variables, momenta):
+            kick = tf.cast(self._broadcast(last_kick, v), v.dtype)
+            kinetic += 0.5 * self._walker_sum(tf.square(p - kick * self._force(g)))
+        total_energy = loss + kinetic
+        energy_error = beta * (total_energy - s["old_total_energy"])
+        uniforms = self._draw(tf.raw_ops.StatelessRandomUniformV2, (4,) + tuple(self._state.shape[1:]), tf.float64, 0)
+        u_accept, u_width, u_length, u_kick = tf.unstack(uniforms)  # this decision's and the new leg's
+        accepted, divergent = metropolis(energy_error, u_accept)
+        accept = accepted | tf.logical_not(started)  # the first call takes q as it is
+
+        # The state of a walker that evaluates: the decision (none at the first call), the
+        # chain's state and the new leg.
+        decided = tf.cast(started, tf.float64)
+        evaluating = dict(s, evaluated=tf.ones_like(loss), legs=s["legs"] + 1.0)
+        evaluating["accepted"] = s["accepted"] + decided * tf.cast(accepted, tf.float64)
+        evaluating["rejected"] = s["rejected"] + decided * tf.cast(tf.logical_not(accepted), tf.float64)
+        evaluating["divergences"] = s["divergences"] + decided * tf.cast(divergent, tf.float64)
+        # A proposal with a non-finite energy is reported as +inf (it was rejected).
+        reported = tf.where(tf.math.is_finite(energy_error), total_energy, float("inf"))
+        evaluating["total_energy"] = tf.where(started, reported, s["total_energy"])
+        evaluating["decided_old_total_energy"] = tf.where(started, s["old_total_energy"],
+                                                          s["decided_old_total_energy"])
+        evaluating["loss"] = tf.where(accept, loss, s["loss"])
+        if accuracy is not None:
+            evaluating["accuracy"] = tf.where(accept, self._walker_values(accuracy), s["accuracy"])
+        low, high = STEP_WIDTH_JITTER
+        evaluating["leg_width"] = h * (low + (high - low) * u_width)
+        low, high = LEG_LENGTH_JITTER
+        time = tf.cast(self._parameter_variables["hamiltonian_dynamics_time"], tf.float64)
+        steps = tf.maximum(tf.round((low + (high - low) * u_length) * time / h), 1.0)
+        evaluating["leg_end"] = s["leg_end"] + steps
+        choice = tf.minimum(tf.cast(u_kick * len(self.first_kicks), tf.int32), len(self.first_kicks) - 1)
+        evaluating["first_kick"] = tf.gather(tf.constant(self.first_kicks, tf.float64), choice)
+
+        # Per variable: evaluation (chain state, fresh momenta, the new leg's first kick and
+        # drift) or integration (a whole kick, two halves for leapfrog, and a drift).
+        width = tf.where(evaluate, evaluating["leg_width"], self._doom(s["leg_width"], loss))
+        first_kick = evaluating["first_kick"] * evaluating["leg_width"]
+        fresh_sq = tf.zeros_like(loss)
+        for index, (g, v, momentum) in enumerate(zip(grads, variables, momenta)):
+            dtype = v.dtype
+            at_evaluation, at_acceptance = self._broadcast(evaluate, v), self._broadcast(evaluate & accept, v)
+            q = tf.convert_to_tensor(v)
+            chain_q = tf.where(at_acceptance, q, self._start_positions[index])
+            chain_g = tf.where(at_acceptance, g, self._start_gradients[index])
+            fresh = self._draw(tf.raw_ops.StatelessRandomNormalV2, tuple(v.shape), dtype, 1 + index)
+            fresh /= tf.sqrt(tf.cast(beta, dtype))
+            h_v = tf.cast(self._broadcast(width, v), dtype)
+            p = tf.where(at_evaluation, fresh - tf.cast(self._broadcast(first_kick, v), dtype) * self._force(chain_g),
+                         momentum - h_v * self._force(g))
+            self._momentum(v).assign(p)
+            v.assign(tf.where(at_evaluation, chain_q, q) + h_v * self._velocity(p))
+            self._start_positions[index].assign(chain_q)
+            self._start_gradients[index].assign(chain_g)
+            fresh_sq += self._walker_sum(tf.square(fresh))
+
+        # H_old of the new leg: the chain state's loss plus the fresh momenta's kinetic energy.
+        evaluating.update(kinetic_energy=0.5 * fresh_sq, momentum_sq=fresh_sq,
+                          old_total_energy=evaluating["loss"] + 0.5 * fresh_sq)
+        integrating = dict(s, evaluated=tf.zeros_like(loss))  # the state of one that integrates
+        self._state.assign(tf.where(evaluate, tf.stack([evaluating[name] for name in _STATE]),
+                                    tf.stack([integrating[name] for name in _STATE])))
+        self._started.assign(True)
 
     # -- what the tables read ------------------------------------------------------------------
     def chain_report(self):
         """The chain's current state per walker ([W] float64 each): loss, accuracy, kinetic
         energy and |p|^2 of the redrawn momenta, virial 1/2 q_a . grad_a and |grad_a|^2, the
-        energies of the last decision, counts, and `evaluated` (1 where this call evaluated)."""
-        s = self._state
-        report = {name: tf.convert_to_tensor(s[name]) for name in (
+        energies of the last decision, counts, and `evaluated` (1 where the last apply evaluated)."""
+        s = self._rows()
+        report = {name: s[name] for name in (
             "loss", "accuracy", "kinetic_energy", "momentum_sq", "total_energy", "evaluated",
             "accepted", "rejected", "divergences", "legs")}
-        report["old_total_energy"] = tf.convert_to_tensor(s["decided_old_total_energy"])
+        report["old_total_energy"] = s["decided_old_total_energy"]
         report["virial"] = 0.5 * tf.add_n([self._walker_sum(q * g) for q, g in
                                            zip(self._start_positions, self._start_gradients)])
         report["gradient_sq"] = tf.add_n([self._walker_sum(tf.square(g)) for g in self._start_gradients])

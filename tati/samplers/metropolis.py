@@ -20,7 +20,11 @@ def acceptance_probability(energy_error):
 
 
 def metropolis(energy_error, uniform):
-    """(accepted, divergent) boolean tensors of the energy_error's shape, uniform ~ U[0, 1)."""
-    accepted = uniform < acceptance_probability(energy_error)
-    divergent = tf.logical_not(tf.math.is_finite(energy_error)) | (energy_error > DIVERGENCE_THRESHOLD)
+    """(accepted, divergent) boolean tensors of the energy_error's shape, uniform ~ U[0, 1).
+
+    uniform < acceptance_probability(energy_error), in fewer operations: with uniform < 1 the
+    min(1, .) changes nothing."""
+    finite = tf.math.is_finite(energy_error)
+    accepted = finite & (uniform < tf.exp(-energy_error))
+    divergent = tf.logical_not(finite) | (energy_error > DIVERGENCE_THRESHOLD)
     return accepted, divergent
