@@ -27,7 +27,7 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
     """
     if getattr(optimizer, "metropolis", False):
         return make_metropolis_chunk(model, data, optimizer, step, averages, burn_in_steps,
-                                     has_accuracy, every_nth, jit_compile)
+                                     has_accuracy, every_nth, jit_compile, ensemble)
     variables = model.variables
     is_sampler = isinstance(optimizer, SamplerBase)
 
@@ -113,7 +113,7 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
 
 
 def make_metropolis_chunk(model, data, sampler, step, averages, burn_in_steps, has_accuracy, every_nth,
-                          jit_compile=False):
+                          jit_compile=False, ensemble=None):
     """A tf.function chunk(n) for HMC: up to n steps, stopping after the first step at which
     some walker completes a leg whose count is a multiple of every_nth. Returns the chain's
     state per walker and `due`, the walkers whose row is due.
@@ -122,7 +122,9 @@ def make_metropolis_chunk(model, data, sampler, step, averages, burn_in_steps, h
     restored state, rejected ones repeated), as the samplers reference explains for HMC.
     The steps at which no walker's leg ends (`sampler.free_steps()`) are only a kick and a
     drift each (`sampler.integrate`); the others are `sampler.apply` calls followed by the
-    report and the running averages.
+    report and the running averages. With the ensemble preconditioner, every phase of
+    `ensemble.every` calls starts with such a step (the sampler's legs end there, see
+    samplers/hmc.py), where B is refreshed from the chain states of the half that now stands.
     """
     variables = model.variables
     sampler.build(variables)  # free_steps reads its state while the chunk is traced
@@ -140,6 +142,8 @@ def make_metropolis_chunk(model, data, sampler, step, averages, burn_in_steps, h
         return losses, grads, accuracy
 
     def one_step():
+        if ensemble is not None:
+            ensemble.maybe_refresh(sampler.chain_positions()[0], sampler.iterations)
         losses, grads, accuracy = loss_and_gradients(has_accuracy)
         sampler.set_loss(losses, accuracy)
         sampler.apply(grads, variables)
@@ -147,7 +151,7 @@ def make_metropolis_chunk(model, data, sampler, step, averages, burn_in_steps, h
         report = sampler.chain_report()
         evaluated = report["evaluated"] > 0
         averages.update(report["loss"], report["virial"], report["kinetic_energy"],
-                        tf.zeros_like(report["loss"]), sampler.inverse_temperature,
+                        None, sampler.inverse_temperature,
                         evaluated & (step > burn_in_steps))
         return evaluated & tf.equal(tf.math.floormod(report["legs"], float(every_nth)), 0.0)
 

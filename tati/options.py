@@ -276,9 +276,10 @@ OPTIONS = [
            "or layers (block-diagonal, one block per weight and bias tensor of the built-in "
            "network, each at most 4000 parameters), for larger networks."),
     Option("covariance_after_steps", 100, POSITIVE_INT, "walkers",
-           "Steps between two swaps of the moving half and updates of the ensemble preconditioner (and collapses)."),
+           "Steps between two swaps of the moving half and updates of the ensemble preconditioner "
+           "(and collapses); HMC: at least 2, and best several leg lengths, since legs end at a swap."),
     Option("collapse_walkers", False, Boolean(), "walkers",
-           "Reset every walker to walker 0's position at each preconditioner update."),
+           "Reset every walker to walker 0's position at each preconditioner update (not with HMC)."),
     # run
     Option("max_steps", 1000, POSITIVE_INT, "run", "Number of steps of one sample() or fit() call."),
     Option("every_nth", 1, POSITIVE_INT, "run",

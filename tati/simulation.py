@@ -53,9 +53,10 @@ class Result:
     averages: pd.DataFrame
 
     def convergence(self, burn_in=0):
-        """R-hat, ESS, mean and sd of each parameter across walkers (tati.diagnostics.convergence)."""
-        from tati.diagnostics.convergence import convergence
-        return convergence(self.trajectory, burn_in)
+        """R-hat, ESS, mean and sd of each parameter across walkers (tati.diagnostics.convergence),
+        over each walker's last rows, as many as every walker has (HMC's walkers differ)."""
+        from tati.diagnostics.convergence import convergence, equal_rows
+        return convergence(equal_rows(self.trajectory, burn_in))
 
 
 class _Run:
@@ -202,8 +203,12 @@ class Simulation:
             return None
         if not self.model.walker_axis:
             raise InputError("covariance_blending and collapse_walkers need the built-in network or a potential")
-        if o["covariance_blending"] > 0 and getattr(self._sampler_class, "metropolis", False):
-            raise InputError(f"covariance_blending is not available with sampler {o['sampler']} yet")
+        if getattr(self._sampler_class, "metropolis", False):
+            if o["collapse_walkers"]:  # it would move chains by a step no Metropolis test accepts
+                raise InputError(f"collapse_walkers is not available with sampler {o['sampler']}")
+            if o["covariance_after_steps"] < 2:
+                raise InputError(f"covariance_after_steps must be at least 2 with sampler {o['sampler']} "
+                                 f"(a half moves by legs within its phase), got {o['covariance_after_steps']}")
         if o["covariance_blending"] > 0 and self.model.num_walkers < 4:
             raise InputError(f"covariance_blending needs number_walkers >= 4 (two halves of at least "
                              f"2 walkers), got {self.model.num_walkers}")

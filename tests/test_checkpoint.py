@@ -42,11 +42,13 @@ def assert_same_tables(expected, actual):
         pd.testing.assert_frame_equal(expected[name], actual[name], check_exact=True, obj=name)
 
 
-@pytest.mark.parametrize("sampler", ["BAOAB", "GLA2", "HMC2", "SGHMC"])
-@pytest.mark.parametrize("walkers", [1, 3])
+@pytest.mark.parametrize("sampler, walkers", [(sampler, walkers) for sampler in ("BAOAB", "GLA2", "HMC2", "SGHMC")
+                                               for walkers in (1, 3)] + [("BAOAB", 4), ("HMC2", 4)])
 def test_save_restore_continues_bitwise(tmp_path, sampler, walkers):
+    """4 walkers: with the ensemble preconditioner, whose phase (7 steps) the split at step 20 cuts."""
+    blending = dict(covariance_blending=0.5, covariance_after_steps=7) if walkers == 4 else {}
     options = dict(potential=quartic, initial_parameters=[0.3, -0.2], sampler=sampler, number_walkers=walkers,
-                   step_width=0.3, seed=5)
+                   step_width=0.3, seed=5, **blending)
     (tmp_path / "full").mkdir()
     (tmp_path / "split").mkdir()
     full, split = files(tmp_path / "full"), files(tmp_path / "split")

@@ -12,9 +12,9 @@ from stats import seed, t_critical
 from test_langevin_exact import A, COVARIANCE
 
 WALKERS, COPIES, H, STEPS, THIN = 8, 16, 0.2, 6000, 3
-ALL = ("SGLD", "GLA1", "GLA2", "BAOAB", "CCAdL", "SGHMC")
-# 6 samplers x (3 covariance entries + kinetic energy + 8 per-walker variances)
-TESTS = 6 * (3 + 1 + WALKERS)
+ALL = ("SGLD", "GLA1", "GLA2", "BAOAB", "CCAdL", "SGHMC", "HMC1", "HMC2")
+# 8 samplers x (3 covariance entries + kinetic energy + 8 per-walker variances)
+TESTS = 8 * (3 + 1 + WALKERS)
 ALPHA = 1e-3
 
 
@@ -30,22 +30,32 @@ def test_walkers_keep_the_exact_stationary_distribution(name):
     exact draws of the discrete scheme's stationary distribution (CCAdL: of GLA2's, which it
     equals for exact gradients at its equilibrium friction). Positions' covariance and the
     kinetic energy per walker against the Lyapunov solution; each walker's variances on its
-    own. Student-t across chains; false-failure budget 1e-3 over all assertions of the file."""
+    own. HMC (legs of time 1) is exact: the target's covariance, and the kinetic energy of
+    the momenta drawn at each evaluation, d / 2 per walker. Student-t across chains;
+    false-failure budget 1e-3 over all assertions of the file."""
+    hmc = name.startswith("HMC")
     scheme = "GLA2" if name == "CCAdL" else name
-    step, report = linear_scheme(scheme, A, H, 1.0, 1.0)
-    sigma = stationary(step)
+    if hmc:
+        sigma = np.zeros((4, 4))
+        sigma[:2, :2], sigma[2:, 2:] = COVARIANCE, np.eye(2)
+    else:
+        step, report = linear_scheme(scheme, A, H, 1.0, 1.0)
+        sigma = stationary(step)
     rng = np.random.default_rng(seed(700))
     state = exact_draws(sigma, WALKERS * COPIES, rng)
     positions = state[:, :2].reshape(WALKERS, 2 * COPIES)
+    sampler_options = dict(hamiltonian_dynamics_time=1.0) if hmc else dict(friction_constant=1.0)
     sim = tati.Simulation(potential=copies_potential, potential_batched=True, initial_parameters=positions,
                           number_walkers=WALKERS, dtype="float64", sampler=name, step_width=H,
-                          friction_constant=1.0, max_steps=STEPS, every_nth=THIN, seed=seed(701))
-    if name != "SGLD":
+                          max_steps=STEPS, every_nth=1 if hmc else THIN, seed=seed(701), **sampler_options)
+    if name != "SGLD" and not hmc:
         sim.momenta = state[:, 2:].reshape(WALKERS, 2 * COPIES)
     result = sim.sample()
-    trajectory = result.trajectory.sort_values(["step", "id"])
-    x = trajectory[[f"param{i}" for i in range(2 * COPIES)]].to_numpy().reshape(-1, WALKERS, COPIES, 2)
-    moments = np.einsum("twki,twkj->wkij", x, x) / len(x)        # per walker and copy
+    trajectory = result.trajectory.sort_values(["id", "step"])
+    x = trajectory[[f"param{i}" for i in range(2 * COPIES)]].to_numpy().reshape(-1, COPIES, 2)
+    walker = trajectory.id.to_numpy()                             # HMC: each walker its own rows
+    moments = np.stack([np.einsum("tki,tkj->kij", x[walker == w], x[walker == w]) / np.sum(walker == w)
+                        for w in range(WALKERS)])                 # per walker and copy
     critical = t_critical(ALPHA, WALKERS * COPIES - 1, TESTS)
     for i, j in ((0, 0), (0, 1), (1, 1)):
         values = moments[..., i, j].ravel()
@@ -58,10 +68,12 @@ def test_walkers_keep_the_exact_stationary_distribution(name):
             error = values.std(ddof=1) / np.sqrt(COPIES)
             assert abs(values.mean() - sigma[i, i]) < walker_critical * error, (walker, i)
     if name != "SGLD":
-        p_cov = report[0] @ sigma @ report[0].T + report[1]
-        exact = 0.5 * np.trace(p_cov[2:, 2:]) * COPIES
-        kinetic = result.run_info.sort_values(["step", "id"]).kinetic_energy.to_numpy().reshape(-1, WALKERS)
-        per_walker = kinetic.mean(axis=0)
+        if hmc:
+            exact = COPIES * 1.0
+        else:
+            p_cov = report[0] @ sigma @ report[0].T + report[1]
+            exact = 0.5 * np.trace(p_cov[2:, 2:]) * COPIES
+        per_walker = result.run_info.groupby("id").kinetic_energy.mean().to_numpy()
         error = per_walker.std(ddof=1) / np.sqrt(WALKERS)
         assert abs(per_walker.mean() - exact) < t_critical(ALPHA, WALKERS - 1, TESTS) * error, (per_walker, exact)
 
@@ -107,35 +119,73 @@ def test_keras_model_refuses_several_walkers():
         tati.Simulation(model=model, number_walkers=2)
 
 
-def test_preconditioned_baoab_samples_an_ill_conditioned_gaussian():
-    """eta = 1, 16 walkers on a rotated 10-D Gaussian with condition number 10^4 (variances
-    0.01 ... 100), walkers started at exact draws. Mean and covariance of all walkers' positions
-    against the exact ones; the preconditioner couples walkers, so the standard errors come from
-    batch means over time of the walker-averaged statistics (20 batches of 1000 steps).
-    Student-t, false-failure budget 1e-3 split over the 10 + 55 entries."""
-    d, walkers = 10, 16
-    rng = np.random.default_rng(seed(720))
+def assert_mean_and_covariance(trajectory, columns, mean, covariance, max_steps, batches=20):
+    """All walkers' rows against the exact mean and covariance. The preconditioner couples
+    walkers, so the standard errors come from batch means over time of the walker-pooled
+    statistics (`batches` equal ranges of steps). Student-t, false-failure budget 1e-3 split
+    over the d means and d (d + 1) / 2 second moments."""
+    d = len(columns)
+    x = trajectory[columns].to_numpy() - mean
+    batch = np.minimum((trajectory.step.to_numpy() - 1) * batches // max_steps, batches - 1)
+    i, j = np.triu_indices(d)
+    statistics = np.array([np.concatenate([x[batch == b].mean(axis=0),
+                                           np.einsum("ti,tj->ij", x[batch == b], x[batch == b])[i, j]
+                                           / np.sum(batch == b)]) for b in range(batches)])
+    exact = np.concatenate([np.zeros(d), covariance[i, j]])
+    error = statistics.std(axis=0, ddof=1) / np.sqrt(batches)
+    deviation = np.abs(statistics.mean(axis=0) - exact)
+    critical = t_critical(1e-3, batches - 1, len(exact))
+    assert np.all(deviation < critical * error), np.max(deviation / error)
+
+
+def ill_conditioned_gaussian(rng, d=10):
+    """A rotated d-D Gaussian with variances 0.01 ... 100 (condition number 10^4): its
+    covariance and potential."""
     rotation, _ = np.linalg.qr(rng.normal(size=(d, d)))
     covariance = rotation @ np.diag(np.logspace(-2, 2, d)) @ rotation.T
     precision = tf.constant(np.linalg.inv(covariance))
+    return covariance, lambda x: 0.5 * tf.tensordot(x, tf.linalg.matvec(precision, x), 1)
+
+
+def test_preconditioned_baoab_samples_an_ill_conditioned_gaussian():
+    """eta = 1, 16 walkers on the 10-D Gaussian with condition number 10^4, walkers started at
+    exact draws; rows every 10 steps, batches of 1000 steps."""
+    d, walkers, steps = 10, 16, 20000
+    rng = np.random.default_rng(seed(720))
+    covariance, potential = ill_conditioned_gaussian(rng, d)
     start = rng.multivariate_normal(np.zeros(d), covariance, size=walkers)
-    sim = tati.Simulation(potential=lambda x: 0.5 * tf.tensordot(x, tf.linalg.matvec(precision, x), 1),
-                          initial_parameters=start, number_walkers=walkers, dtype="float64",
-                          covariance_blending=1.0, covariance_after_steps=50, step_width=0.1,
-                          friction_constant=1.0, max_steps=20000, every_nth=10, seed=seed(721))
-    trajectory = sim.sample().trajectory.sort_values(["step", "id"])
-    x = trajectory[[f"param{i}" for i in range(d)]].to_numpy().reshape(-1, walkers, d)
-    batches = x.reshape(20, -1, walkers, d)
-    means = batches.mean(axis=(1, 2))                                          # [20, d]
-    second = np.einsum("btwi,btwj->bij", batches, batches) / (batches.shape[1] * walkers)
-    i, j = np.triu_indices(d)
-    statistics = np.concatenate([means, second[:, i, j]], axis=1)              # [20, 65]
-    exact = np.concatenate([np.zeros(d), covariance[i, j]])
-    error = statistics.std(axis=0, ddof=1) / np.sqrt(20)
-    deviation = np.abs(statistics.mean(axis=0) - exact)
-    critical = t_critical(1e-3, 19, len(exact))
-    assert np.all(deviation < critical * error), np.max(deviation / error)
+    sim = tati.Simulation(potential=potential, initial_parameters=start, number_walkers=walkers,
+                          dtype="float64", covariance_blending=1.0, covariance_after_steps=50,
+                          step_width=0.1, friction_constant=1.0, max_steps=steps, every_nth=10,
+                          seed=seed(721))
+    trajectory = sim.sample().trajectory
+    assert_mean_and_covariance(trajectory, [f"param{i}" for i in range(d)], np.zeros(d), covariance, steps)
     assert float(sim.ensemble.eta.numpy()) == 1.0  # no factorisation failed
+
+
+def test_preconditioned_hmc2_samples_an_ill_conditioned_gaussian():
+    """HMC2 with eta = 1 on the same target: each half moves by whole legs within its phase of
+    100 calls, with B from the standing half's chain states (walkers.md). Rows at every
+    evaluation, batches of 800 steps. Preconditioned, the frequencies span 1 ... 10 instead of
+    0.1 ... 10, so legs of time 1.5 at h = 0.1 move the widest direction too (measured over the
+    run: ESS of every eigen-direction above 2500, 25 times the 115 of eta = 0)."""
+    d, walkers, steps = 10, 16, 16000
+    rng = np.random.default_rng(seed(740))
+    covariance, potential = ill_conditioned_gaussian(rng, d)
+    start = rng.multivariate_normal(np.zeros(d), covariance, size=walkers)
+    sim = tati.Simulation(potential=potential, initial_parameters=start, number_walkers=walkers,
+                          dtype="float64", sampler="HMC2", covariance_blending=1.0,
+                          covariance_after_steps=100, step_width=0.1, hamiltonian_dynamics_time=1.5,
+                          max_steps=steps, every_nth=1, seed=seed(741))
+    result = sim.sample()
+    trajectory = result.trajectory
+    assert_mean_and_covariance(trajectory, [f"param{i}" for i in range(d)], np.zeros(d), covariance, steps)
+    assert float(sim.ensemble.eta.numpy()) == 1.0
+    later = trajectory[trajectory.step > 1]                     # after the first call's rows
+    phase = (later.step - 1) // 100                             # of the call that wrote the row
+    assert (phase % 2 == later.id % 2).all()                    # rows only where the walker's half moves
+    rates = result.run_info.groupby("id").average_rejection_rate.last()
+    assert (rates > 0).all() and (rates < 0.3).all(), rates    # the Metropolis test is at work
 
 
 def test_preconditioner_is_the_cholesky_factor_of_the_other_walkers_covariance():
@@ -211,19 +261,9 @@ def test_layer_blocks_precondition_a_linear_network_with_its_exact_gaussian_post
                           covariance_blocks="layers", covariance_after_steps=50, step_width=0.1,
                           friction_constant=1.0, max_steps=20000, every_nth=10, seed=seed(731))
     assert [int(m.shape[1]) for m in sim.ensemble.matrices] == [3, 1]
-    trajectory = sim.sample().trajectory.sort_values(["step", "id"])
+    trajectory = sim.sample().trajectory
     columns = [f"weight{i}" for i in range(d)] + ["bias0"]
-    x = trajectory[columns].to_numpy().reshape(-1, walkers, d + 1)
-    batches = x.reshape(20, -1, walkers, d + 1) - mean
-    means = batches.mean(axis=(1, 2))
-    second = np.einsum("btwi,btwj->bij", batches, batches) / (batches.shape[1] * walkers)
-    i, j = np.triu_indices(d + 1)
-    statistics = np.concatenate([means, second[:, i, j]], axis=1)
-    exact = np.concatenate([np.zeros(d + 1), covariance[i, j]])
-    error = statistics.std(axis=0, ddof=1) / np.sqrt(20)
-    deviation = np.abs(statistics.mean(axis=0) - exact)
-    critical = t_critical(1e-3, 19, len(exact))
-    assert np.all(deviation < critical * error), np.max(deviation / error)
+    assert_mean_and_covariance(trajectory, columns, mean, covariance, 20000)
     assert float(sim.ensemble.eta.numpy()) == 1.0
 
 

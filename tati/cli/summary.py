@@ -29,12 +29,11 @@ def _convergence_line(trajectory, walkers, burn_in):
     they belong to; [] if burn-in leaves too few rows to tell. Walkers whose rows are not
     equally many (HMC writes rows at each walker's own evaluation steps) are compared over
     their last rows, as many as the shortest has."""
-    from tati.diagnostics.convergence import MIN_ROWS, convergence
-    kept = trajectory[trajectory["step"] > burn_in]
-    counts = kept.groupby("id").size()
+    from tati.diagnostics.convergence import MIN_ROWS, convergence, equal_rows
+    counts = trajectory[trajectory["step"] > burn_in].groupby("id").size()
     if len(counts) < walkers or counts.min() < MIN_ROWS:
         return []
-    table = convergence(kept.sort_values(["id", "step"], kind="stable").groupby("id").tail(counts.min()))
+    table = convergence(equal_rows(trajectory, burn_in))
     r_hat, ess = table["r_hat"].dropna(), table["ess"].dropna()
     if r_hat.empty or ess.empty:  # no parameter moved
         return []

@@ -76,6 +76,13 @@ def _chains(trajectory, burn_in):
     return np.ascontiguousarray(values.transpose(1, 0, 2)), names
 
 
+def equal_rows(trajectory, burn_in=0):
+    """The rows with step > burn_in, each walker's last ones, as many as the walker with the
+    fewest has: HMC writes rows at each walker's own evaluations, so its walkers' counts differ."""
+    kept = trajectory[trajectory["step"] > burn_in].sort_values(["id", "step"], kind="stable")
+    return kept.groupby("id").tail(kept.groupby("id").size().min())
+
+
 @contextlib.contextmanager
 def _quiet_tfp():
     """tensorflow_probability, imported and called without its noise on stderr: the import

@@ -24,13 +24,17 @@ class RunningAverages:
 
     def update(self, loss, virial, kinetic_energy, inertia, inverse_temperature, active):
         """Fold one step in ([W] values); `active` (scalar or [W]) is False during burn-in and,
-        for HMC, for walkers that did not evaluate (the inertia is still tracked)."""
+        for HMC, for walkers that did not evaluate (the inertia is still tracked). `inertia`
+        None: there is none (HMC), its average stays 0 at no cost."""
         active = tf.broadcast_to(active, tf.shape(loss))
         loss = tf.cast(loss, tf.float64)
-        inertia = tf.cast(inertia, tf.float64)
-        change = tf.where(self.seen, inertia - self.last_inertia, tf.zeros_like(inertia))
-        self.last_inertia.assign(inertia)
-        self.seen.assign(True)
+        if inertia is None:
+            change = tf.zeros_like(loss)
+        else:
+            inertia = tf.cast(inertia, tf.float64)
+            change = tf.where(self.seen, inertia - self.last_inertia, tf.zeros_like(inertia))
+            self.last_inertia.assign(inertia)
+            self.seen.assign(True)
         weight = tf.cast(active, tf.float64)
         self.sums.assign_add(weight * tf.stack([tf.cast(kinetic_energy, tf.float64),
                                                 tf.cast(virial, tf.float64), change]))

@@ -46,7 +46,12 @@ evaluation rejects it. The reverse leg passes through the same positions, so thi
 symmetric and keeps detailed balance; no NaN ever reaches the chain's state.
 
 Each walker (leading axis of the variables, with `walker_axis`) has its own legs, draws and
-decisions. The loss must be given before each call: `sampler.set_loss(loss)` (the Simulation
+decisions. With the ensemble preconditioner (`preconditioner`, samplers/ensemble.py) the kicks
+use B^T grad U and the drifts B p, and the halves take turns in phases of `every` calls: a
+moving walker's legs are cut to end by its phase's last call (lengths depend on the iteration
+only), and that evaluation pauses it (step width 0) until its next phase, which starts from the
+stored chain state without a decision. So B, refreshed at each phase's first call from the
+standing half's chain states, is fixed during every leg and independent of the moving walkers. The loss must be given before each call: `sampler.set_loss(loss)` (the Simulation
 does so); `model.fit` cannot, so HMC is for the Simulation or a user's own loop.
 
 The chain's state and its report (`chain_report`) change only at evaluations: loss, accuracy,
@@ -65,12 +70,16 @@ from tati.samplers.base import SamplerBase, parameter_property
 from tati.samplers.metropolis import metropolis
 
 STEP_WIDTH_JITTER = (0.7, 1.3)
+# What the evaluation at a leg's end does: the first call (or the first after restart()) takes the
+# variables' values as the chain's state; a leg is decided; a pause (a standing walker of the
+# ensemble's halves) keeps the stored chain state. None of them but LEG is a decision.
+FIRST, LEG, PAUSE = 0.0, 1.0, 2.0
 LEG_LENGTH_JITTER = (0.9, 1.1)
 
 # Per-walker state, the rows of one [len(_STATE), W] variable (read and written once per apply,
-# not by integrate): the leg (the iteration of its evaluation, width, first-kick fraction), the
-# chain's state and report, the last decision's energies and the counters.
-_STATE = ("leg_end", "leg_width", "first_kick", "evaluated", "legs", "loss", "accuracy",
+# not by integrate): the leg (the iteration of its evaluation, width, first-kick fraction, kind),
+# the chain's state and report, the last decision's energies and the counters.
+_STATE = ("leg_end", "leg_width", "first_kick", "leg_kind", "evaluated", "legs", "loss", "accuracy",
           "old_total_energy", "decided_old_total_energy", "total_energy", "kinetic_energy",
           "momentum_sq", "accepted", "rejected", "divergences")
 
@@ -100,7 +109,6 @@ class HamiltonianMonteCarlo(SamplerBase):
         super().build(variables)
         size = 1 if self._walkers is None else self._walkers
         self._state = self.add_variable((len(_STATE), size), dtype="float64", name="hmc_state")
-        self._started = self.add_variable((), dtype="bool", name="started")
         self._start_positions = [self.add_variable_from_reference(v, name="start_position") for v in variables]
         self._start_gradients = [self.add_variable_from_reference(v, name="start_gradient") for v in variables]
 
@@ -119,9 +127,10 @@ class HamiltonianMonteCarlo(SamplerBase):
         """Make the next call take the variables' values as the chain's state (after the user
         set new parameters)."""
         if self.built:
-            self._started.assign(False)
-            leg_end = [[name == "leg_end"] for name in _STATE]
-            self._state.assign(tf.where(leg_end, tf.cast(self.iterations, tf.float64), self._state))
+            now = tf.cast(self.iterations, tf.float64)
+            values = {"leg_end": now, "leg_kind": tf.constant(FIRST, tf.float64)}
+            self._state.assign(tf.stack([tf.fill(tf.shape(row), values[name]) if name in values else row
+                                         for name, row in zip(_STATE, tf.unstack(self._state))]))
 
     # -- calls ---------------------------------------------------------------------------------
     def apply(self, grads, trainable_variables=None):
@@ -192,6 +201,24 @@ class HamiltonianMonteCarlo(SamplerBase):
         key = tf.reshape(tf.cast(tf.constant(self.seed, tf.int64), tf.uint64), [1])
         return op(shape=shape, key=key, counter=counter, alg=1, dtype=dtype)  # alg 1: Philox
 
+    def _schedule(self, now, steps, width):
+        """(leg_end, leg_kind, leg_width) [W] of the legs that start at iteration `now`: `steps`
+        long; with the ensemble's halves (see walkers.md) cut at the end of the walker's phase,
+        or, where the walker stands (or its phase ends now), a pause of width 0 until its half
+        moves again. Lengths depend on the iteration only, never on the state."""
+        if self.preconditioner is None:
+            return now + steps, tf.fill(tf.shape(now), tf.constant(LEG, tf.float64)), width
+        every = float(self.preconditioner.every)
+        parity = tf.cast(self.preconditioner.parity, tf.float64)
+        phase = tf.floor(now / every)
+        last = (phase + 1.0) * every - 1.0  # the phase's last call
+        moving = tf.equal(tf.math.floormod(phase, 2.0), parity)
+        pause = tf.logical_not(moving) | (now >= last)
+        resume = tf.where(tf.equal(tf.math.floormod(phase + 1.0, 2.0), parity),
+                          (phase + 1.0) * every, (phase + 2.0) * every)
+        return (tf.where(pause, resume, now + tf.minimum(steps, last - now)),
+                tf.where(pause, tf.constant(PAUSE, tf.float64), LEG), tf.where(pause, tf.zeros_like(width), width))
+
     # -- one call for every walker -------------------------------------------------------------
     def _call(self, loss, accuracy, grads, variables):
         """apply's work: per walker the energies, the decision and the new leg where it evaluates,
@@ -200,7 +227,9 @@ class HamiltonianMonteCarlo(SamplerBase):
         beta = tf.cast(self._parameter_variables["inverse_temperature"], tf.float64)
         h = tf.cast(self.learning_rate, tf.float64)
         loss = self._walker_values(loss)
-        started = tf.convert_to_tensor(self._started)
+        decides = tf.equal(s["leg_kind"], LEG)
+        first = tf.equal(s["leg_kind"], FIRST)
+        paused = tf.equal(s["leg_kind"], PAUSE)
         evaluate = tf.equal(s["leg_end"], tf.cast(self.iterations, tf.float64))
         momenta = [tf.convert_to_tensor(self._momentum(v)) for v in variables]
 
@@ -215,19 +244,20 @@ class HamiltonianMonteCarlo(SamplerBase):
         uniforms = self._draw(tf.raw_ops.StatelessRandomUniformV2, (4,) + tuple(self._state.shape[1:]), tf.float64, 0)
         u_accept, u_width, u_length, u_kick = tf.unstack(uniforms)  # this decision's and the new leg's
         accepted, divergent = metropolis(energy_error, u_accept)
-        accept = accepted | tf.logical_not(started)  # the first call takes q as it is
+        accept = (accepted & decides) | first  # where the chain's state becomes q
 
-        # The state of a walker that evaluates: the decision (none at the first call), the
-        # chain's state and the new leg.
-        decided = tf.cast(started, tf.float64)
-        evaluating = dict(s, evaluated=tf.ones_like(loss), legs=s["legs"] + 1.0)
+        # The state of a walker that evaluates: the decision (only after a leg), the chain's
+        # state and the new leg. The end of a pause repeats a state: no row, no average.
+        decided = tf.cast(decides, tf.float64)
+        shown = 1.0 - tf.cast(paused, tf.float64)
+        evaluating = dict(s, evaluated=shown, legs=s["legs"] + shown)
         evaluating["accepted"] = s["accepted"] + decided * tf.cast(accepted, tf.float64)
         evaluating["rejected"] = s["rejected"] + decided * tf.cast(tf.logical_not(accepted), tf.float64)
         evaluating["divergences"] = s["divergences"] + decided * tf.cast(divergent, tf.float64)
         # A proposal with a non-finite energy is reported as +inf (it was rejected).
         reported = tf.where(tf.math.is_finite(energy_error), total_energy, float("inf"))
-        evaluating["total_energy"] = tf.where(started, reported, s["total_energy"])
-        evaluating["decided_old_total_energy"] = tf.where(started, s["old_total_energy"],
+        evaluating["total_energy"] = tf.where(decides, reported, s["total_energy"])
+        evaluating["decided_old_total_energy"] = tf.where(decides, s["old_total_energy"],
                                                           s["decided_old_total_energy"])
         evaluating["loss"] = tf.where(accept, loss, s["loss"])
         if accuracy is not None:
@@ -237,7 +267,8 @@ class HamiltonianMonteCarlo(SamplerBase):
         low, high = LEG_LENGTH_JITTER
         time = tf.cast(self._parameter_variables["hamiltonian_dynamics_time"], tf.float64)
         steps = tf.maximum(tf.round((low + (high - low) * u_length) * time / h), 1.0)
-        evaluating["leg_end"] = s["leg_end"] + steps
+        evaluating["leg_end"], evaluating["leg_kind"], evaluating["leg_width"] = self._schedule(
+            s["leg_end"], steps, evaluating["leg_width"])
         choice = tf.minimum(tf.cast(u_kick * len(self.first_kicks), tf.int32), len(self.first_kicks) - 1)
         evaluating["first_kick"] = tf.gather(tf.constant(self.first_kicks, tf.float64), choice)
 
@@ -269,7 +300,6 @@ class HamiltonianMonteCarlo(SamplerBase):
         integrating = dict(s, evaluated=tf.zeros_like(loss))  # the state of one that integrates
         self._state.assign(tf.where(evaluate, tf.stack([evaluating[name] for name in _STATE]),
                                     tf.stack([integrating[name] for name in _STATE])))
-        self._started.assign(True)
 
     # -- what the tables read ------------------------------------------------------------------
     def chain_report(self):
@@ -289,8 +319,11 @@ class HamiltonianMonteCarlo(SamplerBase):
         return report
 
     def chain_positions(self):
-        """The chain's current positions, one tensor per variable (the last accepted state)."""
-        return [tf.convert_to_tensor(q) for q in self._start_positions]
+        """The chain's current positions, one tensor per variable: the last accepted state, or
+        the variables' values before the first evaluation (after build or restart())."""
+        first = tf.equal(self._state[_STATE.index("leg_kind")], FIRST)
+        return [tf.where(self._broadcast(first, v), v, q) for v, q in zip(self._trainable_variables,
+                                                                        self._start_positions)]
 
 
 @keras.saving.register_keras_serializable(package="tati")
