@@ -9,8 +9,9 @@ for the second-order samplers, its momentum slot (p) by a composition of the spl
   gamma), kept in optimizer variables so that changing them does not retrace a compiled
   loop; their defaults and checks come from the option table (`tati.options`);
 * momentum slots, drawn from N(0, M / beta) at build time with the sampler's seed;
-* seeded noise: stateless normal draws keyed by (seed, iteration, variable index, stream).
-  The iteration counter is an optimizer variable, so a checkpoint restores the noise stream;
+* seeded noise: standard normals by Box-Muller from one Philox draw of uniforms keyed by
+  (seed, iteration, variable index, stream). The iteration counter is an optimizer variable,
+  so a checkpoint restores the noise stream;
 * the per-step report (`step_info`): kinetic energy, |p|^2, inertia q.p and |noise|^2, summed
   over all variables of one step, for the run-info and averages tables; with `walker_axis`
   set (as the Simulation does for its [W, d] parameters) they are per walker, shape [W];
@@ -34,6 +35,9 @@ _REFUSED = ("weight_decay", "clipnorm", "clipvalue", "global_clipnorm", "use_ema
 _IGNORED = ("ema_momentum", "ema_overwrite_frequency")
 
 INFO_NAMES = ("kinetic_energy", "momentum_sq", "inertia", "noise_sq")
+
+# Noise streams per (iteration, variable): `_normal(variable, stream)` takes stream < NOISE_STREAMS.
+NOISE_STREAMS = 64
 
 
 def parameter_property(name, doc=""):
@@ -181,13 +185,33 @@ class SamplerBase(keras.optimizers.Optimizer):
         return self._momenta[self._get_variable_index(variable)]
 
     def _normal(self, variable, stream=0):
-        """Standard normal draw of the variable's shape, keyed by (seed, iteration, variable, stream)."""
-        index = self._get_variable_index(variable)
-        key = tf.random.experimental.stateless_fold_in(
-            tf.constant([self.seed, 0], tf.int64), tf.cast(self.iterations, tf.int64), alg="philox")
-        key = tf.random.experimental.stateless_fold_in(key, index * 64 + stream, alg="philox")
-        return tf.random.stateless_normal(tf.shape(variable), seed=key, dtype=variable.dtype,
-                                         alg="philox")  # one algorithm on every device
+        """Standard normal draw of the variable's shape, keyed by (seed, iteration, variable, stream).
+
+        Box-Muller on one Philox draw of uniforms (the same algorithm on every device): the seed
+        is the key, and the 128-bit counter starts at (low word 0, high word
+        (iteration * variables + index) * NOISE_STREAMS + stream). A draw of n uniforms advances
+        the low word by ceil(n / 4) (float32) or ceil(n / 2) (float64) and never reaches the
+        high word, so every (iteration, variable, stream) has its own counters: no overlap, and
+        no seed scrambling (`stateless_fold_in` and the seeded `stateless_*` ops cost a draw
+        each). Walkers are rows of one variable, so they get disjoint parts of one draw."""
+        if not 0 <= stream < NOISE_STREAMS:
+            raise ValueError(f"noise stream {stream} not in [0, {NOISE_STREAMS})")
+        dtype = tf.as_dtype(variable.dtype)
+        work = tf.float64 if dtype == tf.float64 else tf.float32  # float16/bfloat16: cast at the end
+        shape = tf.TensorShape(variable.shape).as_list()  # variables have static shapes
+        size = math.prod(shape)
+        block = (tf.cast(self.iterations, tf.int64) * len(self._trainable_variables)
+                 + self._get_variable_index(variable)) * NOISE_STREAMS + stream
+        counter = tf.stack([tf.constant(0, tf.uint64), tf.cast(block, tf.uint64)])
+        key = tf.constant([self.seed], tf.uint64)
+        u1, u2 = tf.unstack(tf.raw_ops.StatelessRandomUniformV2(
+            shape=[2, (size + 1) // 2], key=key, counter=counter, alg=1, dtype=work))  # 1: Philox
+        radius = tf.sqrt(-2.0 * tf.math.log(1.0 - u1))  # u1 in [0, 1), so 1 - u1 in (0, 1] exactly
+        angle = (2.0 * math.pi) * u2
+        normal = tf.concat([radius * tf.cos(angle), radius * tf.sin(angle)], 0)
+        if size % 2:
+            normal = normal[:size]
+        return tf.cast(tf.reshape(normal, shape), dtype)
 
     def _force(self, gradient):
         """B^T grad U: the gradient as the (preconditioned) kicks use it."""
