@@ -41,7 +41,8 @@ from tati.recording.table import Table
 from tati.samplers import SamplerBase, get_sampler
 
 
-# Largest covariance matrix of the ensemble preconditioner: W d^2 numbers are kept.
+# Largest covariance matrix of the ensemble preconditioner (d^2 numbers are kept, and factorised
+# at every swap).
 MAX_COVARIANCE = 4000
 
 

@@ -28,16 +28,6 @@ import numpy as np
 import tensorflow as tf
 
 
-def leave_one_out_covariance(theta):
-    """[W, d, d]: for each walker the covariance of the other W - 1 walkers' positions."""
-    walkers = tf.cast(tf.shape(theta)[0], theta.dtype)
-    total = tf.reduce_sum(theta, axis=0)
-    outer_sum = tf.einsum("wi,wj->ij", theta, theta)
-    others_mean = (total[None] - theta) / (walkers - 1.0)
-    scatter = outer_sum[None] - tf.einsum("wi,wj->wij", theta, theta)
-    return (scatter - (walkers - 1.0) * tf.einsum("wi,wj->wij", others_mean, others_mean)) / (walkers - 2.0)
-
-
 def standing_covariance(theta, standing):
     """[d, d]: the covariance of the positions of the walkers where `standing` is true."""
     weights = tf.cast(standing, theta.dtype)[:, None]
@@ -47,15 +37,10 @@ def standing_covariance(theta, standing):
     return tf.einsum("wi,wj->ij", centred, centred) / (count - 1.0)
 
 
-def preconditioner(theta, eta, standing=None):
-    """(B, finite): Cholesky factors of I + eta C in float64, computed from the standing walkers
-    ([d, d], broadcast to the walkers by the caller) or, with standing None, for each walker
-    from all the others ([W, d, d], the leave-one-out form)."""
-    theta = tf.cast(theta, tf.float64)
-    if standing is None:
-        covariance = leave_one_out_covariance(theta)
-    else:
-        covariance = standing_covariance(theta, standing)
+def preconditioner(theta, eta, standing):
+    """(B, finite): the Cholesky factor [d, d] of I + eta C in float64, C the covariance of the
+    standing walkers' positions."""
+    covariance = standing_covariance(tf.cast(theta, tf.float64), standing)
     eye = tf.eye(tf.shape(theta)[1], dtype=tf.float64)
     factor = tf.linalg.cholesky(eye + tf.cast(eta, tf.float64) * covariance)
     return factor, tf.reduce_all(tf.math.is_finite(factor))
@@ -75,7 +60,8 @@ class Ensemble:
         self.every, self.collapse, self.blending = every, collapse, eta > 0
         self.blocks = None if blocks is None else [tf.constant(b, tf.int32) for b in blocks]
         sizes = [dimension] if blocks is None else [len(b) for b in blocks]
-        self.matrices = [tf.Variable(tf.eye(size, batch_shape=[walkers], dtype=tf.float64), trainable=False,
+        # One B for all walkers: the moving half shares it, and the standing half does not use it.
+        self.matrices = [tf.Variable(tf.eye(size, dtype=tf.float64), trainable=False,
                                      name="ensemble_preconditioner") for size in sizes]
         if blocks is not None:  # from the blocks' concatenation back to the parameters' order
             self._inverse = tf.constant(np.argsort(np.concatenate(blocks)), tf.int32)
@@ -93,11 +79,11 @@ class Ensemble:
 
     def force(self, gradient):
         """B^T grad U per walker, [W, d]."""
-        return self._apply("wji,wj->wi", gradient)
+        return self._apply("ji,wj->wi", gradient)
 
     def velocity(self, momentum):
         """B p per walker, [W, d]."""
-        return self._apply("wij,wj->wi", momentum)
+        return self._apply("ij,wj->wi", momentum)
 
     def maybe_refresh(self, theta, step):
         """At steps that are multiples of `every`: reset walkers to walker 0 (collapse), then
@@ -119,7 +105,7 @@ class Ensemble:
 
                 def accept():
                     for matrix, (factor, _) in zip(self.matrices, factors):
-                        matrix.assign(tf.broadcast_to(factor, tf.shape(matrix)))
+                        matrix.assign(factor)
                     return tf.constant(0, tf.int64)
 
                 def reduce():
