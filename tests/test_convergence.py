@@ -140,3 +140,17 @@ def test_summary_line_compares_unequal_walkers_over_their_last_rows():
     [line] = _convergence_line(table, WALKERS, burn_in=0)
     assert line.startswith("  R-hat max 1.0") and line.endswith("over 4 walkers"), line
     assert _convergence_line(table, WALKERS, burn_in=ROWS - 3) == []
+
+
+def test_result_convergence_uses_equal_last_rows():
+    """Result.convergence on unequal walkers (as HMC writes them) uses each walker's last rows,
+    as many as the shortest has; a burn_in that leaves nothing is a one-line InputError."""
+    from tati.simulation import Result
+    rng = np.random.default_rng(seed(850))
+    table = trajectory(rng.standard_normal((ROWS, WALKERS, 2)))
+    short = table.drop(index=table.index[(table.id == 2) & (table.step <= 10)])
+    result = Result(run_info=pd.DataFrame(), trajectory=short, averages=pd.DataFrame())
+    expected = convergence(table[table.step > 10])
+    pd.testing.assert_frame_equal(result.convergence(), expected)
+    with pytest.raises(tati.InputError, match="at least 4 rows"):
+        result.convergence(burn_in=10 * ROWS)

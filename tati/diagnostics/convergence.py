@@ -80,6 +80,8 @@ def equal_rows(trajectory, burn_in=0):
     """The rows with step > burn_in, each walker's last ones, as many as the walker with the
     fewest has: HMC writes rows at each walker's own evaluations, so its walkers' counts differ."""
     kept = trajectory[trajectory["step"] > burn_in].sort_values(["id", "step"], kind="stable")
+    if kept.empty:  # convergence() then says that burn_in leaves too few rows
+        return kept
     return kept.groupby("id").tail(kept.groupby("id").size().min())
 
 
