@@ -16,6 +16,8 @@ Interface the Simulation relies on (all models):
     outputs(features) -> [W, batch, outputs];  uses_data
 """
 
+import os
+
 import numpy as np
 import tensorflow as tf
 
@@ -88,8 +90,24 @@ class FlatModel:
                                         self.dtype))
 
 
+def check_size(walkers, length, dtype):
+    """InputError, before anything is allocated, if W x d parameters cannot fit in this
+    machine's memory three times over (parameters, gradients and one more copy: the least any
+    step needs), instead of a crash deep inside TensorFlow."""
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # no sysconf: nothing to check against
+        return
+    needed = 3 * walkers * length * tf.as_dtype(dtype).size
+    if needed > memory:
+        raise InputError(f"number_walkers x parameters = {walkers} x {length} needs at least "
+                         f"{needed / 2 ** 30:.3g} GiB, more than this machine's {memory / 2 ** 30:.3g} GiB: "
+                         "use fewer number_walkers or a smaller hidden_dimension")
+
+
 def check_walkers(option, values, walkers, length, dtype):
     """values as a [walkers, length] array: one vector for all walkers or one per walker."""
+    check_size(walkers, length, dtype)
     try:
         array = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond float64

@@ -10,7 +10,7 @@ import numpy as np
 import tensorflow as tf
 
 from tati.errors import InputError
-from tati.models.flat import FlatModel, check_walkers
+from tati.models.flat import FlatModel, check_size, check_walkers
 from tati.models.losses import ACTIVATIONS, LOSSES, accuracy
 
 
@@ -37,6 +37,7 @@ class MLP(FlatModel):
         self.loss_name = loss
         n_weights = sum(a * b for a, b in self.weight_shapes)
         n_biases = sum(self.bias_sizes)
+        check_size(walkers, n_weights + n_biases, dtype)
         names = [f"weight{i}" for i in range(n_weights)] + [f"bias{i}" for i in range(n_biases)]
         if initial_parameters is None:
             initial_parameters = np.stack([self._initial(seed + walker, n_biases) for walker in range(walkers)])
