@@ -36,7 +36,7 @@ _IGNORED = ("ema_momentum", "ema_overwrite_frequency")
 
 INFO_NAMES = ("kinetic_energy", "momentum_sq", "inertia", "noise_sq")
 
-# Noise streams per (iteration, variable): `_normal(variable, stream)` takes stream < NOISE_STREAMS.
+# Random streams per (iteration, variable index): `_philox(..., index, stream)` takes stream < NOISE_STREAMS.
 NOISE_STREAMS = 64
 # From this many numbers on, Box-Muller on Philox uniforms beats TensorFlow's normal kernel
 # (0.53-0.67 of its time for 118,282); below, its ten operations cost more than they save.
@@ -187,32 +187,35 @@ class SamplerBase(keras.optimizers.Optimizer):
     def _momentum(self, variable):
         return self._momenta[self._get_variable_index(variable)]
 
-    def _normal(self, variable, stream=0):
-        """Standard normal draw of the variable's shape, keyed by (seed, iteration, variable, stream).
+    def _philox(self, op, shape, dtype, index, stream):
+        """One draw by a stateless Philox op (tf.raw_ops.StatelessRandomUniformV2 or ...NormalV2,
+        the same algorithm on every device), keyed by (seed, iteration, index, stream).
 
-        One Philox draw (the same algorithm on every device): the seed is the key, and the
-        128-bit counter starts at (low word 0, high word (iteration * variables + index) *
-        NOISE_STREAMS + stream). A draw of n numbers advances the low word by at most n and
-        never reaches the high word, so every (iteration, variable, stream) has its own
-        counters: no overlap, and no seed scrambling (`stateless_fold_in` and the seeded
-        `stateless_*` ops cost a draw each). Large variables: Box-Muller on uniforms; small
-        ones: TensorFlow's normal kernel, one operation. Walkers are rows of one variable, so
-        they get disjoint parts of one draw."""
+        The seed is the key, and the 128-bit counter starts at (low word 0, high word
+        (iteration * variables + index) * NOISE_STREAMS + stream). A draw of n numbers advances
+        the low word by at most n and never reaches the high word, so every (iteration, index,
+        stream) has its own counters: no overlap, and no seed scrambling (`stateless_fold_in`
+        and the seeded `stateless_*` ops cost a draw each)."""
         if not 0 <= stream < NOISE_STREAMS:
             raise ValueError(f"noise stream {stream} not in [0, {NOISE_STREAMS})")
+        block = (tf.cast(self.iterations, tf.int64) * len(self._trainable_variables) + index) * NOISE_STREAMS + stream
+        counter = tf.stack([tf.constant(0, tf.uint64), tf.cast(block, tf.uint64)])
+        return op(shape=shape, key=tf.constant([self.seed], tf.uint64), counter=counter, alg=1, dtype=dtype)
+
+    def _normal(self, variable, stream=0):
+        """Standard normal draw of the variable's shape, keyed by (seed, iteration, variable, stream)
+        (`_philox`). Large variables: Box-Muller on uniforms; small ones: TensorFlow's normal
+        kernel, one operation. Walkers are rows of one variable, so they get disjoint parts of
+        one draw."""
         dtype = tf.as_dtype(variable.dtype)
         work = tf.float64 if dtype == tf.float64 else tf.float32  # float16/bfloat16: cast at the end
         shape = tf.TensorShape(variable.shape).as_list()  # variables have static shapes
         size = math.prod(shape)
-        block = (tf.cast(self.iterations, tf.int64) * len(self._trainable_variables)
-                 + self._get_variable_index(variable)) * NOISE_STREAMS + stream
-        counter = tf.stack([tf.constant(0, tf.uint64), tf.cast(block, tf.uint64)])
-        key = tf.constant([self.seed], tf.uint64)
+        index = self._get_variable_index(variable)
         if size < BOX_MULLER_SIZE:
-            return tf.cast(tf.raw_ops.StatelessRandomNormalV2(shape=shape, key=key, counter=counter, alg=1,
-                                                              dtype=work), dtype)
-        u1, u2 = tf.unstack(tf.raw_ops.StatelessRandomUniformV2(
-            shape=[2, (size + 1) // 2], key=key, counter=counter, alg=1, dtype=work))  # 1: Philox
+            return tf.cast(self._philox(tf.raw_ops.StatelessRandomNormalV2, shape, work, index, stream), dtype)
+        u1, u2 = tf.unstack(self._philox(tf.raw_ops.StatelessRandomUniformV2, [2, (size + 1) // 2], work,
+                                         index, stream))
         radius = tf.sqrt(-2.0 * tf.math.log(1.0 - u1))  # u1 in [0, 1), so 1 - u1 in (0, 1] exactly
         angle = (2.0 * math.pi) * u2
         normal = tf.concat([radius * tf.cos(angle), radius * tf.sin(angle)], 0)

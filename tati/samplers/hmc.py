@@ -190,17 +190,6 @@ class HamiltonianMonteCarlo(SamplerBase):
             return tf.reshape(value, [])
         return self._per_walker(value, variable)
 
-    def _draw(self, op, shape, dtype, stream):
-        """A Philox draw by `op` (tf.raw_ops.StatelessRandomUniformV2 or ...NormalV2): the seed is
-        the key and the counter starts at (0, iteration * streams + stream), stream 0 for the
-        evaluation's uniforms and 1 + i for the momenta of variable i. Philox is counter based,
-        so the streams need no scrambled seeds (which would cost a draw each)."""
-        streams = 1 + len(self._start_positions)
-        counter = tf.cast(tf.cast(self.iterations, tf.int64) * streams + stream, tf.uint64)
-        counter = tf.stack([tf.constant(0, tf.uint64), counter])
-        key = tf.reshape(tf.cast(tf.constant(self.seed, tf.int64), tf.uint64), [1])
-        return op(shape=shape, key=key, counter=counter, alg=1, dtype=dtype)  # alg 1: Philox
-
     def _schedule(self, now, steps, width):
         """(leg_end, leg_kind, leg_width) [W] of the legs that start at iteration `now`: `steps`
         long; with the ensemble's halves (see walkers.md) cut at the end of the walker's phase,
@@ -241,7 +230,9 @@ class HamiltonianMonteCarlo(SamplerBase):
             kinetic += 0.5 * self._walker_sum(tf.square(p - kick * self._force(g)))
         total_energy = loss + kinetic
         energy_error = beta * (total_energy - s["old_total_energy"])
-        uniforms = self._draw(tf.raw_ops.StatelessRandomUniformV2, (4,) + tuple(self._state.shape[1:]), tf.float64, 0)
+        # The evaluation's uniforms are stream 0 of index 0, the momenta stream 1 of each variable.
+        uniforms = self._philox(tf.raw_ops.StatelessRandomUniformV2, (4,) + tuple(self._state.shape[1:]),
+                                tf.float64, 0, 0)
         u_accept, u_width, u_length, u_kick = tf.unstack(uniforms)  # this decision's and the new leg's
         accepted, divergent = metropolis(energy_error, u_accept)
         accept = (accepted & decides) | first  # where the chain's state becomes q
@@ -283,8 +274,7 @@ class HamiltonianMonteCarlo(SamplerBase):
             q = tf.convert_to_tensor(v)
             chain_q = tf.where(at_acceptance, q, self._start_positions[index])
             chain_g = tf.where(at_acceptance, g, self._start_gradients[index])
-            fresh = self._draw(tf.raw_ops.StatelessRandomNormalV2, tuple(v.shape), dtype, 1 + index)
-            fresh /= tf.sqrt(tf.cast(beta, dtype))
+            fresh = self._normal(v, stream=1) / tf.sqrt(tf.cast(beta, dtype))
             h_v = tf.cast(self._broadcast(width, v), dtype)
             p = tf.where(at_evaluation, fresh - tf.cast(self._broadcast(first_kick, v), dtype) * self._force(chain_g),
                          momentum - h_v * self._force(g))
