@@ -10,6 +10,7 @@ width, and the sampler's report.
 
 import tensorflow as tf
 
+from tati.models.flat import FlatModel
 from tati.samplers import SamplerBase
 
 
@@ -95,7 +96,9 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
         i = tf.constant(1)
         finite = tf.ones([model.num_walkers], tf.bool)
         bad_step = tf.constant(-1, tf.int64)
-        while i < n and bad_step < 0:  # a while loop, not a range: XLA would compile one program per n
+        # A while loop, not a range: XLA would compile one program per n. The condition is one
+        # logical_and: AutoGraph makes a Python `and` of tensors a tf.cond, a branch per step.
+        while tf.logical_and(i < n, bad_step < 0):
             finite = one_step(record=False)
             if check_finite:
                 bad_step = tf.where(tf.reduce_all(finite), bad_step, step)
@@ -141,6 +144,19 @@ def make_metropolis_chunk(model, data, sampler, step, averages, burn_in_steps, h
         grads = tape.gradient(total, variables, unconnected_gradients=tf.UnconnectedGradients.ZERO)
         return losses, grads, accuracy
 
+    def gradients_at(positions):
+        """The gradients of the walkers' summed loss at the given positions (tensors, one per
+        variable): a FlatModel evaluates at them directly, another model gets them assigned."""
+        if not isinstance(model, FlatModel):
+            for v, q in zip(variables, positions):
+                v.assign(q)
+            return loss_and_gradients()[1]
+        features, labels = data.next()
+        with tf.GradientTape() as tape:
+            tape.watch(positions)
+            total = tf.reduce_sum(model.loss(features, labels, theta=positions[0]))
+        return tape.gradient(total, positions, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+
     def one_step():
         if ensemble is not None:
             ensemble.maybe_refresh(sampler.chain_positions()[0], sampler.iterations)
@@ -159,11 +175,12 @@ def make_metropolis_chunk(model, data, sampler, step, averages, burn_in_steps, h
     def chunk(n):
         due = tf.zeros([model.num_walkers], tf.bool)
         i = tf.constant(0)
-        while i < n and not tf.reduce_any(due):  # not a range: XLA would compile one program per n
+        # Not a range (XLA would compile one program per n), nor `and` (a tf.cond per leg).
+        while tf.logical_and(i < n, tf.logical_not(tf.reduce_any(due))):
             # Kick-and-drift steps until some walker's leg ends; the chunk's last step is an apply,
             # which serves any mix of evaluating and integrating walkers.
             free = tf.minimum(sampler.free_steps(), n - i - 1)
-            sampler.integrate(free, lambda: loss_and_gradients()[:2], variables)
+            sampler.integrate(free, gradients_at, variables)
             step.assign_add(tf.cast(free, tf.int64))
             due = one_step()
             i += free + 1

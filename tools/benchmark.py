@@ -12,7 +12,10 @@ reading a result). After a warm-up call (tracing), the loops are timed interleav
 Cases: (a) 2-[8,8]-1 network, two_clusters, full batch of 500 points;
        (b) 784-[128,128]-10 network, 10,000 random points, batches of 100.
 
-    python tools/benchmark.py [--steps 500] [--repeats 7] [--only a|b] [--samplers BAOAB,GLA2]
+    python tools/benchmark.py [--steps 500] [--repeats 7] [--only a|b] [--samplers BAOAB,GLA2] [--threads N]
+
+`--threads N` runs TensorFlow's operations on N threads (inter- and intra-op) instead of its
+default (one per core).
 
 Walkers (`--walkers [timing|ess|all]`, instead of the above):
   timing: BAOAB's time per step with W = 1, 4, 16, 64 walkers, as time(W) / time(1), on case (a)
@@ -236,11 +239,14 @@ def main(argv=None):
                         help="run the walker benchmarks instead: timing, ess or all (the default)")
     parser.add_argument("--hmc", action="store_true",
                         help="run the HMC2 against tfp.mcmc benchmark instead (tools/benchmark_hmc.py)")
+    parser.add_argument("--threads", type=int, help="TensorFlow's inter- and intra-op threads (default: its own)")
     args = parser.parse_args(argv)
+    import benchmark_hmc
     if args.hmc:
-        import benchmark_hmc
-        benchmark_hmc.main(["--steps", str(max(args.steps, 1000)), "--repeats", str(args.repeats)])
+        benchmark_hmc.main(["--steps", str(max(args.steps, 1000)), "--repeats", str(args.repeats)]
+                           + ([] if args.threads is None else ["--threads", str(args.threads)]))
         return
+    benchmark_hmc.set_threads(args.threads)
     if args.walkers:
         print_walkers(args.walkers, args.steps, args.repeats)
         return

@@ -9,7 +9,11 @@ Simulation's own chunk (one gradient per step, no rows in between), TFP's is
 `tfp.mcmc.sample_chain` in one tf.function. Each in graph mode and compiled with XLA
 (`jit_compile`), timed interleaved, median of `--repeats`.
 
-    python tools/benchmark_hmc.py [--steps 5000] [--repeats 5]   (or: python tools/benchmark.py --hmc)
+    python tools/benchmark_hmc.py [--steps 5000] [--repeats 5] [--threads N]
+    (or: python tools/benchmark.py --hmc)
+
+`--threads N` runs TensorFlow's operations on N threads (inter- and intra-op) instead of its
+default, one per core: for problems this small, thread hand-offs cost more than they save.
 """
 
 import argparse
@@ -25,6 +29,13 @@ from tati.loop import make_chunk
 from tati.recording.averages import RunningAverages
 
 LEG = 10
+
+
+def set_threads(threads):
+    """Run TensorFlow's operations on `threads` threads (None: its default); before any runs."""
+    if threads is not None:
+        tf.config.threading.set_inter_op_parallelism_threads(threads)
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
 
 
 def gaussian():
@@ -79,7 +90,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=5000)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int, help="TensorFlow's inter- and intra-op threads (default: its own)")
     args = parser.parse_args(argv)
+    set_threads(args.threads)
     print("| case | mode | HMC2 us/step | TFP HMC us/step | ratio | HMC2 gradients per leg (mean L) | rejection rate |")
     print("|---|---|---|---|---|---|---|")
     for name, case in (("(a) 100-D Gaussian", gaussian), ("(b) logistic regression, 25 weights", logistic_regression)):

@@ -14,6 +14,9 @@ Interface the Simulation relies on (all models):
     get_parameters()   theta as a numpy array [W, d];  set_parameters(values): [d] or [W, d]
     loss(features, labels) -> [W] losses;  loss_and_accuracy(...) -> ([W], [W])
     outputs(features) -> [W, batch, outputs];  uses_data
+
+A FlatModel's loss also takes `theta=`, a [W, d] tensor to evaluate at instead of the variable:
+a compiled loop can then keep the positions as loop tensors (HMC's `integrate`).
 """
 
 import os
@@ -54,18 +57,18 @@ class FlatModel:
         self.theta = tf.Variable(tf.constant(values[:, free]), name="parameters")
         self.variables = [self.theta]
 
-    def full_parameters(self):
-        """[W, d_all]: theta with the fixed parameters in their places."""
-        theta = tf.convert_to_tensor(self.theta)
+    def full_parameters(self, theta=None):
+        """[W, d_all]: theta (by default the variable) with the fixed parameters in their places."""
+        theta = tf.convert_to_tensor(self.theta if theta is None else theta)
         if self._fixed is None:
             return theta
         values, slots = self._fixed
         fixed = tf.broadcast_to(values, [tf.shape(theta)[0], tf.shape(values)[0]])
         return tf.gather(tf.concat([theta, fixed], axis=1), slots, axis=1)
 
-    def with_prior(self, losses):
-        """losses [W] plus the prior's energy at theta."""
-        return losses if self.prior is None else self.prior.add(losses, self.theta)
+    def with_prior(self, losses, theta=None):
+        """losses [W] plus the prior's energy at theta (by default the variable)."""
+        return losses if self.prior is None else self.prior.add(losses, self.theta if theta is None else theta)
 
     @property
     def num_parameters(self):

@@ -57,15 +57,15 @@ class MLP(FlatModel):
         weights = [tf.reshape(w, [-1, *shape]) for w, shape in zip(pieces[:n], self.weight_shapes)]
         return zip(weights, pieces[n:], self.activations)
 
-    def outputs(self, features):
+    def outputs(self, features, theta=None):
         """[W, batch, outputs]: every walker's network on the same features."""
         h = features[None]
-        for weight, bias, activation in self._layers(self.full_parameters()):
+        for weight, bias, activation in self._layers(self.full_parameters(theta)):
             h = activation(tf.matmul(h, weight) + bias[:, None, :])
         return h
 
-    def loss(self, features, labels):
-        return self.with_prior(LOSSES[self.loss_name](labels, self.outputs(features)))
+    def loss(self, features, labels, theta=None):
+        return self.with_prior(LOSSES[self.loss_name](labels, self.outputs(features, theta)), theta)
 
     def loss_and_accuracy(self, features, labels):
         outputs = self.outputs(features)

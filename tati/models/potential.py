@@ -54,13 +54,13 @@ class Potential(FlatModel):
         if not energy.dtype.is_floating:
             raise InputError(f"potential must return a floating-point energy, got {energy.dtype.name}")
 
-    def loss(self, features=None, labels=None):
+    def loss(self, features=None, labels=None, theta=None):
         """[W] energies."""
-        theta = self.full_parameters()
+        given, theta = theta, self.full_parameters(theta)
         if self.batched:
             energies = self.potential(theta)
         elif self.num_walkers == 1:
             energies = self.potential(theta[0])[None]
         else:
             energies = tf.vectorized_map(self.potential, theta)
-        return self.with_prior(tf.cast(energies, self.dtype))
+        return self.with_prior(tf.cast(energies, self.dtype), given)

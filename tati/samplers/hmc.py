@@ -39,11 +39,13 @@ ends (`free_steps`), the calls are integration calls only: the compiled loop run
 `integrate`, a bare kick-and-drift loop like TFP's leapfrog, and all bookkeeping happens at
 the evaluations.
 
-A non-finite loss or gradient during a leg dooms it: a non-finite U makes that call's h NaN,
-a non-finite gradient makes p non-finite, and either way p (and then q) stays non-finite for
-the rest of the leg (p <- p - h grad U, h > 0), so the proposal's energy is not finite and the
-evaluation rejects it. The reverse leg passes through the same positions, so this rule is
-symmetric and keeps detailed balance; no NaN ever reaches the chain's state.
+Only the gradient moves a leg: whatever U is along the way, the leg is a reversible,
+volume-preserving map of (q, p), so the decision needs U at the leg's ends only, and the
+integration calls do not compute it (their loss is unused, and the graph drops it). A leg may
+cross a region where U is not finite but its gradient is (a tf.where guard): the proposal is
+still exact, and rejected if it ends there. A non-finite gradient makes p non-finite for the
+rest of the leg (p <- p - h grad U stays NaN or infinite), so the proposal's energy is not
+finite and the evaluation rejects it. No NaN ever reaches the chain's state.
 
 Each walker (leading axis of the variables, with `walker_axis`) has its own legs, draws and
 decisions. With the ensemble preconditioner (`preconditioner`, samplers/ensemble.py) the kicks
@@ -81,7 +83,7 @@ LEG_LENGTH_JITTER = (0.9, 1.1)
 # the chain's state and report, the last decision's energies and the counters.
 _STATE = ("leg_end", "leg_width", "first_kick", "leg_kind", "evaluated", "legs", "loss", "accuracy",
           "old_total_energy", "decided_old_total_energy", "total_energy", "kinetic_energy",
-          "momentum_sq", "accepted", "rejected", "divergences")
+          "momentum_sq", "virial", "gradient_sq", "accepted", "rejected", "divergences")
 
 
 class HamiltonianMonteCarlo(SamplerBase):
@@ -153,30 +155,34 @@ class HamiltonianMonteCarlo(SamplerBase):
         leg_end = tf.reduce_min(self._state[_STATE.index("leg_end")])
         return tf.cast(leg_end - tf.cast(self.iterations, tf.float64), tf.int32)
 
-    def integrate(self, steps, loss_and_gradients, variables):
+    def integrate(self, steps, gradients, variables):
         """`steps` (at most free_steps()) calls as apply would do them, at a fraction of the
         cost: p <- p - h grad U(q); q <- q + h p for every walker, h its leg's step width.
-        `loss_and_gradients()` gives U per walker and the gradients at the variables' values
-        (no set_loss needed)."""
+        `gradients(positions)` gives grad U at the positions (tensors, one per variable; no
+        set_loss needed). Positions and momenta are loop tensors, written back to the
+        variables once, after the loop."""
         width = self._state[_STATE.index("leg_width")]
-        i = tf.constant(0)
-        while i < steps:  # a graph loop under AutoGraph, as in the compiled chunk
-            loss, grads = loss_and_gradients()
-            width_now = self._doom(width, loss)
-            for g, v in zip(grads, variables):
-                h = tf.cast(self._broadcast(width_now, v), v.dtype)
-                momentum = self._momentum(v)
-                p = momentum - h * self._force(g)
-                momentum.assign(p)
-                v.assign_add(h * self._velocity(p))
-            i += 1
+        widths = [tf.cast(self._broadcast(width, v), v.dtype) for v in variables]
+
+        def kick_and_drift(i, positions, momenta):
+            grads = gradients(positions)
+            moved_q, moved_p = [], []
+            for g, q, p, h in zip(grads, positions, momenta, widths):
+                p = p - h * self._force(g)
+                moved_p.append(p)
+                moved_q.append(q + h * self._velocity(p))
+            return i + 1, moved_q, moved_p
+
+        _, positions, momenta = tf.while_loop(
+            lambda i, positions, momenta: i < steps, kick_and_drift,
+            (tf.constant(0), [tf.convert_to_tensor(v) for v in variables],
+             [tf.convert_to_tensor(self._momentum(v)) for v in variables]))
+        for v, q, p in zip(variables, positions, momenta):
+            v.assign(q)
+            self._momentum(v).assign(p)
         self.iterations.assign_add(tf.cast(steps, self.iterations.dtype))
 
     # -- helpers -------------------------------------------------------------------------------
-    def _doom(self, width, loss):
-        """The integration calls' step widths [W]: NaN for a walker whose loss is not finite."""
-        return width + 0.0 * self._walker_values(loss)
-
     def _walker_values(self, value):
         """A scalar or [W] value as [W] (or [1]) float64."""
         return tf.reshape(tf.cast(value, tf.float64), [-1])
@@ -265,9 +271,9 @@ class HamiltonianMonteCarlo(SamplerBase):
 
         # Per variable: evaluation (chain state, fresh momenta, the new leg's first kick and
         # drift) or integration (a whole kick, two halves for leapfrog, and a drift).
-        width = tf.where(evaluate, evaluating["leg_width"], self._doom(s["leg_width"], loss))
+        width = tf.where(evaluate, evaluating["leg_width"], s["leg_width"])
         first_kick = evaluating["first_kick"] * evaluating["leg_width"]
-        fresh_sq = tf.zeros_like(loss)
+        fresh_sq = virial = gradient_sq = tf.zeros_like(loss)
         for index, (g, v, momentum) in enumerate(zip(grads, variables, momenta)):
             dtype = v.dtype
             at_evaluation, at_acceptance = self._broadcast(evaluate, v), self._broadcast(evaluate & accept, v)
@@ -283,11 +289,15 @@ class HamiltonianMonteCarlo(SamplerBase):
             self._start_positions[index].assign(chain_q)
             self._start_gradients[index].assign(chain_g)
             fresh_sq += self._walker_sum(tf.square(fresh))
+            virial += 0.5 * self._walker_sum(chain_q * chain_g)
+            gradient_sq += self._walker_sum(tf.square(chain_g))
 
         # H_old of the new leg: the chain state's loss plus the fresh momenta's kinetic energy.
         evaluating.update(kinetic_energy=0.5 * fresh_sq, momentum_sq=fresh_sq,
                           old_total_energy=evaluating["loss"] + 0.5 * fresh_sq)
-        integrating = dict(s, evaluated=tf.zeros_like(loss))  # the state of one that integrates
+        # The chain's state changes only at evaluations, so its virial and |grad|^2 serve both.
+        evaluating.update(virial=virial, gradient_sq=gradient_sq)
+        integrating = dict(s, evaluated=tf.zeros_like(loss), virial=virial, gradient_sq=gradient_sq)
         self._state.assign(tf.where(evaluate, tf.stack([evaluating[name] for name in _STATE]),
                                     tf.stack([integrating[name] for name in _STATE])))
 
@@ -299,11 +309,8 @@ class HamiltonianMonteCarlo(SamplerBase):
         s = self._rows()
         report = {name: s[name] for name in (
             "loss", "accuracy", "kinetic_energy", "momentum_sq", "total_energy", "evaluated",
-            "accepted", "rejected", "divergences", "legs")}
+            "virial", "gradient_sq", "accepted", "rejected", "divergences", "legs")}
         report["old_total_energy"] = s["decided_old_total_energy"]
-        report["virial"] = 0.5 * tf.add_n([self._walker_sum(q * g) for q, g in
-                                           zip(self._start_positions, self._start_gradients)])
-        report["gradient_sq"] = tf.add_n([self._walker_sum(tf.square(g)) for g in self._start_gradients])
         decisions = report["accepted"] + report["rejected"]
         report["rejection_rate"] = tf.math.divide_no_nan(report["rejected"], decisions)
         return report
