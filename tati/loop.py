@@ -55,10 +55,10 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
             total = tf.reduce_sum(losses)
         grads = tape.gradient(total, variables, unconnected_gradients=tf.UnconnectedGradients.ZERO)
         virial = 0.5 * per_walker([v * g for v, g in zip(variables, grads)])
-        finite = tf.math.is_finite(as_walkers(losses))
+        finite = None  # only computed when checked: a loop variable costs its operations every step
         if check_finite:
-            finite &= tf.equal(per_walker([tf.cast(tf.logical_not(tf.math.is_finite(g)), tf.float64)
-                                           for g in grads]), 0.0)
+            finite = tf.math.is_finite(as_walkers(losses)) & tf.equal(
+                per_walker([tf.cast(tf.logical_not(tf.math.is_finite(g)), tf.float64) for g in grads]), 0.0)
         if record:
             parameters = model.flat_parameters()
             gradient_norm = tf.sqrt(per_walker([tf.square(g) for g in grads]))
@@ -81,10 +81,12 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
         averages.update(losses, virial, kinetic, inertia, beta, step > burn_in_steps)
         if not record:
             return finite
-        row = {"finite": finite, "loss": losses, "parameters": parameters, "scaled_gradient": scaled_gradient,
+        row = {"loss": losses, "parameters": parameters, "scaled_gradient": scaled_gradient,
                "virial": virial, "averages": tf.stack(averages.values())}
         if has_accuracy:
             row["accuracy"] = accuracy
+        if check_finite:
+            row["finite"] = finite
         if is_sampler:
             row["noise_sq"] = info["noise_sq"]
             if optimizer.has_momentum:
@@ -99,17 +101,18 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
         # A while loop, not a range: XLA would compile one program per n. The condition is one
         # logical_and: AutoGraph makes a Python `and` of tensors a tf.cond, a branch per step.
         while tf.logical_and(i < n, bad_step < 0):
-            finite = one_step(record=False)
             if check_finite:
+                finite = one_step(record=False)
                 bad_step = tf.where(tf.reduce_all(finite), bad_step, step)
+            else:
+                one_step(record=False)
             i += 1
         row = one_step(record=True)
         if check_finite:
-            last_finite = row["finite"]
+            last_finite = row.pop("finite")
             row["nonfinite_walkers"] = tf.logical_not(tf.where(bad_step < 0, last_finite, finite))
             row["nonfinite_step"] = tf.where(bad_step < 0, tf.where(tf.reduce_all(last_finite), bad_step, step),
                                              bad_step)
-        del row["finite"]
         return row
 
     return chunk
