@@ -12,13 +12,17 @@ large beta never overflow. Every quantity is kept per walker (vectors of length 
 import tensorflow as tf
 
 
+# The rows of RunningAverages.state, one column per walker: the count of steps averaged, the
+# sums of kinetic energy, virial and inertia change, the log of the largest Boltzmann weight
+# seen, and the sums of the weights and of weight x loss relative to it.
+_ROWS = ("count", "kinetic_energy", "virial", "inertia_change", "log_scale", "weight", "weighted_loss")
+
+
 class RunningAverages:
     def __init__(self, walkers=1):
         f64 = tf.float64
-        self.count = tf.Variable(tf.zeros([walkers], tf.int64), trainable=False, name="average_count")
-        self.sums = tf.Variable(tf.zeros([3, walkers], f64), trainable=False, name="average_sums")
-        self.log_scale = tf.Variable(tf.zeros([walkers], f64), trainable=False, name="log_weight_max")
-        self.weights = tf.Variable(tf.zeros([2, walkers], f64), trainable=False, name="boltzmann_weights")
+        # One variable, read and written once per step: each separate one costs graph operations.
+        self.state = tf.Variable(tf.zeros([len(_ROWS), walkers], f64), trainable=False, name="averages")
         self.last_inertia = tf.Variable(tf.zeros([walkers], f64), trainable=False, name="last_inertia")
         self.seen = tf.Variable(tf.constant(False), trainable=False, name="inertia_seen")
 
@@ -26,30 +30,32 @@ class RunningAverages:
         """Fold one step in ([W] values); `active` (scalar or [W]) is False during burn-in and,
         for HMC, for walkers that did not evaluate (the inertia is still tracked). `inertia`
         None: there is none (HMC), its average stays 0 at no cost."""
-        active = tf.broadcast_to(active, tf.shape(loss))
         loss = tf.cast(loss, tf.float64)
-        if inertia is None:
-            change = tf.zeros_like(loss)
-        else:
+        active = tf.broadcast_to(active, tf.shape(loss))
+        weight = tf.cast(active, tf.float64)
+        old = dict(zip(_ROWS, tf.unstack(self.state)))
+        new = dict(old)
+        if inertia is not None:
             inertia = tf.cast(inertia, tf.float64)
             change = tf.where(self.seen, inertia - self.last_inertia, tf.zeros_like(inertia))
             self.last_inertia.assign(inertia)
             self.seen.assign(True)
-        weight = tf.cast(active, tf.float64)
-        self.sums.assign_add(weight * tf.stack([tf.cast(kinetic_energy, tf.float64),
-                                                tf.cast(virial, tf.float64), change]))
+            new["inertia_change"] = old["inertia_change"] + weight * change
+        new["count"] = old["count"] + weight
+        new["kinetic_energy"] = old["kinetic_energy"] + weight * tf.cast(kinetic_energy, tf.float64)
+        new["virial"] = old["virial"] + weight * tf.cast(virial, tf.float64)
         log_weight = -tf.cast(inverse_temperature, tf.float64) * loss
-        old_scale = tf.where(self.count > 0, self.log_scale, log_weight)
-        new_scale = tf.where(active, tf.maximum(old_scale, log_weight), old_scale)
-        shrink = tf.exp(old_scale - new_scale)
-        boltzmann = weight * tf.exp(log_weight - new_scale)
-        self.weights.assign(self.weights * shrink + boltzmann * tf.stack([tf.ones_like(loss), loss]))
-        self.log_scale.assign(new_scale)
-        self.count.assign_add(tf.cast(active, tf.int64))
+        old_scale = tf.where(old["count"] > 0, old["log_scale"], log_weight)
+        new["log_scale"] = tf.where(active, tf.maximum(old_scale, log_weight), old_scale)
+        shrink = tf.exp(old_scale - new["log_scale"])
+        boltzmann = weight * tf.exp(log_weight - new["log_scale"])
+        new["weight"] = old["weight"] * shrink + boltzmann
+        new["weighted_loss"] = old["weighted_loss"] * shrink + boltzmann * loss
+        self.state.assign(tf.stack([new[row] for row in _ROWS]))
 
     def values(self):
         """(ensemble_average_loss, average_kinetic_energy, average_virials, average_inertia),
         each [W]."""
-        n = tf.cast(tf.maximum(self.count, 1), tf.float64)
-        means = self.sums / n
-        return (self.weights[1] / self.weights[0], means[0], means[1], means[2])
+        s = dict(zip(_ROWS, tf.unstack(self.state)))
+        n = tf.maximum(s["count"], 1.0)
+        return (s["weighted_loss"] / s["weight"], s["kinetic_energy"] / n, s["virial"] / n, s["inertia_change"] / n)

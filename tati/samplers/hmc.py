@@ -266,8 +266,11 @@ class HamiltonianMonteCarlo(SamplerBase):
         steps = tf.maximum(tf.round((low + (high - low) * u_length) * time / h), 1.0)
         evaluating["leg_end"], evaluating["leg_kind"], evaluating["leg_width"] = self._schedule(
             s["leg_end"], steps, evaluating["leg_width"])
-        choice = tf.minimum(tf.cast(u_kick * len(self.first_kicks), tf.int32), len(self.first_kicks) - 1)
-        evaluating["first_kick"] = tf.gather(tf.constant(self.first_kicks, tf.float64), choice)
+        if len(self.first_kicks) == 1:  # no choice to draw (leapfrog)
+            evaluating["first_kick"] = tf.fill(tf.shape(u_kick), tf.constant(self.first_kicks[0], tf.float64))
+        else:
+            choice = tf.minimum(tf.cast(u_kick * len(self.first_kicks), tf.int32), len(self.first_kicks) - 1)
+            evaluating["first_kick"] = tf.gather(tf.constant(self.first_kicks, tf.float64), choice)
 
         # Per variable: evaluation (chain state, fresh momenta, the new leg's first kick and
         # drift) or integration (a whole kick, two halves for leapfrog, and a drift).
