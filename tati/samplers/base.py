@@ -149,6 +149,8 @@ class SamplerBase(keras.optimizers.Optimizer):
         """Sum over everything, or over everything but the walker axis."""
         if self._walkers is None:
             return tf.reduce_sum(values)
+        if values.shape.rank == 2:  # [W, d]: no reshape (each operation costs graph time)
+            return tf.reduce_sum(values, axis=1)
         return tf.reduce_sum(tf.reshape(values, [self._walkers, -1]), axis=1)
 
     def _per_walker(self, value, variable):

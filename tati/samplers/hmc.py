@@ -63,6 +63,9 @@ very first call has no proposal to decide on: it takes the initial state as the 
 state and is not counted in the rejection rate.
 """
 
+import functools
+import operator
+
 import keras
 import tensorflow as tf
 
@@ -185,7 +188,8 @@ class HamiltonianMonteCarlo(SamplerBase):
     # -- helpers -------------------------------------------------------------------------------
     def _walker_values(self, value):
         """A scalar or [W] value as [W] (or [1]) float64."""
-        return tf.reshape(tf.cast(value, tf.float64), [-1])
+        value = tf.cast(value, tf.float64)
+        return value if value.shape.rank == 1 else tf.reshape(value, [-1])
 
     def _walker_sum(self, values):
         return self._walker_values(self._sum(values))
@@ -230,10 +234,9 @@ class HamiltonianMonteCarlo(SamplerBase):
 
         # Energy of the proposal, after the leg's last kick with this gradient.
         last_kick = (1.0 - s["first_kick"]) * s["leg_width"]
-        kinetic = tf.zeros_like(loss)
-        for g, v, p in zip(grads, variables, momenta):
-            kick = tf.cast(self._broadcast(last_kick, v), v.dtype)
-            kinetic += 0.5 * self._walker_sum(tf.square(p - kick * self._force(g)))
+        kicks = [tf.cast(self._broadcast(last_kick, v), v.dtype) for v in variables]
+        kinetic = 0.5 * _total([self._walker_sum(tf.square(p - kick * self._force(g)))
+                                for g, p, kick in zip(grads, momenta, kicks)])
         total_energy = loss + kinetic
         energy_error = beta * (total_energy - s["old_total_energy"])
         # The evaluation's uniforms are stream 0 of index 0, the momenta stream 1 of each variable.
@@ -276,7 +279,7 @@ class HamiltonianMonteCarlo(SamplerBase):
         # drift) or integration (a whole kick, two halves for leapfrog, and a drift).
         width = tf.where(evaluate, evaluating["leg_width"], s["leg_width"])
         first_kick = evaluating["first_kick"] * evaluating["leg_width"]
-        fresh_sq = virial = gradient_sq = tf.zeros_like(loss)
+        fresh_sq, virial, gradient_sq = [], [], []  # per variable, [W] each
         for index, (g, v, momentum) in enumerate(zip(grads, variables, momenta)):
             dtype = v.dtype
             at_evaluation, at_acceptance = self._broadcast(evaluate, v), self._broadcast(evaluate & accept, v)
@@ -291,9 +294,10 @@ class HamiltonianMonteCarlo(SamplerBase):
             v.assign(tf.where(at_evaluation, chain_q, q) + h_v * self._velocity(p))
             self._start_positions[index].assign(chain_q)
             self._start_gradients[index].assign(chain_g)
-            fresh_sq += self._walker_sum(tf.square(fresh))
-            virial += 0.5 * self._walker_sum(chain_q * chain_g)
-            gradient_sq += self._walker_sum(tf.square(chain_g))
+            fresh_sq.append(self._walker_sum(tf.square(fresh)))
+            virial.append(self._walker_sum(chain_q * chain_g))
+            gradient_sq.append(self._walker_sum(tf.square(chain_g)))
+        fresh_sq, virial, gradient_sq = _total(fresh_sq), 0.5 * _total(virial), _total(gradient_sq)
 
         # H_old of the new leg: the chain state's loss plus the fresh momenta's kinetic energy.
         evaluating.update(kinetic_energy=0.5 * fresh_sq, momentum_sq=fresh_sq,
@@ -324,6 +328,11 @@ class HamiltonianMonteCarlo(SamplerBase):
         first = tf.equal(self._state[_STATE.index("leg_kind")], FIRST)
         return [tf.where(self._broadcast(first, v), v, q) for v, q in zip(self._trainable_variables,
                                                                         self._start_positions)]
+
+
+def _total(terms):
+    """The sum of a list of tensors, without an operation for a single one."""
+    return functools.reduce(operator.add, terms)
 
 
 @keras.saving.register_keras_serializable(package="tati")
