@@ -31,7 +31,7 @@ starts the next leg with the same gradient (or the cached grad U(q_0) after a re
         p ~ N(0, I / beta);  H_old = U_a + |p|^2 / 2;  h, L, c of the new leg
         p <- p - c h grad_a;  q <- q_a + h p
     integration call, given U(q), grad U(q):
-        p <- p - h grad U(q);  q <- q + h p      (h NaN if U(q) is not finite, see below)
+        p <- p - h grad U(q);  q <- q + h p      (U(q) itself is not needed, see below)
     with the first-kick fraction c = 1/2 for leapfrog, 1 for BA and 0 for AB.
 
 `apply` is one call for every walker, each evaluating or integrating. Where no walker's leg
@@ -40,8 +40,8 @@ ends (`free_steps`), the calls are integration calls only: the compiled loop run
 the evaluations.
 
 Only the gradient moves a leg: whatever U is along the way, the leg is a reversible,
-volume-preserving map of (q, p), so the decision needs U at the leg's ends only, and the
-integration calls do not compute it (their loss is unused, and the graph drops it). A leg may
+volume-preserving map of (q, p), so the decision needs U at the leg's ends only (`integrate`
+takes the gradients alone, and the graph drops the unused forward value). A leg may
 cross a region where U is not finite but its gradient is (a tf.where guard): the proposal is
 still exact, and rejected if it ends there. A non-finite gradient makes p non-finite for the
 rest of the leg (p <- p - h grad U stays NaN or infinite), so the proposal's energy is not
