@@ -9,11 +9,9 @@ a message naming step and walker and keeps every row before.
 
 import itertools
 import json
-import os
 import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pandas as pd
@@ -21,6 +19,7 @@ import pytest
 import tensorflow as tf
 
 import tati
+from processes import signal_when_written
 from stats import read_csv
 from tati.errors import InputError, SamplingError
 
@@ -134,13 +133,7 @@ def test_sigterm_stops_at_a_row_and_restore_reaches_the_same_rows(tmp_path):
     process = subprocess.Popen(cli({**CLI_OPTIONS, **cut, "max_steps": total, "save_model": checkpoint}),
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline and process.poll() is None:
-            if os.path.exists(cut["trajectory_file"]) and os.path.getsize(cut["trajectory_file"]) > 8000:
-                break
-            time.sleep(0.02)
-        assert process.poll() is None, "the run ended before it could be interrupted"
-        process.send_signal(signal.SIGTERM)
+        signal_when_written(process, cut["trajectory_file"], 8000, signal.SIGTERM)
         _, stderr = process.communicate(timeout=120)
     finally:
         process.kill()

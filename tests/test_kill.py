@@ -1,15 +1,14 @@
 """A run killed with SIGKILL leaves CSV files whose lines are complete rows equal to the
 first rows of an uninterrupted run with the same seed, and no partial line."""
 
-import os
 import signal
 import subprocess
 import sys
-import time
 
 import pandas as pd
 
 import tati
+from processes import signal_when_written
 from stats import read_csv
 
 OPTIONS = {"hidden_dimension": "4", "max_steps": "1000000", "every_nth": "1", "seed": "5",
@@ -23,13 +22,7 @@ def test_sigkill_leaves_a_prefix_of_the_uninterrupted_run(tmp_path):
         argv += [f"--{key}", value]
     process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline and process.poll() is None:
-            if os.path.exists(files["averages_file"]) and os.path.getsize(files["averages_file"]) > 30000:
-                break
-            time.sleep(0.05)
-        assert process.poll() is None, process.stderr.read()
-        process.send_signal(signal.SIGKILL)
+        signal_when_written(process, files["averages_file"], 30000, signal.SIGKILL)
     finally:
         process.kill()
         process.wait()
