@@ -42,6 +42,13 @@ from tati.samplers import get_sampler, sampler_names
 BARE = "bare"
 
 
+def set_threads(threads):
+    """Run TensorFlow's operations on `threads` threads (None: its default); before any runs."""
+    if threads is not None:
+        tf.config.threading.set_inter_op_parallelism_threads(threads)
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+
+
 def make_loop(sim, optimizer):
     """A chunk(n) of the simulation's own loop; optimizer None gives the bare gradient loop.
 
@@ -241,12 +248,12 @@ def main(argv=None):
                         help="run the HMC2 against tfp.mcmc benchmark instead (tools/benchmark_hmc.py)")
     parser.add_argument("--threads", type=int, help="TensorFlow's inter- and intra-op threads (default: its own)")
     args = parser.parse_args(argv)
-    import benchmark_hmc
     if args.hmc:
+        import benchmark_hmc
         benchmark_hmc.main(["--steps", str(max(args.steps, 1000)), "--repeats", str(args.repeats)]
                            + ([] if args.threads is None else ["--threads", str(args.threads)]))
         return
-    benchmark_hmc.set_threads(args.threads)
+    set_threads(args.threads)
     if args.walkers:
         print_walkers(args.walkers, args.steps, args.repeats)
         return

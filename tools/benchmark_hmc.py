@@ -25,17 +25,11 @@ import tensorflow as tf
 import tensorflow_probability as tfp
 
 import tati
+from benchmark import set_threads
 from tati.loop import make_chunk
 from tati.recording.averages import RunningAverages
 
 LEG = 10
-
-
-def set_threads(threads):
-    """Run TensorFlow's operations on `threads` threads (None: its default); before any runs."""
-    if threads is not None:
-        tf.config.threading.set_inter_op_parallelism_threads(threads)
-        tf.config.threading.set_intra_op_parallelism_threads(threads)
 
 
 def gaussian():

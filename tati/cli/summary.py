@@ -30,10 +30,11 @@ def _convergence_line(trajectory, walkers, burn_in):
     equally many (HMC writes rows at each walker's own evaluation steps) are compared over
     their last rows, as many as the shortest has."""
     from tati.diagnostics.convergence import MIN_ROWS, convergence, equal_rows
-    counts = trajectory[trajectory["step"] > burn_in].groupby("id").size()
+    rows = equal_rows(trajectory, burn_in)
+    counts = rows.groupby("id").size()
     if len(counts) < walkers or counts.min() < MIN_ROWS:
         return []
-    table = convergence(equal_rows(trajectory, burn_in))
+    table = convergence(rows)
     r_hat, ess = table["r_hat"].dropna(), table["ess"].dropna()
     if r_hat.empty or ess.empty:  # no parameter moved
         return []

@@ -53,8 +53,9 @@ use B^T grad U and the drifts B p, and the halves take turns in phases of `every
 moving walker's legs are cut to end by its phase's last call (lengths depend on the iteration
 only), and that evaluation pauses it (step width 0) until its next phase, which starts from the
 stored chain state without a decision. So B, refreshed at each phase's first call from the
-standing half's chain states, is fixed during every leg and independent of the moving walkers. The loss must be given before each call: `sampler.set_loss(loss)` (the Simulation
-does so); `model.fit` cannot, so HMC is for the Simulation or a user's own loop.
+standing half's chain states, is fixed during every leg and independent of the moving walkers.
+The loss must be given before each call: `sampler.set_loss(loss)` (the Simulation does so);
+`model.fit` cannot, so HMC is for the Simulation or a user's own loop.
 
 The chain's state and its report (`chain_report`) change only at evaluations: loss, accuracy,
 positions q_a and gradient grad_a of the current state, kinetic energy of the redrawn momenta,
@@ -62,9 +63,6 @@ the energies of the last decision, and counts of accepted, rejected and divergen
 very first call has no proposal to decide on: it takes the initial state as the chain's first
 state and is not counted in the rejection rate.
 """
-
-import functools
-import operator
 
 import keras
 import tensorflow as tf
@@ -235,8 +233,8 @@ class HamiltonianMonteCarlo(SamplerBase):
         # Energy of the proposal, after the leg's last kick with this gradient.
         last_kick = (1.0 - s["first_kick"]) * s["leg_width"]
         kicks = [tf.cast(self._broadcast(last_kick, v), v.dtype) for v in variables]
-        kinetic = 0.5 * _total([self._walker_sum(tf.square(p - kick * self._force(g)))
-                                for g, p, kick in zip(grads, momenta, kicks)])
+        kinetic = 0.5 * tf.add_n([self._walker_sum(tf.square(p - kick * self._force(g)))
+                                  for g, p, kick in zip(grads, momenta, kicks)])
         total_energy = loss + kinetic
         energy_error = beta * (total_energy - s["old_total_energy"])
         # The evaluation's uniforms are stream 0 of index 0, the momenta stream 1 of each variable.
@@ -297,7 +295,7 @@ class HamiltonianMonteCarlo(SamplerBase):
             fresh_sq.append(self._walker_sum(tf.square(fresh)))
             virial.append(self._walker_sum(chain_q * chain_g))
             gradient_sq.append(self._walker_sum(tf.square(chain_g)))
-        fresh_sq, virial, gradient_sq = _total(fresh_sq), 0.5 * _total(virial), _total(gradient_sq)
+        fresh_sq, virial, gradient_sq = tf.add_n(fresh_sq), 0.5 * tf.add_n(virial), tf.add_n(gradient_sq)
 
         # H_old of the new leg: the chain state's loss plus the fresh momenta's kinetic energy.
         evaluating.update(kinetic_energy=0.5 * fresh_sq, momentum_sq=fresh_sq,
@@ -328,11 +326,6 @@ class HamiltonianMonteCarlo(SamplerBase):
         first = tf.equal(self._state[_STATE.index("leg_kind")], FIRST)
         return [tf.where(self._broadcast(first, v), v, q) for v, q in zip(self._trainable_variables,
                                                                         self._start_positions)]
-
-
-def _total(terms):
-    """The sum of a list of tensors, without an operation for a single one."""
-    return functools.reduce(operator.add, terms)
 
 
 @keras.saving.register_keras_serializable(package="tati")
