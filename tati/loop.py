@@ -128,9 +128,10 @@ def make_metropolis_chunk(model, data, sampler, step, averages, burn_in_steps, h
     restored state, rejected ones repeated), as the samplers reference explains for HMC.
     The steps at which no walker's leg ends (`sampler.free_steps()`) are only a kick and a
     drift each (`sampler.integrate`); the others are `sampler.apply` calls followed by the
-    report and the running averages. With the ensemble preconditioner, every phase of
-    `ensemble.every` calls starts with such a step (the sampler's legs end there, see
-    samplers/hmc.py), where B is refreshed from the chain states of the half that now stands.
+    report and the running averages, as one XLA program (`evaluation`). With the ensemble
+    preconditioner, every phase of `ensemble.every` calls starts with such a step (the
+    sampler's legs end there, see samplers/hmc.py), where B is refreshed from the chain
+    states of the half that now stands.
     """
     variables = model.variables
     sampler.build(variables)  # free_steps reads its state while the chunk is traced
@@ -160,10 +161,23 @@ def make_metropolis_chunk(model, data, sampler, step, averages, burn_in_steps, h
             total = tf.reduce_sum(model.loss(features, labels, theta=positions[0]))
         return tape.gradient(total, positions, unconnected_gradients=tf.UnconnectedGradients.ZERO)
 
-    def one_step():
+    def integrate(steps):
+        sampler.integrate(steps, gradients_at, variables)
+        step.assign_add(tf.cast(steps, tf.int64))
+
+    def one_step(left):
         if ensemble is not None:
             ensemble.maybe_refresh(sampler.chain_positions()[0], sampler.iterations)
         losses, grads, accuracy = loss_and_gradients(has_accuracy)
+        return evaluation(losses, grads, accuracy, left)
+
+    @tf.function(jit_compile=True, autograph=False)
+    def evaluation(losses, grads, accuracy, left):
+        """An evaluation step's bookkeeping (the sampler's call, its report, the running
+        averages) as one XLA program, in graph mode too: there, each of its about 200 small
+        operations would cost a microsecond or more of executor time. Returns the walkers whose
+        row is due, and how many kick-and-drift steps follow: up to the next evaluation, at most
+        `left`, none when a row is due."""
         sampler.set_loss(losses, accuracy)
         sampler.apply(grads, variables)
         step.assign_add(1)
@@ -172,20 +186,22 @@ def make_metropolis_chunk(model, data, sampler, step, averages, burn_in_steps, h
         averages.update(report["loss"], report["virial"], report["kinetic_energy"],
                         None, sampler.inverse_temperature,
                         evaluated & (step > burn_in_steps))
-        return evaluated & tf.equal(tf.math.floormod(report["legs"], float(every_nth)), 0.0)
+        due = evaluated & tf.equal(tf.math.floormod(report["legs"], float(every_nth)), 0.0)
+        return due, tf.where(tf.reduce_any(due), 0, tf.minimum(sampler.free_steps(), left))
 
     @tf.function(autograph=True, jit_compile=jit_compile)
     def chunk(n):
+        # Kick-and-drift steps up to the first evaluation (or the chunk's end), then evaluation
+        # steps, each followed by the kick-and-drift steps up to the next one. So a step is an
+        # apply exactly when some walker's leg ends there, however the run is cut into chunks
+        # (a restored run continues bitwise).
+        i = tf.minimum(sampler.free_steps(), n)
+        integrate(i)
         due = tf.zeros([model.num_walkers], tf.bool)
-        i = tf.constant(0)
         # Not a range (XLA would compile one program per n), nor `and` (a tf.cond per leg).
         while tf.logical_and(i < n, tf.logical_not(tf.reduce_any(due))):
-            # Kick-and-drift steps until some walker's leg ends; the chunk's last step is an apply,
-            # which serves any mix of evaluating and integrating walkers.
-            free = tf.minimum(sampler.free_steps(), n - i - 1)
-            sampler.integrate(free, gradients_at, variables)
-            step.assign_add(tf.cast(free, tf.int64))
-            due = one_step()
+            due, free = one_step(n - i - 1)
+            integrate(free)
             i += free + 1
         report = sampler.chain_report()
         positions = tf.concat([tf.reshape(q, [tf.shape(report["loss"])[0], -1])
