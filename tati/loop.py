@@ -174,7 +174,7 @@ def make_metropolis_chunk(model, data, sampler, step, averages, burn_in_steps, h
     @tf.function(jit_compile=True, autograph=False)
     def evaluation(losses, grads, accuracy, left):
         """An evaluation step's bookkeeping (the sampler's call, its report, the running
-        averages) as one XLA program, in graph mode too: there, each of its about 200 small
+        averages) as one XLA program, in graph mode too: there, each of its about 170 small
         operations would cost a microsecond or more of executor time. Returns the walkers whose
         row is due, and how many kick-and-drift steps follow: up to the next evaluation, at most
         `left`, none when a row is due."""
