@@ -79,12 +79,16 @@ STEP_WIDTH_JITTER = (0.7, 1.3)
 FIRST, LEG, PAUSE = 0.0, 1.0, 2.0
 LEG_LENGTH_JITTER = (0.9, 1.1)
 
-# Per-walker state, the rows of one [len(_STATE), W] variable (read and written once per apply,
-# not by integrate): the leg (the iteration of its evaluation, width, first-kick fraction, kind),
-# the chain's state and report, the last decision's energies and the counters.
-_STATE = ("leg_end", "leg_width", "first_kick", "leg_kind", "evaluated", "legs", "loss", "accuracy",
-          "old_total_energy", "decided_old_total_energy", "total_energy", "kinetic_energy",
-          "momentum_sq", "virial", "gradient_sq", "accepted", "rejected", "divergences")
+# Per-walker state, read and written once per apply (not by integrate): the leg (the iteration
+# of its evaluation, width, first-kick fraction, kind), the chain's state and report, the last
+# decision's energies and the counters. Each group is the rows of one [rows, W] variable: no
+# group has more than 8 rows, because XLA on the CPU stacks more than 8 pieces of more than 64
+# numbers in all through a slow path (about 135 us instead of 1, from 4 walkers on).
+_STATE_GROUPS = (("leg_end", "leg_width", "first_kick", "leg_kind"),
+                 ("evaluated", "legs", "loss", "accuracy", "old_total_energy", "decided_old_total_energy",
+                  "total_energy", "kinetic_energy"),
+                 ("momentum_sq", "virial", "gradient_sq", "accepted", "rejected", "divergences"))
+_STATE = sum(_STATE_GROUPS, ())
 
 
 class HamiltonianMonteCarlo(SamplerBase):
@@ -111,13 +115,24 @@ class HamiltonianMonteCarlo(SamplerBase):
             return
         super().build(variables)
         size = 1 if self._walkers is None else self._walkers
-        self._state = self.add_variable((len(_STATE), size), dtype="float64", name="hmc_state")
+        self._state = [self.add_variable((len(group), size), dtype="float64", name="hmc_state")
+                       for group in _STATE_GROUPS]
         self._start_positions = [self.add_variable_from_reference(v, name="start_position") for v in variables]
         self._start_gradients = [self.add_variable_from_reference(v, name="start_gradient") for v in variables]
 
     def _rows(self):
         """The per-walker state as a dict of [W] tensors."""
-        return dict(zip(_STATE, tf.unstack(self._state)))
+        return dict(zip(_STATE, sum((tf.unstack(v) for v in self._state), [])))
+
+    def _row(self, name):
+        """One row of the per-walker state, [W]."""
+        group = next(i for i, g in enumerate(_STATE_GROUPS) if name in g)
+        return self._state[group][_STATE_GROUPS[group].index(name)]
+
+    def _write(self, rows):
+        """Assign the per-walker state from a dict of [W] tensors."""
+        for variable, group in zip(self._state, _STATE_GROUPS):
+            variable.assign(tf.stack([rows[name] for name in group]))
 
     # -- the loss ------------------------------------------------------------------------------
     def set_loss(self, loss, accuracy=None):
@@ -131,9 +146,10 @@ class HamiltonianMonteCarlo(SamplerBase):
         set new parameters)."""
         if self.built:
             now = tf.cast(self.iterations, tf.float64)
-            values = {"leg_end": now, "leg_kind": tf.constant(FIRST, tf.float64)}
-            self._state.assign(tf.stack([tf.fill(tf.shape(row), values[name]) if name in values else row
-                                         for name, row in zip(_STATE, tf.unstack(self._state))]))
+            rows = self._rows()
+            rows.update(leg_end=tf.fill(tf.shape(rows["leg_end"]), now),
+                        leg_kind=tf.fill(tf.shape(rows["leg_kind"]), tf.constant(FIRST, tf.float64)))
+            self._write(rows)
 
     # -- calls ---------------------------------------------------------------------------------
     def apply(self, grads, trainable_variables=None):
@@ -153,7 +169,7 @@ class HamiltonianMonteCarlo(SamplerBase):
 
     def free_steps(self):
         """How many of the coming calls are integration calls for every walker."""
-        leg_end = tf.reduce_min(self._state[_STATE.index("leg_end")])
+        leg_end = tf.reduce_min(self._row("leg_end"))
         return tf.cast(leg_end - tf.cast(self.iterations, tf.float64), tf.int32)
 
     def integrate(self, steps, gradients, variables):
@@ -162,7 +178,7 @@ class HamiltonianMonteCarlo(SamplerBase):
         `gradients(positions)` gives grad U at the positions (tensors, one per variable; no
         set_loss needed). Positions and momenta are loop tensors, written back to the
         variables once, after the loop."""
-        width = self._state[_STATE.index("leg_width")]
+        width = self._row("leg_width")
         widths = [tf.cast(self._broadcast(width, v), v.dtype) for v in variables]
 
         def kick_and_drift(i, positions, momenta):
@@ -238,7 +254,7 @@ class HamiltonianMonteCarlo(SamplerBase):
         total_energy = loss + kinetic
         energy_error = beta * (total_energy - s["old_total_energy"])
         # The evaluation's uniforms are stream 0 of index 0, the momenta stream 1 of each variable.
-        uniforms = self._philox(tf.raw_ops.StatelessRandomUniformV2, (4,) + tuple(self._state.shape[1:]),
+        uniforms = self._philox(tf.raw_ops.StatelessRandomUniformV2, (4,) + tuple(self._state[0].shape[1:]),
                                 tf.float64, 0, 0)
         u_accept, u_width, u_length, u_kick = tf.unstack(uniforms)  # this decision's and the new leg's
         accepted, divergent = metropolis(energy_error, u_accept)
@@ -303,8 +319,9 @@ class HamiltonianMonteCarlo(SamplerBase):
         # The chain's state changes only at evaluations, so its virial and |grad|^2 serve both.
         evaluating.update(virial=virial, gradient_sq=gradient_sq)
         integrating = dict(s, evaluated=tf.zeros_like(loss), virial=virial, gradient_sq=gradient_sq)
-        self._state.assign(tf.where(evaluate, tf.stack([evaluating[name] for name in _STATE]),
-                                    tf.stack([integrating[name] for name in _STATE])))
+        for variable, group in zip(self._state, _STATE_GROUPS):
+            variable.assign(tf.where(evaluate, tf.stack([evaluating[name] for name in group]),
+                                     tf.stack([integrating[name] for name in group])))
 
     # -- what the tables read ------------------------------------------------------------------
     def chain_report(self):
@@ -323,7 +340,7 @@ class HamiltonianMonteCarlo(SamplerBase):
     def chain_positions(self):
         """The chain's current positions, one tensor per variable: the last accepted state, or
         the variables' values before the first evaluation (after build or restart())."""
-        first = tf.equal(self._state[_STATE.index("leg_kind")], FIRST)
+        first = tf.equal(self._row("leg_kind"), FIRST)
         return [tf.where(self._broadcast(first, v), v, q) for v, q in zip(self._trainable_variables,
                                                                         self._start_positions)]
 
