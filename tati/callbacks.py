@@ -10,12 +10,17 @@ parameters are the state q^n the step started from (taken just before the step) 
 sampler's report belongs to that step; `loss` however is what Keras logs after the step: the
 running mean of the batch losses over the epoch so far. Parameters are in the flat order of
 tati's Keras model view: weight variables first, then bias variables (weight0.., bias0..).
+
+An existing file is refused unless `overwrite=True`; further `model.fit` calls with the same
+recorder append to its files and tables (the step numbers go on with the optimizer's).
 """
 
 import keras
 import numpy as np
 
+from tati.errors import InputError
 from tati.models.keras_model import KerasModel
+from tati.preflight import check_output_file
 from tati.recording.table import Table
 from tati.samplers.base import SamplerBase
 
@@ -23,11 +28,14 @@ _SAMPLER_COLUMNS = ["kinetic_energy", "scaled_momentum", "scaled_noise"]
 
 
 class TrajectoryRecorder(keras.callbacks.Callback):
-    def __init__(self, every_nth=1, run_file=None, trajectory_file=None, walker=0):
+    def __init__(self, every_nth=1, run_file=None, trajectory_file=None, walker=0, overwrite=False):
         super().__init__()
         from tati.options import check
         self.every_nth = check("every_nth", every_nth)
         self.files = (run_file, trajectory_file)
+        self.overwrite = check("overwrite", overwrite)
+        for name, path in zip(("run_file", "trajectory_file"), self.files):
+            check_output_file(name, path, False, self.overwrite)
         self.walker = walker
         self._tables = None
         self._snapshot = None
@@ -37,9 +45,18 @@ class TrajectoryRecorder(keras.callbacks.Callback):
         optimizer = self.model.optimizer
         self._reports = isinstance(optimizer, SamplerBase)
         run_columns = ["id", "step", "loss"] + (_SAMPLER_COLUMNS if self._reports else [])
-        run_file, trajectory_file = self.files
-        self._tables = (Table(run_columns, run_file),
-                        Table(["id", "step", "loss"] + self._view.parameter_names, trajectory_file))
+        columns = (run_columns, ["id", "step", "loss"] + self._view.parameter_names)
+        previous = self._tables
+        if previous is None:  # the first fit: new files (checked again, they may have appeared)
+            for name, path in zip(("run_file", "trajectory_file"), self.files):
+                check_output_file(name, path, False, self.overwrite)
+        elif any(list(table.columns) != list(c) for table, c in zip(previous, columns)):
+            raise InputError("TrajectoryRecorder: this model.fit has other columns than the recorder's "
+                             "earlier one (another model or optimizer); use a new recorder")
+        self._tables = tuple(Table(c, path, append=previous is not None) for c, path in zip(columns, self.files))
+        if previous is not None:
+            for table, old in zip(self._tables, previous):
+                table.rows = old.rows
 
     def _next_step(self):
         return int(self.model.optimizer.iterations.numpy()) + 1

@@ -5,7 +5,8 @@ iteration counter, which keys the stateless noise and the HMC legs' draws, HMC's
 state, CCAdL's thermostat), the step counter, the running averages and the ensemble
 preconditioner, and the position of the mini-batches (data/pipeline.py). A restored run
 therefore continues bitwise on the same machine and versions. The file is written to a temporary name and renamed,
-so an interruption during the write leaves the previous checkpoint intact.
+so an interruption during the write leaves the previous checkpoint intact. Reading a file's
+description (`load`) needs no TensorFlow, so the tools check a checkpoint before importing it.
 """
 
 import json
@@ -14,9 +15,9 @@ import re
 import zipfile
 
 import numpy as np
-import tensorflow as tf
 
 from tati.errors import InputError
+from tati.preflight import compare_checkpoint, saved_options
 
 FORMAT = 1
 _META_FIELDS = {"method": str, "sampler": str, "optimizer": str, "walkers": int, "parameters": list}
@@ -24,6 +25,7 @@ _META_FIELDS = {"method": str, "sampler": str, "optimizer": str, "walkers": int,
 
 def object_variables(obj):
     """The tf.Variables among an object's attributes (alone or in a list), in attribute-name order."""
+    import tensorflow as tf
     if obj is None:
         return []
     found = []
@@ -45,7 +47,8 @@ def _groups(simulation, run):
 def _meta(simulation, run):
     o = simulation.options
     return {"format": FORMAT, "method": run.method, "sampler": o["sampler"], "optimizer": o["optimizer"],
-            "walkers": simulation.model.num_walkers, "parameters": simulation.model.parameter_names}
+            "walkers": simulation.model.num_walkers, "parameters": simulation.model.parameter_names,
+            "options": saved_options(o)}
 
 
 def save(path, simulation, run):
@@ -76,8 +79,11 @@ def load(path):
         raise InputError(f"restore_model '{path}' does not exist") from None
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
         raise InputError(f"restore_model '{path}' is not a tati checkpoint ({type(error).__name__})") from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise InputError(f"restore_model '{path}' is not a tati checkpoint of format {FORMAT}")
+    if not isinstance(meta, dict) or "format" not in meta:
+        raise InputError(f"restore_model '{path}' is not a tati checkpoint")
+    if meta["format"] != FORMAT:
+        raise InputError(f"restore_model '{path}' has checkpoint format {meta['format']!r:.20}; this "
+                         f"version of tati reads format {FORMAT}")
     # What restore reads: the fields of meta and state arrays named group/index.
     if any(not isinstance(meta.get(field), kind) for field, kind in _META_FIELDS.items()) or not all(
             re.fullmatch(r"[A-Za-z_]+/[0-9]+", key) for key in arrays):
@@ -88,13 +94,14 @@ def load(path):
 def restore(path, simulation, run):
     """Assign the checkpoint's values; the whole run state if it was saved by the same method
     (sample or fit), else only the parameters. Returns whether the run state was restored."""
+    import tensorflow as tf
     meta, arrays = load(path)
+    compare_checkpoint(path, meta, simulation.options, run.method)
     if meta["walkers"] != simulation.model.num_walkers or meta["parameters"] != simulation.model.parameter_names:
         raise InputError(f"restore_model '{path}' holds {meta['walkers']} walker(s) of {len(meta['parameters'])} "
                          f"parameters, this run {simulation.model.num_walkers} of {simulation.model.num_parameters}: "
                          "give the options of the saved run")
-    same_run = meta["method"] == run.method and meta["sampler" if run.is_sampler else "optimizer"] == (
-        simulation.options["sampler" if run.is_sampler else "optimizer"])
+    same_run = meta["method"] == run.method  # compare_checkpoint refused another sampler or optimizer
     groups = _groups(simulation, run)
     if not same_run:
         groups = {"model": groups["model"]}

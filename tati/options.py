@@ -145,6 +145,15 @@ class Dataset(Kind):
                          f"got {value!r:.60}")
 
 
+class SamplerName(Kind):
+    """A sampler's short or full name in any case, converted to its short name (tati/names.py)."""
+    metavar = "NAME"
+
+    def __call__(self, option, value):
+        from tati.names import canonical_sampler
+        return canonical_sampler(Text()(option, value), option)
+
+
 class TextOrCallable(Text):
     """One of the names or, in Python, a callable."""
 
@@ -238,7 +247,7 @@ OPTIONS = [
            "s of a Gaussian prior, energy |w|^2 / (2 s^2) over a network's weights (not its "
            "biases) or over every parameter of a potential; none means no Gaussian prior."),
     # sampler
-    Option("sampler", "BAOAB", Text(), "sampler",
+    Option("sampler", "BAOAB", SamplerName(), "sampler",
            "Sampler by short or full name, any case: SGLD, GLA1, GLA2, BAOAB, CCAdL, SGHMC, HMC1, "
            "HMC2 (NUTS and RWMH arrive in later versions)."),
     Option("step_width", 0.1, POSITIVE, "sampler", "Time step h of the sampler's integrator."),
@@ -308,7 +317,13 @@ OPTIONS = [
     Option("run_file", None, Optional(Text()), "output", "CSV file for the run-info table."),
     Option("trajectory_file", None, Optional(Text()), "output", "CSV file for the trajectory table."),
     Option("averages_file", None, Optional(Text()), "output", "CSV file for the averages table."),
-    Option("progress", False, Boolean(), "output", "Show a progress bar (needs tqdm)."),
+    Option("overwrite", False, Boolean(), "output",
+           "Replace existing output files (run_file, trajectory_file, averages_file). Without it a "
+           "run refuses to start if one exists, unless restore_model continues the run that wrote "
+           "it, in which case the new rows are appended."),
+    Option("progress", False, Boolean(), "output",
+           "Show a progress bar with steps per second and the remaining time (needs tqdm: "
+           "pip install tati[progress])."),
 ]
 
 BY_NAME = {option.name: option for option in OPTIONS}

@@ -29,6 +29,7 @@ import pandas as pd
 import tensorflow as tf
 
 from tati import options as option_table
+from tati import preflight
 from tati.data.pipeline import Batches, NoData, check_arrays
 from tati import checkpoint
 from tati.errors import InputError, Interrupted, SamplingError
@@ -37,7 +38,7 @@ from tati.models import MLP, KerasModel, Potential
 from tati.optimizers import make_optimizer
 from tati.recording.averages import RunningAverages
 from tati.recording.columns import averages_columns, run_info_columns, trajectory_columns
-from tati.recording.table import Table
+from tati.recording.table import Table, check_header
 from tati.samplers import SamplerBase, get_sampler
 
 
@@ -86,11 +87,13 @@ class Simulation:
     """Sample or optimise a network, a Keras model or a potential; see the module docstring.
 
     Every option of `tati.options.OPTIONS` is a keyword argument; `Simulation.help(name)`
-    prints one option's help.
+    returns one option's help as a string.
     """
 
     def __init__(self, **options):
-        self.options = option_table.resolve(options)
+        self.options, notes = preflight.check(options)
+        for note in notes:
+            warnings.warn(note, stacklevel=2)
         o = self.options
         self.data = self._make_data()
         self.model = self._make_model()
@@ -99,16 +102,11 @@ class Simulation:
             from tati.models.start import parameters_from_trajectory
             self.model.set_parameters(parameters_from_trajectory(
                 o["parse_parameters_file"], o["parse_steps"], self.model.parameter_names, self.model.num_walkers))
-        elif o["parse_steps"] is not None:
-            raise InputError("parse_steps needs parse_parameters_file")
         self.restored = False
         self.has_accuracy = self.model.uses_data and getattr(self.model, "loss_name", None) is not None
         if o["jit_compile"] and not getattr(self.data, "full", True):
             raise InputError("jit_compile cannot compile mini-batches (their shapes vary): "
                              "drop batch_size or jit_compile")
-        if o["jit_compile"] and o["potential"] is not None and self.model.num_walkers > 1 and not o["potential_batched"]:
-            raise InputError("jit_compile with several walkers needs potential_batched=True (XLA "
-                             "miscompiles the vectorised map of a one-walker potential)")
         self._sampler_class = get_sampler(o["sampler"])
         self.ensemble = self._make_ensemble()
         self._sampler = None
@@ -119,13 +117,8 @@ class Simulation:
     # -- construction --------------------------------------------------------------------------
     def _make_data(self):
         o = self.options
-        sources = [name for name in ("dataset", "batch_data_files") if o[name] is not None]
         if o["potential"] is not None:
-            for name in sources + (["model"] if o["model"] is not None else []):
-                raise InputError(f"{name} cannot be combined with potential (a potential uses no data)")
             return NoData()
-        if len(sources) > 1:
-            raise InputError("give either dataset or batch_data_files, not both")
         if o["batch_data_files"] is not None:
             from tati.data.csv import read_csv_files
             features, labels = read_csv_files(o["batch_data_files"], self._csv_input_dimension(), o["dtype"])
@@ -171,15 +164,10 @@ class Simulation:
             return Potential(o["potential"], o["initial_parameters"], o["dtype"], o["number_walkers"],
                              o["potential_batched"])
         if o["model"] is not None:
-            if o["number_walkers"] > 1:
-                raise InputError("number_walkers > 1 needs the built-in network or a potential; a "
-                                 "Keras model is sampled with one walker")
             model = KerasModel(o["model"], o["loss"], o["input_dimension"])
             if o["initial_parameters"] is not None:
                 model.set_parameters(o["initial_parameters"])
             return model
-        if not isinstance(o["loss"], str):
-            raise InputError("loss must be one of the built-in names for the built-in network")
         return MLP(o["input_dimension"], o["output_dimension"], o["hidden_dimension"],
                    o["hidden_activation"], o["output_activation"], o["loss"], o["seed"],
                    o["dtype"], o["initial_parameters"], o["number_walkers"])
@@ -188,9 +176,6 @@ class Simulation:
         """fix_parameters (models/fixed.py), then the prior on the remaining parameters."""
         o = self.options
         if o["fix_parameters"] is not None:
-            if not self.model.walker_axis:
-                raise InputError("fix_parameters needs the built-in network or a potential (in a Keras "
-                                 "model, make the layer non-trainable)")
             from tati.models.fixed import parse_fixed
             groups = self.model.parameter_groups() if hasattr(self.model, "parameter_groups") else {}
             self.model.fix(parse_fixed(o["fix_parameters"], self.model.parameter_names, groups))
@@ -201,18 +186,7 @@ class Simulation:
         """The walkers' preconditioner and collapse (samplers/ensemble.py), or None."""
         o = self.options
         if o["covariance_blending"] == 0 and not o["collapse_walkers"]:
-            return None
-        if not self.model.walker_axis:
-            raise InputError("covariance_blending and collapse_walkers need the built-in network or a potential")
-        if getattr(self._sampler_class, "metropolis", False):
-            if o["collapse_walkers"]:  # it would move chains by a step no Metropolis test accepts
-                raise InputError(f"collapse_walkers is not available with sampler {o['sampler']}")
-            if o["covariance_after_steps"] < 2:
-                raise InputError(f"covariance_after_steps must be at least 2 with sampler {o['sampler']} "
-                                 f"(a half moves by legs within its phase), got {o['covariance_after_steps']}")
-        if o["covariance_blending"] > 0 and self.model.num_walkers < 4:
-            raise InputError(f"covariance_blending needs number_walkers >= 4 (two halves of at least "
-                             f"2 walkers), got {self.model.num_walkers}")
+            return None  # preflight.py checked the combinations
         blocks = self._covariance_blocks() if o["covariance_blending"] > 0 else None
         from tati.samplers.ensemble import Ensemble
         return Ensemble(self.model.num_walkers, self.model.num_parameters, o["covariance_blending"],
@@ -275,11 +249,15 @@ class Simulation:
             self._run = _Run(method, optimizer, self)
         run = self._run
         momentum = run.is_sampler and optimizer.has_momentum
-        append = run.calls > 0
-        tables = [Table(run_info_columns(run.is_sampler, self.has_accuracy, momentum, run.metropolis),
-                        o["run_file"], append),
-                  Table(trajectory_columns(self.model.parameter_names), o["trajectory_file"], append),
-                  Table(averages_columns(run.is_sampler, momentum, run.metropolis), o["averages_file"], append)]
+        columns = {"run_file": run_info_columns(run.is_sampler, self.has_accuracy, momentum, run.metropolis),
+                   "trajectory_file": trajectory_columns(self.model.parameter_names),
+                   "averages_file": averages_columns(run.is_sampler, momentum, run.metropolis)}
+        append = {}
+        for name in preflight.OUTPUT_FILES:  # every file is checked before any is opened
+            append[name] = preflight.check_output_file(name, o[name], run.calls > 0, o["overwrite"])
+            if append[name]:
+                check_header(name, o[name], columns[name])
+        tables = [Table(columns[name], o[name], append[name]) for name in preflight.OUTPUT_FILES]
         run.calls += 1
         bar = _progress_bar(o["progress"], o["max_steps"])
         stop = _StopSignals()
@@ -471,11 +449,18 @@ class _StopSignals:
         self._previous = {}
 
 
+_progress_warned = []
+
+
 def _progress_bar(enabled, total):
     if not enabled:
         return None
     try:
         from tqdm import tqdm
-    except ImportError:  # optional extra: run on without a bar
+    except ImportError:  # optional extra: run on without a bar, and say so once
+        if not _progress_warned:
+            _progress_warned.append(True)
+            warnings.warn("progress needs tqdm, which is not installed (pip install tati[progress]); "
+                          "running without a progress bar", stacklevel=3)
         return None
-    return tqdm(total=total, unit="step")
+    return tqdm(total=total, unit="step", dynamic_ncols=True)

@@ -367,7 +367,7 @@ def test_command_line(capsys, prog, argv):
 
     try:
         options = common.parse(parser, argv)
-        common.run_tool(prog, body)
+        common.run_tool(prog, options, "sample" if sampling else "fit", body)
     except SystemExit as exit_:
         err = capsys.readouterr().err
         assert exit_.code == 2 and err.count("\n") == 1 and err.startswith(f"{prog}: error: "), err

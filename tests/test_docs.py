@@ -74,3 +74,63 @@ def test_parameter_columns_are_documented():
     text = (ROOT / "doc" / "columns.md").read_text(encoding="utf-8")
     for prefix in ("weight", "bias", "param"):
         assert re.search(rf"^\| `{prefix}0`", text, re.MULTILINE)
+
+
+# -- every snippet of README.md and doc/ runs ---------------------------------------------------
+# Fenced blocks tagged `python` run in one namespace per page, in order, as a reader would run
+# them; blocks tagged `sh` run as bash scripts that stop at the first failing command, one
+# directory per page. `pip install` lines are what CI itself does before the tests and are left out.
+# Untagged fences hold equations or printed output and are not run.
+PAGES = [ROOT / "README.md"] + sorted((ROOT / "doc").glob("*.md"))
+
+
+def fenced_blocks(page, language):
+    text = page.read_text(encoding="utf-8")
+    return re.findall(rf"^```{language}\n(.*?)^```$", text, re.MULTILINE | re.DOTALL)
+
+
+def shell_script(block):
+    return "set -e\n" + "\n".join(line for line in block.splitlines() if not line.startswith("pip "))
+
+
+def pages_with(language):
+    return [pytest.param(page, id=page.name) for page in PAGES if fenced_blocks(page, language)]
+
+
+@pytest.mark.parametrize("page", pages_with("python"))
+def test_python_snippets_run(page, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    namespace = {"__name__": "__doc__"}
+    for block in fenced_blocks(page, "python"):
+        exec(compile(block, f"{page.name} snippet", "exec"), namespace)  # noqa: S102 - our own docs
+    if page.name == "README.md":
+        check_readme_python(namespace)
+
+
+def check_readme_python(namespace):
+    """The README's Gaussian: the sampled covariance is inverse(A) within 4 standard errors of
+    each entry (batch means of 20 batches, so t with 19 degrees of freedom: P(|t| > 4) = 7.7e-4
+    per entry, a false-failure budget of 2.3e-3 for the three)."""
+    import numpy as np
+    A = namespace["A"].numpy()
+    trajectory = namespace["result"].trajectory[["param0", "param1"]].to_numpy()
+    centred = trajectory - trajectory.mean(axis=0)
+    exact = np.linalg.inv(A)
+    for i, j in ((0, 0), (0, 1), (1, 1)):
+        products = centred[:, i] * centred[:, j]
+        batches = products[: len(products) // 20 * 20].reshape(20, -1).mean(axis=1)
+        error = batches.std(ddof=1) / np.sqrt(len(batches))
+        assert abs(products.mean() - exact[i, j]) < 4 * error, (i, j, products.mean(), exact[i, j], error)
+
+
+@pytest.mark.parametrize("page", pages_with("sh"))
+def test_shell_snippets_run(page, tmp_path):
+    import subprocess
+    for block in fenced_blocks(page, "sh"):
+        done = subprocess.run(["bash", "-c", shell_script(block)], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=600)
+        assert done.returncode == 0, f"{page.name}:\n{block}\n{done.stderr[-2000:]}"
+    if page.name == "README.md":
+        import pandas as pd
+        accuracy = pd.read_csv(tmp_path / "run.csv")["accuracy"].iloc[-1]
+        assert accuracy > 0.9, f"the README's quick start ends at accuracy {accuracy}"

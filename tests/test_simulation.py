@@ -8,6 +8,7 @@ import tensorflow as tf
 
 import tati
 from stats import read_csv, seed, t_critical
+from tati.errors import InputError
 from tati.recording.columns import averages_columns, run_info_columns
 
 
@@ -67,8 +68,14 @@ def test_sample_again_continues_the_run_and_appends(tmp_path):
     assert list(first.trajectory.step) == [5, 10] and list(second.trajectory.step) == [15, 20]
     read = read_csv(path)
     pd.testing.assert_frame_equal(read, pd.concat([first.trajectory, second.trajectory], ignore_index=True))
-    again = sim.fit()  # a new run
+    with pytest.raises(InputError, match="trajectory_file .* exists"):
+        sim.fit()  # a new run would replace the file the sample() calls wrote
+    pd.testing.assert_frame_equal(read_csv(path), read)
+    replacing = small(max_steps=10, every_nth=5, trajectory_file=path, overwrite=True)
+    replacing.sample()
+    again = replacing.fit()  # a new run, allowed to replace the file
     assert list(again.trajectory.step) == [5, 10]
+    pd.testing.assert_frame_equal(read_csv(path), again.trajectory)
 
 
 def test_fit_reaches_95_percent_on_two_clusters():

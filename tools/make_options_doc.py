@@ -35,7 +35,7 @@ None, `true`/`false` for booleans and comma-separated lists (`--hidden_dimension
 Options marked "no" in the command-line column take Python objects and exist only in
 `tati.Simulation`.
 {tools}
-`tati.Simulation.help("name")` prints one option's help.
+`tati.Simulation.help("name")` returns one option's help as a string (`print` it).
 """
 
 

@@ -9,6 +9,7 @@ import argparse
 import difflib
 import os
 import sys
+import warnings
 
 from tati.errors import InputError, Interrupted, SamplingError
 from tati.options import OPTIONS
@@ -73,11 +74,21 @@ def import_tensorflow_quietly():
         os.close(saved)
 
 
-def run_tool(prog, body):
-    """Run body(); InputError becomes one line and exit status 2, a failed sampling (non-finite
-    values) status 1, SIGINT or SIGTERM (stopped at a row boundary, files flushed) 128 + the
-    signal's number."""
+def _show_warning(prog):
+    def show(message, category, filename, lineno, file=None, line=None):
+        print(f"{prog}: warning: {' '.join(str(message).split())}", file=sys.stderr)
+    return show
+
+
+def run_tool(prog, options, method, body):
+    """Check the options and files (tati/preflight.py) before TensorFlow is imported, then run
+    body(). InputError becomes one line and exit status 2, a failed sampling (non-finite values)
+    status 1, SIGINT or SIGTERM (stopped at a row boundary, files flushed) 128 + the signal's
+    number. Warnings are one line each."""
+    shown, warnings.showwarning = warnings.showwarning, _show_warning(prog)
     try:
+        from tati.preflight import check
+        check(options, method)
         import_tensorflow_quietly()
         body()
     except InputError as error:
@@ -91,3 +102,5 @@ def run_tool(prog, body):
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         sys.exit(130)
+    finally:
+        warnings.showwarning = shown

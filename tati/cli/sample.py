@@ -1,6 +1,7 @@
 """tati-sample: sample a network's loss manifold (or posterior) and write the three tables."""
 
 import sys
+import time
 
 from tati.cli.common import make_parser, parse, run_tool
 
@@ -9,18 +10,23 @@ GROUPS = ("data", "network", "prior", "sampler", "walkers", "run", "output")
 
 def main(argv=None):
     parser = make_parser(
-        "tati-sample", "Sample exp(-beta U) of a network's loss with a Langevin sampler. With no "
-        "data option it samples a small network on the built-in two_clusters dataset.", GROUPS)
+        "tati-sample", "Sample exp(-beta U) of a network's loss (or, with priors, its posterior) "
+        "with a Langevin or Hamiltonian Monte Carlo sampler and write the run-info, trajectory and "
+        "averages tables. With no data option it samples the built-in network (by default a "
+        "linear classifier of 3 parameters; give --hidden_dimension for hidden layers) on the "
+        "built-in two_clusters dataset.", GROUPS)
     options = parse(parser, sys.argv[1:] if argv is None else argv)
 
     def body():
         from tati.cli.summary import summarise
         from tati.simulation import Simulation
         simulation = Simulation(**options)
+        start = time.perf_counter()
         result = simulation.sample()
-        print(summarise("tati-sample", simulation, result, sampler=True))
+        print(summarise("tati-sample", simulation, result, sampler=True,
+                        seconds=time.perf_counter() - start))
 
-    run_tool("tati-sample", body)
+    run_tool("tati-sample", options, "sample", body)
 
 
 if __name__ == "__main__":

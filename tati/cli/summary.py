@@ -1,42 +1,272 @@
-"""The short summary the tools print at the end of a run."""
+"""The summary the tools print at the end of a run: what ran, how long it took, where it ended,
+whether the sampling looks right, and which files hold the tables. For example:
+
+    tati-sample: 5000 steps of BAOAB (step_width 0.05) at inverse temperature 1
+      model: network 2-8-1 (33 parameters: hidden layer of 8 relu, output 1 tanh) on two_clusters
+      took 6.59 s: 759 steps per second (includes compiling the loop)
+      final loss 2, accuracy 0.5000
+      average kinetic energy 16.41 +- 0.23 (equipartition d/(2 beta) = 16.5: consistent)
+      average virial -0.005605 (theta . grad U / 2; equals d/(2 beta) only if U confines theta)
+      wrote run info to run.csv, trajectory to trajectory.csv, averages to averages.csv
+
+The error bars are batch means over the run-info rows after burn-in, pooled over walkers
+(tati/diagnostics/equipartition.py); the R-hat and ESS line comes from
+tati/diagnostics/convergence.py, the only part that imports TensorFlow (Probability).
+"""
+
+import math
+
+from tati.diagnostics.equipartition import equipartition_verdict, table_batch_means
+
+# Stan's rule (Vehtari et al. 2021, "Rank-normalization, folding, and localization"): use the
+# draws when R-hat < 1.01 and the bulk ESS is above 100 per chain. Our ESS is of all walkers
+# together (tfp's cross-chain estimate), so its bound is 100 times the number of walkers.
+R_HAT_MAX = 1.01
+ESS_PER_WALKER = 100
+# HMC rejecting more than half of its legs wastes most of its gradient evaluations (the optimal
+# acceptance rate of HMC is about 0.65, Beskos et al. 2013).
+REJECTION_MAX = 0.5
+WIDTH = 100  # every line is shorter
+FILES = (("run_file", "run info"), ("trajectory_file", "trajectory"), ("averages_file", "averages"))
 
 
-def summarise(prog, simulation, result, sampler):
+def summarise(prog, simulation, result, sampler, seconds=None):
+    """The summary lines of a sample() (sampler=True) or fit() (sampler=False) call that gave
+    `result`, as one string; `seconds` is the call's wall time (no timing line if None)."""
     o = simulation.options
-    method = o["sampler"] if sampler else o["optimizer"]
-    if result.run_info.empty:  # HMC writes rows at the ends of legs only; none ended in this call
-        return (f"{prog}: {method} on {simulation.num_parameters} parameters: no leg ended in these "
-                f"{o['max_steps']} steps, so no row was written")
-    last = result.run_info.iloc[-1]
-    lines = [f"{prog}: {int(last['step'])} steps of {method} on {simulation.num_parameters} parameters",
-             f"  final loss {last['loss']:.6g}"
-             + (f", accuracy {last['accuracy']:.4f}" if "accuracy" in last else "")]
-    if sampler and len(result.averages) and "average_kinetic_energy" in result.averages:  # not SGLD
-        averages = result.averages.iloc[-1]
-        expected = simulation.num_parameters / (2.0 * o["inverse_temperature"])
-        lines.append(f"  average kinetic energy {averages['average_kinetic_energy']:.6g} "
-                     f"(equipartition: {expected:.6g}), average virial {averages['average_virials']:.6g}")
-    if sampler and simulation.num_walkers >= 2:
-        lines += _convergence_line(result.trajectory, simulation.num_walkers, o["burn_in_steps"])
-    for name in ("run_file", "trajectory_file", "averages_file"):
-        if o[name]:
-            lines.append(f"  wrote {o[name]}")
+    walkers = simulation.num_walkers
+    run_info = result.run_info
+    steps = _steps(o, run_info, "average_rejection_rate" in run_info)
+    lines = [_header(prog, o, steps, walkers, sampler), "  " + _model(simulation)]
+    if seconds is not None:
+        lines.append(_timing(seconds, steps, walkers, _first_call(o, run_info)))
+    if run_info.empty:  # HMC writes rows at the ends of legs only; none ended in this call
+        lines.append(f"  no leg ended in these {o['max_steps']} steps, so no row was written")
+        return "\n".join(lines + [_files(o)])
+    lines.append(_final(run_info, walkers))
+    if sampler:
+        lines += _temperature_lines(simulation, result)
+        if "average_rejection_rate" in run_info:
+            lines.append(_hmc_line(run_info))
+        if walkers >= 2:
+            lines += _convergence_lines(result.trajectory, walkers, o["burn_in_steps"])
+    lines.append(_files(o))
     return "\n".join(lines)
 
 
-def _convergence_line(trajectory, walkers, burn_in):
-    """[one line]: the worst R-hat and the smallest ESS over all parameters, whichever parameters
-    they belong to; [] if burn-in leaves too few rows to tell. Walkers whose rows are not
-    equally many (HMC writes rows at each walker's own evaluation steps) are compared over
-    their last rows, as many as the shortest has."""
+# -- what ran -----------------------------------------------------------------------------------
+def _steps(o, run_info, metropolis):
+    """The steps this call made: max_steps, unless the rows show fewer (they end at the call's
+    last step, except HMC's, which end at evaluations)."""
+    if not metropolis and not run_info.empty:
+        return min(o["max_steps"], int(run_info["step"].max()))
+    return o["max_steps"]
+
+
+def _first_call(o, run_info):
+    """Whether the rows start a run, whose first chunk includes tracing and compiling the loop:
+    a row at step 1 (HMC's initial state) or within the first every_nth steps."""
+    return not run_info.empty and int(run_info["step"].min()) <= o["every_nth"]
+
+
+def _header(prog, o, steps, walkers, sampler):
+    if sampler:
+        what = (f"{steps} steps of {o['sampler']} (step_width {o['step_width']:g}) "
+                f"at inverse temperature {o['inverse_temperature']:g}")
+    else:
+        what = f"{steps} steps of {o['optimizer']} (learning_rate {o['learning_rate']:g})"
+    return f"{prog}: {what}" + (f", {walkers} walkers" if walkers > 1 else "")
+
+
+def _model(simulation):
+    o = simulation.options
+    d = simulation.num_parameters
+    if o["potential"] is not None:
+        return f"model: potential U(theta) of {_count(d)}"
+    if o["model"] is not None:
+        return f"model: Keras model ({_count(d)})"
+    widths = [o["input_dimension"], *o["hidden_dimension"], o["output_dimension"]]
+    total = sum(a * b + b for a, b in zip(widths[:-1], widths[1:]))
+    count = _count(d) if d == total else f"{d} free of {total} parameters"
+    hidden = o["hidden_dimension"]
+    layers = ([f"hidden layer{'s' if len(hidden) > 1 else ''} of {', '.join(map(str, hidden))} "
+               f"{o['hidden_activation']}"] if hidden else []) + [f"output {widths[-1]} {o['output_activation']}"]
+    line = f"model: network {'-'.join(map(str, widths))} ({count}: {', '.join(layers)})"
+    data = _data(o)
+    return line + f" on {data}" if data and len(line) + len(data) < 92 else line
+
+
+def _count(d):
+    return f"{d} parameter{'s' if d != 1 else ''}"
+
+
+def _data(o):
+    if o["batch_data_files"]:
+        return ", ".join(o["batch_data_files"])
+    if isinstance(o["dataset"], tuple):
+        return f"{len(o['dataset'][0])} given points"
+    return o["dataset"] or "two_clusters"
+
+
+def _timing(seconds, steps, walkers, compiled):
+    rate = steps / seconds if seconds > 0 else math.inf
+    notes = ([f"each step moves all {walkers} walkers"] if walkers > 1 else []) + (
+        ["includes compiling the loop"] if compiled else [])
+    rate = f"{rate:.0f}" if rate >= 100 else f"{rate:.3g}"
+    return f"  took {_duration(seconds)}: {rate} steps per second" + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def _duration(seconds):
+    if seconds < 60:
+        return f"{seconds:.3g} s"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min {int(seconds % 60):02d} s"
+    return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d} min"
+
+
+# -- where it ended -------------------------------------------------------------------------------
+def _final(run_info, walkers):
+    last = run_info.groupby("id").tail(1)
+    text = f"  final loss {last['loss'].mean():.6g}"
+    if "accuracy" in last:
+        text += f", accuracy {last['accuracy'].mean():.4f}"
+    if walkers > 1:
+        text += (f" (mean of the {len(last)} walkers; loss {last['loss'].min():.4g} "
+                 f"to {last['loss'].max():.4g})")
+    return text
+
+
+# -- is the temperature right? --------------------------------------------------------------------
+def _temperature_lines(simulation, result):
+    """The average kinetic energy and virial against equipartition, with batch-means error bars
+    from the run-info rows after burn-in."""
+    o = simulation.options
+    averages, run_info = result.averages, result.run_info
+    expected = simulation.num_parameters / (2.0 * o["inverse_temperature"])
+    burn_in = o["burn_in_steps"]
+    if averages.empty:
+        return [f"  no averages yet: every row was within burn_in_steps {burn_in}"]
+    # The averages table's last row per walker: the average over every step after burn-in of
+    # the whole run (earlier calls included), its walkers' mean compared. Its error bar comes
+    # from this call's rows, every every_nth step: if anything too large for that average.
+    last = averages.groupby("id").tail(1)
+    lines = []
+    if "average_kinetic_energy" in last:  # not SGLD, which has no momenta
+        lines += _judged("average kinetic energy", last["average_kinetic_energy"].mean(),
+                         table_batch_means(run_info, "kinetic_energy", burn_in), expected,
+                         f"equipartition d/(2 beta) = {expected:.4g}",
+                         "step_width may be too large, or the run too short (burn_in_steps)", run_info, burn_in)
+    lines += _virial_lines(o, last, run_info, expected, burn_in)
+    return lines
+
+
+def _virial_lines(o, last, run_info, expected, burn_in):
+    """The virial, mean of 1/2 theta . grad U: by the virial theorem it equals d/(2 beta) when
+    exp(-beta U) confines theta (a potential, or walls on every parameter); a network's loss
+    alone does not, so there it is shown without a verdict."""
+    value = last["average_virials"].mean()
+    confined = o["potential"] is not None or (
+        o["prior_lower_boundary"] is not None and o["prior_upper_boundary"] is not None)
+    what = "theta . grad U / 2"
+    if not confined:
+        return [f"  average virial {value:.4g} ({what}; equals d/(2 beta) only if U confines theta)"]
+    return _judged("average virial", value, table_batch_means(run_info, "virial", burn_in), expected,
+                   f"{what}; virial theorem: d/(2 beta) = {expected:.4g}",
+                   "step_width may be too large, the run too short, or U not confining",
+                   run_info, burn_in)
+
+
+def _judged(name, value, stats, expected, reference, hint, run_info, burn_in):
+    """'  name value +- error (reference: verdict)', and the hint on the next line if the verdict
+    is not 'consistent'; the verdict moves to the hint's line when the first would be too long."""
+    if stats is None:
+        return [f"  {name} {value:.4g} ({reference})", _too_few(run_info, burn_in)]
+    head = f"  {name} {_plus_minus(value, stats[1])} ({reference}"
+    verdict = equipartition_verdict(value, stats[1], expected)
+    if verdict == "consistent":
+        return [f"{head}: {verdict})"]
+    if len(head) + len(verdict) + 3 < WIDTH:
+        return [f"{head}: {verdict})", f"    {hint}"]
+    if len(verdict) + len(hint) + 6 < WIDTH:
+        return [f"{head})", f"    {verdict}: {hint}"]
+    return [f"{head})", f"    {verdict}:", f"    {hint}"]
+
+
+def _too_few(run_info, burn_in):
+    rows = int((run_info["step"] > burn_in).sum())
+    return f"    only {rows} rows after burn-in: too few for an error bar (run longer)"
+
+
+def _plus_minus(value, error):
+    """'16.3 +- 0.4': the error to two significant digits, the value to the same decimals."""
+    if not (error > 0 and math.isfinite(error)):
+        return f"{value:.4g} +- {error:g}"
+    decimals = max(0, 1 - math.floor(math.log10(error)))
+    return f"{value:.{decimals}f} +- {error:.{decimals}f}"
+
+
+# -- HMC --------------------------------------------------------------------------------------------
+def _hmc_line(run_info):
+    """Rejection rate (mean over walkers of their last row) and divergences (the column counts
+    each walker's divergent legs so far, so the sum of the last rows)."""
+    last = run_info.groupby("id").tail(1)
+    rate = float(last["average_rejection_rate"].mean())
+    divergent = int(last["divergences"].sum())
+    text = f"  rejected {rate:.0%} of HMC proposals, {divergent} divergent (energy error > 1000/beta)"
+    if rate > REJECTION_MAX or divergent > 0:
+        return text + ": lower step_width"
+    return text + ": ok"
+
+
+# -- do the walkers agree? ------------------------------------------------------------------------
+def _convergence_lines(trajectory, walkers, burn_in):
+    """The R-hat/ESS line and its verdict, or one line saying there are too few rows."""
+    found = _convergence(trajectory, walkers, burn_in)
+    if found is None:
+        return [f"  walkers not compared (R-hat, ESS): too few rows after burn_in_steps {burn_in}, "
+                "or no parameter moved"]
+    r_hat, ess = found
+    line = (f"  R-hat max {r_hat.max():.3f} ({r_hat.idxmax()}), ESS min {ess.min():.0f} "
+            f"({ess.idxmin()}) over {walkers} walkers")
+    need = ESS_PER_WALKER * walkers
+    faults = ([f"R-hat > {R_HAT_MAX} (walkers disagree)"] if r_hat.max() > R_HAT_MAX else []) + (
+        [f"ESS < {need} (too few independent draws)"] if ess.min() < need else [])
+    hint = "run longer (max_steps), or raise step_width"
+    if faults:
+        verdict = f"    not converged: {', '.join(faults)}"
+        return [line, f"{verdict}: {hint}"] if len(verdict) + len(hint) + 2 < WIDTH else [line, verdict, f"    {hint}"]
+    return [line, f"    ok: R-hat (between- over within-walker spread) < {R_HAT_MAX}, "
+                  f"ESS (independent draws) > {need}"]
+
+
+def _convergence(trajectory, walkers, burn_in):
+    """(r_hat, ess) Series by parameter, or None if burn-in leaves too few rows or nothing moved.
+    Walkers whose rows are not equally many (HMC writes rows at each walker's own evaluation
+    steps) are compared over their last rows, as many as the shortest has."""
     from tati.diagnostics.convergence import MIN_ROWS, convergence, equal_rows
     rows = equal_rows(trajectory, burn_in)
     counts = rows.groupby("id").size()
     if len(counts) < walkers or counts.min() < MIN_ROWS:
-        return []
+        return None
     table = convergence(rows)
     r_hat, ess = table["r_hat"].dropna(), table["ess"].dropna()
     if r_hat.empty or ess.empty:  # no parameter moved
-        return []
-    return [f"  R-hat max {r_hat.max():.3f} ({r_hat.idxmax()}), ESS min {ess.min():.0f} "
-            f"({ess.idxmin()}) over {walkers} walkers"]
+        return None
+    return r_hat, ess
+
+
+def _convergence_line(trajectory, walkers, burn_in):
+    """[one line]: the worst R-hat and the smallest ESS over all parameters, whichever parameters
+    they belong to; [] if burn-in leaves too few rows to tell."""
+    found = _convergence_lines(trajectory, walkers, burn_in)
+    return found[:1] if found[0].startswith("  R-hat") else []
+
+
+# -- files --------------------------------------------------------------------------------------------
+def _files(o):
+    written = [f"{label} to {o[name]}" for name, label in FILES if o[name]]
+    if o.get("save_model"):
+        written.append(f"checkpoint to {o['save_model']}")
+    if not written:
+        return "  wrote no file: give --run_file, --trajectory_file or --averages_file to keep the tables"
+    return "  wrote " + ", ".join(written)

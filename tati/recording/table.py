@@ -16,8 +16,24 @@ def _format(value):
     return str(value) if isinstance(value, int) else repr(float(value))
 
 
+def check_header(name, path, columns):
+    """InputError unless the file to append to is missing, empty or has exactly these columns."""
+    try:
+        with open(path, encoding="utf-8", newline="") as file:
+            header = file.readline().rstrip("\r\n")
+    except FileNotFoundError:
+        return
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(f"{name} '{path}' cannot be read to append to it: {error}") from None
+    if header and header != ",".join(columns):
+        raise InputError(f"{name} '{path}' has other columns than this run's table, so the rows cannot "
+                         "be appended; give another file name")
+
+
 class Table:
     def __init__(self, columns, path=None, append=False):
+        """A file is opened for appending or replaced as the caller says; the caller checked
+        beforehand (tati/preflight.py, check_header) that this loses nothing."""
         self.columns = list(columns)
         self.rows = []
         self._file = None

@@ -1,0 +1,57 @@
+"""Sampler names without TensorFlow, so that options are checked before it is imported.
+
+Each sampler has a short name (the canonical one, used in tables, summaries and checkpoints) and
+the original TATi's full name; both are accepted in any case.
+"""
+
+import difflib
+
+from tati.errors import InputError
+
+# short name -> (the original's full name, available in this version, proposal kernel with
+# accept/reject)
+SAMPLERS = {
+    "SGLD": ("StochasticGradientLangevinDynamics", True, False),
+    "GLA1": ("GeometricLangevinAlgorithm_1stOrder", True, False),
+    "GLA2": ("GeometricLangevinAlgorithm_2ndOrder", True, False),
+    "BAOAB": ("BAOAB", True, False),
+    "CCAdL": ("CovarianceControlledAdaptiveLangevin", True, False),
+    "SGHMC": ("StochasticGradientHamiltonianMonteCarlo", True, False),
+    "HMC1": ("HamiltonianMonteCarlo_1stOrder", True, True),
+    "HMC2": ("HamiltonianMonteCarlo_2ndOrder", True, True),
+    "NUTS": ("NoUTurnSampler", False, True),
+    "RWMH": ("RandomWalkMetropolisHastings", False, True),
+}
+_BY_LOWER = {}
+for _short, (_full, _, _) in SAMPLERS.items():
+    _BY_LOWER[_short.lower()] = _short
+    _BY_LOWER[_full.lower()] = _short
+
+
+def sampler_names():
+    """Short names of the samplers that are available."""
+    return [short for short, (_, available, _) in SAMPLERS.items() if available]
+
+
+def canonical_sampler(name, option="sampler"):
+    """The short name for a short or full name in any case; InputError if unknown or not built."""
+    short = _BY_LOWER.get(str(name).lower())
+    if short is None:
+        close = difflib.get_close_matches(str(name).lower(), list(_BY_LOWER), n=1)
+        hint = f" (did you mean '{_BY_LOWER[close[0]]}'?)" if close else ""
+        raise InputError(f"{option} '{name}' is unknown; choose one of {', '.join(sampler_names())}{hint}")
+    if not SAMPLERS[short][1]:
+        raise InputError(f"{option} '{name}' is not available in this version of tati; available: "
+                         f"{', '.join(sampler_names())}")
+    return short
+
+
+def is_metropolis(short):
+    """Whether the sampler of this short name accepts or rejects proposals (HMC)."""
+    return SAMPLERS[short][2]
+
+
+def canonical_optimizer(name):
+    """A case-folded optimizer name with tati's GradientDescent aliases merged, for comparisons."""
+    lower = str(name).lower()
+    return "gradientdescent" if lower in ("gradientdescent", "gd") else lower

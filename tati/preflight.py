@@ -1,0 +1,173 @@
+"""Everything about a run's options that can be checked before TensorFlow is imported.
+
+`check(options)` converts every value (tati/options.py), applies the rules that combine
+options, looks at the files (inputs exist, outputs are not replaced by mistake) and compares
+restore_model's checkpoint with the options. The command-line tools call it first, so a bad
+option or file answers in well under a second; `Simulation(...)` calls it too, so Python users
+get the same answers. Nothing here writes or opens a file for writing.
+"""
+
+import os
+
+from tati import options as option_table
+from tati.errors import InputError
+from tati.names import canonical_optimizer, is_metropolis
+
+OUTPUT_FILES = ("run_file", "trajectory_file", "averages_file")
+
+# Options that shape the saved state: a checkpoint resumes only with the values it was saved with.
+STRUCTURE = ("number_walkers", "dtype", "hidden_dimension", "hidden_activation", "output_activation",
+             "input_dimension", "output_dimension", "loss", "fix_parameters", "covariance_blocks",
+             "collapse_walkers")
+# Options of one call, not of the run: changing them on resume says nothing.
+PER_CALL = ("max_steps", "every_nth", "save_model", "restore_model", "overwrite", "progress",
+            "jit_compile", "on_nan") + OUTPUT_FILES
+
+
+def check(options, method=None):
+    """(options with defaults, converted and checked; notes): the notes are one-line messages
+    to show the user, such as tunables changed on resume. `method` is "sample" or "fit" when
+    known (the tools); otherwise the checkpoint's sampler is compared when the run starts
+    (`compare_checkpoint`). Raises InputError naming the option or file at fault."""
+    values = option_table.resolve(options)
+    _check_combinations(values)
+    _check_input_files(values)
+    notes, continuing = [], False
+    if values["restore_model"] is not None:
+        from tati.checkpoint import load
+        meta, _ = load(values["restore_model"])
+        notes = compare_checkpoint(values["restore_model"], meta, values, method)
+        continuing = method is not None and meta["method"] == method
+    if values["restore_model"] is None or method is not None:
+        # else the Simulation checks when the run starts and knows whether it continues
+        for name in OUTPUT_FILES:
+            check_output_file(name, values[name], continuing, values["overwrite"])
+    _check_distinct_outputs(values)
+    return values, notes
+
+
+def _check_combinations(o):
+    sources = [name for name in ("dataset", "batch_data_files") if o[name] is not None]
+    if o["potential"] is not None:
+        for name in sources + (["model"] if o["model"] is not None else []):
+            raise InputError(f"{name} cannot be combined with potential (a potential uses no data)")
+    if len(sources) > 1:
+        raise InputError("give either dataset or batch_data_files, not both")
+    if o["parse_steps"] is not None and o["parse_parameters_file"] is None:
+        raise InputError("parse_steps needs parse_parameters_file")
+    if o["jit_compile"] and o["potential"] is not None and o["number_walkers"] > 1 and not o["potential_batched"]:
+        raise InputError("jit_compile with several walkers needs potential_batched=True (XLA "
+                         "miscompiles the vectorised map of a one-walker potential)")
+    if o["model"] is not None and o["number_walkers"] > 1:
+        raise InputError("number_walkers > 1 needs the built-in network or a potential; a "
+                         "Keras model is sampled with one walker")
+    if o["model"] is None and o["potential"] is None and not isinstance(o["loss"], str):
+        raise InputError("loss must be one of the built-in names for the built-in network")
+    if o["fix_parameters"] is not None and o["model"] is not None:
+        raise InputError("fix_parameters needs the built-in network or a potential (in a Keras "
+                         "model, make the layer non-trainable)")
+    if o["covariance_blending"] == 0 and not o["collapse_walkers"]:
+        return
+    if o["model"] is not None:
+        raise InputError("covariance_blending and collapse_walkers need the built-in network or a potential")
+    if is_metropolis(o["sampler"]):
+        if o["collapse_walkers"]:  # it would move chains by a step no Metropolis test accepts
+            raise InputError(f"collapse_walkers is not available with sampler {o['sampler']}")
+        if o["covariance_after_steps"] < 2:
+            raise InputError(f"covariance_after_steps must be at least 2 with sampler {o['sampler']} "
+                             f"(a half moves by legs within its phase), got {o['covariance_after_steps']}")
+    if o["covariance_blending"] > 0 and o["number_walkers"] < 4:
+        raise InputError(f"covariance_blending needs number_walkers >= 4 (two halves of at least "
+                         f"2 walkers), got {o['number_walkers']}")
+
+
+def _check_input_files(o):
+    for path in o["batch_data_files"] or []:
+        if not os.path.exists(path):
+            raise InputError(f"batch_data_files: file '{path}' does not exist")
+        if os.path.isdir(path):
+            raise InputError(f"batch_data_files: '{path}' is a directory, not a CSV file")
+    if o["parse_parameters_file"] is not None and not os.path.isfile(o["parse_parameters_file"]):
+        raise InputError(f"parse_parameters_file '{o['parse_parameters_file']}' does not exist")
+    if o["save_model"] is not None:
+        _check_directory("save_model", o["save_model"])
+
+
+def _check_directory(name, path):
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise InputError(f"{name} '{path}': the directory '{directory}' does not exist")
+    if os.path.isdir(path):
+        raise InputError(f"{name} '{path}' is a directory, not a file")
+
+
+def check_output_file(name, path, continuing, overwrite):
+    """An output file may be written: a new file, or one continued by restore_model, or one the
+    user asked to replace (overwrite). Returns whether to append."""
+    if path is None:
+        return False
+    _check_directory(name, path)
+    if continuing:
+        return True
+    if os.path.exists(path) and not overwrite:
+        raise InputError(f"{name} '{path}' exists: give overwrite=true (--overwrite true) to replace it, "
+                         "or restore_model to continue the run that wrote it")
+    return False
+
+
+def _check_distinct_outputs(o):
+    seen = {}
+    for name in OUTPUT_FILES + ("save_model",):
+        if o[name] is None:
+            continue
+        path = os.path.realpath(o[name])
+        if path in seen:
+            raise InputError(f"{seen[path]} and {name} name the same file '{o[name]}'")
+        seen[path] = name
+
+
+def saved_options(o):
+    """The options a checkpoint records: those with a plain value (not Python objects)."""
+    plain = (str, int, float, bool, type(None))
+    return {option.name: o[option.name] for option in option_table.OPTIONS
+            if option.on_command_line and option.name not in PER_CALL and (
+                isinstance(o[option.name], plain)
+                or isinstance(o[option.name], list) and all(isinstance(v, plain) for v in o[option.name]))}
+
+
+def compare_checkpoint(path, meta, o, method):
+    """InputError if the checkpoint's state cannot continue under these options (other sampler,
+    walker count, network or dtype), naming the option, the saved and the requested value;
+    else the notes on tunables that changed (one line, or none)."""
+    def refuse(name, saved, requested):
+        raise InputError(f"restore_model '{path}' was saved with {name} {saved}, this run asks for "
+                         f"{name} {requested}: give the saved value to continue that run, or drop restore_model")
+
+    if meta["walkers"] != o["number_walkers"]:
+        refuse("number_walkers", meta["walkers"], o["number_walkers"])
+    if method is not None and meta["method"] == method:
+        if method == "sample" and _saved_sampler(meta) != o["sampler"]:
+            refuse("sampler", _saved_sampler(meta), o["sampler"])
+        if method == "fit" and canonical_optimizer(meta["optimizer"]) != canonical_optimizer(o["optimizer"]):
+            refuse("optimizer", meta["optimizer"], o["optimizer"])
+    saved = meta.get("options", {})  # checkpoints of the first release do not record them
+    for name in STRUCTURE:
+        if name in saved and o[name] is not None and saved[name] != o[name]:
+            refuse(name, _show(saved[name]), _show(o[name]))
+    changed = [f"{name} {_show(saved[name])} -> {_show(value)}" for name, value in saved_options(o).items()
+               if name in saved and name not in STRUCTURE + ("sampler", "optimizer") and saved[name] != value]
+    return [f"restore_model '{path}': continuing with changed options: {', '.join(changed)}"] if changed else []
+
+
+def _saved_sampler(meta):
+    from tati.names import canonical_sampler
+    try:
+        return canonical_sampler(meta["sampler"])
+    except InputError:
+        return meta["sampler"]
+
+
+def _show(value):
+    if isinstance(value, list):
+        return ",".join(map(str, value)) or "empty"
+    return "none" if value is None else f"{value:g}" if isinstance(value, float) else str(value)

@@ -1,0 +1,343 @@
+"""The end-of-run summary of tati-sample and tati-optimize (tati/cli/summary.py) and the
+batch-means error bar behind its equipartition verdicts (tati/diagnostics/equipartition.py):
+exact answers on synthetic tables, then small runs whose right answer is known."""
+
+import math
+import re
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import signal
+
+from stats import seed
+from tati.cli.summary import summarise
+from tati.diagnostics.equipartition import (MIN_BATCHES, batch_means, equipartition_verdict,
+                                            table_batch_means)
+from tati.options import OPTIONS
+
+NUMBER = r"(-?[0-9.]+(?:e[-+]?[0-9]+)?)"
+
+
+def check_layout(text):
+    """First line the tool's name, every other line indented by at least two spaces, all short."""
+    lines = text.splitlines()
+    assert lines[0].startswith("tati-"), text
+    for line in lines:
+        assert len(line) < 100, line
+    for line in lines[1:]:
+        assert line.startswith("  ") and not line.startswith("   " * 2), line
+    return lines
+
+
+def line_with(text, start):
+    found = [line for line in text.splitlines() if line.startswith(start)]
+    assert len(found) == 1, (start, text)
+    return found[0]
+
+
+# -- the error bar on synthetic readings --------------------------------------------------------
+def test_batch_means_error_of_independent_gamma_draws():
+    """2000 i.i.d. kinetic energies of d = 10 at beta = 1 (gamma, shape 5, scale 1): variance 5,
+    so the standard error of their mean is sqrt(5/2000) = 0.05. With 44 batches of 45 the
+    estimate scatters by about 11% (1 / sqrt(2 x 43)); it is within 20% for this fixed seed
+    (and for about 92% of seeds, which is why this seed is not shifted by TATI_TEST_SEED)."""
+    draws = np.random.default_rng(2000).gamma(5.0, 1.0, 2000)
+    mean, error, batches = batch_means([draws])
+    assert batches == 44
+    assert mean == pytest.approx(draws[2000 - 44 * 45:].mean())
+    assert error == pytest.approx(math.sqrt(5.0 / 2000), rel=0.2)
+
+
+def test_batch_means_error_is_unbiased_over_seeds():
+    """The mean over 40 seeds of the estimated / true standard error is 1 within 5% (its
+    scatter is 0.11 / sqrt(40) = 0.017, so 5% is three of those)."""
+    ratios = [batch_means([np.random.default_rng(seed(4100) + k).gamma(5.0, 1.0, 2000)])[1]
+              for k in range(40)]
+    assert np.mean(ratios) / math.sqrt(5.0 / 2000) == pytest.approx(1.0, abs=0.05)
+
+
+def test_batch_means_error_of_correlated_walkers():
+    """4 walkers of an AR(1) process x_t = 0.5 x_{t-1} + e_t, 5000 readings each: the variance
+    of the mean of n readings is 1 / ((1 - 0.5)^2 n), four times the naive sd^2 / n (the
+    stationary variance is 4/3). Batch means (4 x 70 batches of 71) find it within 15%: their
+    estimate scatters by about 4%. The naive error would be a factor sqrt(3) too small."""
+    rng = np.random.default_rng(seed(5000))
+    phi, n, walkers = 0.5, 5000, 4
+    noise = rng.standard_normal((walkers, n))
+    start = rng.standard_normal(walkers) / math.sqrt(1 - phi ** 2)
+    chains = signal.lfilter([1.0], [1.0, -phi], noise, axis=1, zi=phi * start[:, None])[0]
+    mean, error, batches = batch_means(list(chains))
+    assert batches == walkers * 70
+    true = math.sqrt(1.0 / ((1 - phi) ** 2 * n * walkers))
+    assert error == pytest.approx(true, rel=0.15)
+    assert chains.std() / math.sqrt(n * walkers) < 0.65 * true
+
+
+def test_batch_means_needs_enough_readings():
+    assert batch_means([np.ones(19)]) is None                        # fewer than 20 readings
+    assert batch_means([np.arange(99.0)]) is None                    # 9 batches of 11
+    assert batch_means([np.arange(100.0)])[2] == MIN_BATCHES         # 10 batches of 10
+    assert batch_means([np.arange(25.0)] * 4)[2] == 20               # 4 walkers x 5 batches of 5
+    assert batch_means([np.arange(30.0), np.arange(20.0)])[2] == 6 + 4  # batches of 20 // 4 = 5
+    assert batch_means([]) is None
+
+
+def test_verdict_in_standard_errors():
+    assert equipartition_verdict(16.3, 0.4, 16.5) == "consistent"
+    assert equipartition_verdict(15.22, 0.4, 16.5) == "off by 3.2 standard errors"
+    assert equipartition_verdict(5.0, 0.0, 5.0) == "consistent"
+    assert equipartition_verdict(5.1, 0.0, 5.0) == "off"
+
+
+# -- the summary on synthetic tables --------------------------------------------------------------
+def options(**changes):
+    o = {option.name: option.default for option in OPTIONS}
+    o.update(input_dimension=2, output_dimension=1, max_steps=500)
+    o.update(changes)
+    return o
+
+
+def fake_run(kinetic, virial, burn_in=0, hmc=None, **changes):
+    """A Simulation-like object and a Result-like object from [walkers, rows] readings, one row
+    per step; the averages are the rows' means after burn-in, as the averages table has them."""
+    walkers, rows = kinetic.shape
+    steps = np.arange(1, rows + 1)
+    run_info = pd.DataFrame({"id": np.repeat(np.arange(walkers), rows), "step": np.tile(steps, walkers),
+                             "loss": 1.0, "kinetic_energy": kinetic.ravel(), "virial": virial.ravel()})
+    if hmc is not None:
+        run_info["average_rejection_rate"], run_info["divergences"] = hmc
+    kept = run_info[run_info.step > burn_in]
+    averages = kept.groupby("id").agg(step=("step", "max"), average_kinetic_energy=("kinetic_energy", "mean"),
+                                      average_virials=("virial", "mean")).reset_index()
+    trajectory = run_info[["id", "step", "loss"]].assign(param0=kinetic.ravel())
+    o = options(max_steps=rows, burn_in_steps=burn_in, **changes)
+    simulation = SimpleNamespace(options=o, num_parameters=10, num_walkers=walkers)
+    return simulation, SimpleNamespace(run_info=run_info, trajectory=trajectory, averages=averages)
+
+
+def gamma_readings(rng, walkers, rows, beta, d=10):
+    return rng.gamma(d / 2.0, 1.0 / beta, (walkers, rows))
+
+
+def test_summary_error_bar_and_verdict_on_known_readings():
+    """Independent kinetic energies of d = 10 at beta = 2 (mean 2.5, variance 1.25), 4 walkers x
+    500 rows after a burn-in of 100: the printed error is sqrt(1.25 / 1600) within 25% (88
+    batches: scatter 8%) and the verdict is 'consistent'; readings 10% too high are 'off'."""
+    rng = np.random.default_rng(seed(600))
+    kinetic = gamma_readings(rng, 4, 500, 2.0)
+    kinetic[:, :100] = 0.0  # the start: momenta from rest, left out by burn_in_steps
+    simulation, result = fake_run(kinetic, kinetic, burn_in=100, potential=lambda x: x,
+                                  inverse_temperature=2.0, number_walkers=4)
+    text = summarise("tati-sample", simulation, result, sampler=True)
+    lines = check_layout(text)
+    assert lines[0] == ("tati-sample: 500 steps of BAOAB (step_width 0.1) at inverse temperature 2, "
+                        "4 walkers")
+    assert lines[1] == "  model: potential U(theta) of 10 parameters"
+    kinetic_line = line_with(text, "  average kinetic energy")
+    value, error, expected = map(float, re.match(
+        rf"  average kinetic energy {NUMBER} \+- {NUMBER} \(equipartition d/\(2 beta\) = {NUMBER}: "
+        r"consistent\)$", kinetic_line).groups())
+    assert expected == 2.5
+    assert value == pytest.approx(kinetic[:, 100:].mean(), abs=1e-3)
+    assert error == pytest.approx(math.sqrt(1.25 / 1600), rel=0.25)
+    assert line_with(text, "  average virial").endswith("virial theorem: d/(2 beta) = 2.5: consistent)")
+
+    simulation, result = fake_run(1.1 * kinetic, kinetic, burn_in=100, potential=lambda x: x,
+                                  inverse_temperature=2.0)
+    text = summarise("tati-sample", simulation, result, sampler=True)
+    check_layout(text)
+    z = float(re.search(rf"off by {NUMBER} standard errors", text).group(1))
+    stats = table_batch_means(result.run_info, "kinetic_energy", 100)
+    assert z == pytest.approx((result.averages.average_kinetic_energy.mean() - 2.5) / stats[1], abs=0.06)
+    assert z > 3
+    hint = "step_width may be too large, or the run too short (burn_in_steps)"
+    assert any(line.startswith("    ") and line.endswith(hint) for line in text.splitlines()), text
+
+
+def test_summary_says_when_there_are_too_few_rows():
+    kinetic = gamma_readings(np.random.default_rng(1), 1, 60, 1.0)
+    simulation, result = fake_run(kinetic, kinetic, burn_in=45, potential=lambda x: x)
+    text = summarise("tati-sample", simulation, result, sampler=True)
+    check_layout(text)
+    assert "consistent" not in text and "off by" not in text
+    assert text.count("    only 15 rows after burn-in: too few for an error bar (run longer)") == 2
+
+
+def test_summary_of_hmc_counts_divergences_from_each_walkers_last_row():
+    """`divergences` counts each walker's divergent legs so far, so the total is the sum of the
+    walkers' last rows (3 + 2), not of all rows; the rejection rate is the walkers' mean."""
+    rows = 40
+    kinetic = gamma_readings(np.random.default_rng(2), 2, rows, 1.0)
+    rate = np.concatenate([np.full(rows, 0.2), np.full(rows, 0.4)])
+    divergent = np.concatenate([np.minimum(np.arange(rows), 3), np.minimum(np.arange(rows), 2)])
+    simulation, result = fake_run(kinetic, kinetic, hmc=(rate, divergent), potential=lambda x: x,
+                                  sampler="HMC2", number_walkers=2)
+    text = summarise("tati-sample", simulation, result, sampler=True)
+    check_layout(text)
+    assert line_with(text, "  rejected") == ("  rejected 30% of HMC proposals, 5 divergent "
+                                             "(energy error > 1000/beta): lower step_width")
+    simulation, result = fake_run(kinetic, kinetic, hmc=(rate, 0 * divergent), potential=lambda x: x,
+                                  sampler="HMC2", number_walkers=2)
+    assert line_with(summarise("tati-sample", simulation, result, True), "  rejected").endswith(": ok")
+    simulation, result = fake_run(kinetic, kinetic, hmc=(rate + 0.4, 0 * divergent),
+                                  potential=lambda x: x, sampler="HMC2", number_walkers=2)
+    assert line_with(summarise("tati-sample", simulation, result, True), "  rejected").startswith(
+        "  rejected 70% ")
+
+
+def test_summary_timing_and_files():
+    kinetic = gamma_readings(np.random.default_rng(3), 1, 500, 1.0)
+    simulation, result = fake_run(kinetic, kinetic, potential=lambda x: x)
+    text = summarise("tati-sample", simulation, result, sampler=True)
+    assert "took" not in text
+    assert text.splitlines()[-1] == ("  wrote no file: give --run_file, --trajectory_file or "
+                                     "--averages_file to keep the tables")
+    text = summarise("tati-sample", simulation, result, sampler=True, seconds=2.0)
+    assert line_with(text, "  took") == "  took 2 s: 250 steps per second (includes compiling the loop)"
+    simulation.options.update(run_file="run.csv", averages_file="averages.csv", save_model="state.npz")
+    text = summarise("tati-sample", simulation, result, True, seconds=125.0)
+    assert line_with(text, "  took").startswith("  took 2 min 05 s: 4 steps per second")
+    assert text.splitlines()[-1] == ("  wrote run info to run.csv, averages to averages.csv, "
+                                     "checkpoint to state.npz")
+
+
+def test_summary_convergence_verdict():
+    """Two walkers at different levels disagree (R-hat far above 1.01); two that sample the same
+    independent draws agree, with an ESS near 2 x 500 > 200."""
+    rng = np.random.default_rng(seed(700))
+    same = rng.standard_normal((2, 500)) + 5.0
+    simulation, result = fake_run(same, same, potential=lambda x: x, number_walkers=2)
+    lines = check_layout(summarise("tati-sample", simulation, result, True))
+    index = [i for i, line in enumerate(lines) if line.startswith("  R-hat max")][0]
+    assert lines[index].endswith("over 2 walkers")
+    assert lines[index + 1] == ("    ok: R-hat (between- over within-walker spread) < 1.01, "
+                                "ESS (independent draws) > 200")
+    apart = same + np.array([[0.0], [3.0]])
+    simulation, result = fake_run(apart, apart, potential=lambda x: x, number_walkers=2)
+    text = summarise("tati-sample", simulation, result, True)
+    check_layout(text)
+    lines = text.splitlines()
+    index = lines.index("    not converged: R-hat > 1.01 (walkers disagree), ESS < 200 (too few independent draws)")
+    assert lines[index + 1] == "    run longer (max_steps), or raise step_width"
+    assert lines[index - 1].startswith("  R-hat max ")
+    assert any(re.fullmatch(r"    off by [0-9.]+ standard errors: step_width may be too large, "
+                            r"the run too short, or U not confining", line) for line in lines), text
+
+
+# -- the summary of real runs ---------------------------------------------------------------------
+def gaussian(**changes):
+    import tensorflow as tf
+    import tati
+    settings = dict(potential=lambda x: 0.5 * tf.reduce_sum(x ** 2), initial_parameters=[0.0] * 10,
+                    dtype="float64", sampler="BAOAB", friction_constant=1.0, every_nth=10,
+                    burn_in_steps=200)
+    settings.update(changes)
+    return tati.Simulation(**settings)
+
+
+def kinetic_and_virial(text):
+    kinetic = re.match(rf"  average kinetic energy {NUMBER} \+- {NUMBER} \(.*: (.*)\)$",
+                       line_with(text, "  average kinetic energy"))
+    virial = re.match(rf"  average virial {NUMBER} \+- {NUMBER} \(.*: (.*)\)$", line_with(text, "  average virial"))
+    return ((float(kinetic[1]), float(kinetic[2]), kinetic[3]), (float(virial[1]), float(virial[2]), virial[3]))
+
+
+def test_baoab_on_a_gaussian_with_a_small_step_is_consistent():
+    """10-D standard Gaussian, beta = 1: d/(2 beta) = 5. BAOAB's kinetic energy is biased by
+    (1 - h^2/4), 0.0125 at h = 0.1, against an error of about 0.06 (8 walkers x 280 rows one time
+    unit apart); its virial is exact. Each verdict fails by chance in about 0.3% of seeds."""
+    sim = gaussian(step_width=0.1, number_walkers=8, max_steps=3000, seed=seed(11))
+    result = sim.sample()
+    text = summarise("tati-sample", sim, result, sampler=True, seconds=3.0)
+    lines = check_layout(text)
+    assert lines[0] == "tati-sample: 3000 steps of BAOAB (step_width 0.1) at inverse temperature 1, 8 walkers"
+    assert lines[1] == "  model: potential U(theta) of 10 parameters"
+    assert lines[2] == "  took 3 s: 1000 steps per second (each step moves all 8 walkers; includes compiling the loop)"
+    (kinetic, error, verdict), (_, virial_error, virial_verdict) = kinetic_and_virial(text)
+    assert verdict == "consistent" and virial_verdict == "consistent", text
+    assert 0.02 < error < 0.12 and 0.02 < virial_error < 0.15, text
+    last = result.averages.groupby("id").tail(1)
+    assert kinetic == pytest.approx(last.average_kinetic_energy.mean(), abs=1e-3)
+    assert line_with(text, "  R-hat max").endswith("over 8 walkers")
+
+
+def test_baoab_with_a_large_step_has_a_flagged_kinetic_energy():
+    """At h = 1 BAOAB's momenta have variance 1 - h^2/4 = 0.75 per component on this Gaussian
+    (doc/columns.md), so the kinetic energy averages 3.75, not 5: about 25 errors off. Its
+    positions stay exact, so the virial is consistent with 5."""
+    sim = gaussian(step_width=1.0, number_walkers=4, max_steps=2000, seed=seed(12))
+    text = summarise("tati-sample", sim, sim.sample(), sampler=True)
+    check_layout(text)
+    (kinetic, error, verdict), (_, _, virial_verdict) = kinetic_and_virial(text)
+    assert abs(kinetic - 3.75) < 4 * error, text
+    assert verdict.startswith("off by") and float(verdict.split()[2]) > 10, text
+    assert virial_verdict == "consistent", text
+    assert "    step_width may be too large, or the run too short (burn_in_steps)" in text
+
+
+def test_network_fit_summary(tmp_path):
+    import tati
+    sim = tati.Simulation(dataset="two_clusters", hidden_dimension=[4], max_steps=40, every_nth=10,
+                          learning_rate=0.1, seed=3, run_file=str(tmp_path / "run.csv"))
+    result = sim.fit()
+    text = summarise("tati-optimize", sim, result, sampler=False, seconds=0.5)
+    lines = check_layout(text)
+    assert lines[0] == "tati-optimize: 40 steps of GradientDescent (learning_rate 0.1)"
+    assert lines[1] == ("  model: network 2-4-1 (17 parameters: hidden layer of 4 relu, output 1 tanh) "
+                        "on two_clusters")
+    assert sim.num_parameters == 17
+    last = result.run_info.iloc[-1]
+    assert lines[3] == f"  final loss {last['loss']:.6g}, accuracy {last['accuracy']:.4f}"
+    assert "kinetic" not in text and "virial" not in text
+    assert lines[-1] == f"  wrote run info to {tmp_path / 'run.csv'}"
+
+
+def test_sgld_on_a_network_has_a_virial_but_no_kinetic_energy():
+    import tati
+    sim = tati.Simulation(dataset="two_clusters", hidden_dimension=[4, 3], sampler="SGLD", max_steps=30,
+                          step_width=0.01, seed=3, fix_parameters="output/biases=0")
+    text = summarise("tati-sample", sim, sim.sample(), sampler=True)
+    lines = check_layout(text)
+    assert lines[0].startswith("tati-sample: 30 steps of SGLD")
+    assert lines[1].startswith("  model: network 2-4-3-1 (30 free of 31 parameters: hidden layers of "
+                               "4, 3 relu, output 1 tanh)")
+    assert "kinetic" not in text
+    assert line_with(text, "  average virial").endswith(
+        "(theta . grad U / 2; equals d/(2 beta) only if U confines theta)")
+
+
+def test_hmc2_walkers_on_a_gaussian():
+    """HMC2 redraws the momenta at each evaluation, so their kinetic energy is exactly
+    equipartitioned; the chain's virial is too, and at h = 0.3 few legs are rejected. At h = 2.5
+    (widths 1.75 to 3.25) leapfrog is unstable on this Gaussian for widths above 2, where the
+    amplitude grows about 4-fold a step: legs of 10 steps diverge, and the summary says so."""
+    sim = gaussian(sampler="HMC2", step_width=0.3, number_walkers=4, max_steps=1000, every_nth=2,
+                   seed=seed(13))
+    result = sim.sample()
+    text = summarise("tati-sample", sim, result, sampler=True)
+    check_layout(text)
+    (_, _, verdict), (_, _, virial_verdict) = kinetic_and_virial(text)
+    assert verdict == "consistent" and virial_verdict == "consistent", text
+    assert line_with(text, "  rejected").endswith("0 divergent (energy error > 1000/beta): ok")
+    assert line_with(text, "  R-hat max").endswith("over 4 walkers")
+
+    sim = gaussian(sampler="HMC2", step_width=2.5, hamiltonian_dynamics_time=25.0, number_walkers=2,
+                   max_steps=150, every_nth=1, burn_in_steps=0, seed=seed(14))
+    result = sim.sample()
+    divergent = int(result.run_info.groupby("id").tail(1).divergences.sum())
+    assert divergent > 0
+    line = line_with(summarise("tati-sample", sim, result, sampler=True), "  rejected")
+    assert f" {divergent} divergent " in line and line.endswith(": lower step_width"), line
+
+
+def test_hmc_call_without_a_row():
+    sim = gaussian(sampler="HMC1", step_width=0.05, max_steps=2)
+    sim.sample()
+    result = sim.sample()
+    assert result.run_info.empty
+    text = summarise("tati-sample", sim, result, sampler=True, seconds=0.1)
+    lines = check_layout(text)
+    assert "  no leg ended in these 2 steps, so no row was written" in lines
+    assert lines[2] == "  took 0.1 s: 20 steps per second"

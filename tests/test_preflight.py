@@ -1,0 +1,194 @@
+"""No run is lost by mistake, and bad input answers before TensorFlow is imported (issue #16).
+
+Resuming compares the checkpoint with the options: the same sampler in another case continues,
+another sampler, walker count, network or dtype is refused with exit status 2 and the files
+byte-for-byte unchanged; an existing output file is replaced only with overwrite.
+"""
+
+import hashlib
+import json
+import pathlib
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+import tati
+from stats import read_csv
+from tati.errors import InputError
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+# Runs tati-sample's main() once per argv in one process (TensorFlow is imported once) and
+# prints, per call, its exit status and stderr as one JSON line.
+RUNNER = """
+import contextlib, io, json, sys
+from tati.cli.sample import main
+for argv in json.loads(sys.argv[1]):
+    err = io.StringIO()
+    code = 0
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            main(argv)
+        except SystemExit as exit:
+            code = exit.code
+    print(json.dumps({"code": code, "stderr": err.getvalue()}))
+"""
+
+
+def run_cli(runs, cwd):
+    done = subprocess.run([sys.executable, "-c", RUNNER, json.dumps(runs)], capture_output=True, text=True,
+                          cwd=cwd, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
+def digest(path):
+    return hashlib.sha256(pathlib.Path(path).read_bytes()).hexdigest()
+
+
+BASE = ["--hidden_dimension", "3", "--seed", "2", "--every_nth", "1", "--step_width", "0.05",
+        "--trajectory_file", "t.csv", "--run_file", "r.csv"]
+
+
+def test_resume_refuses_another_run_and_keeps_the_files(tmp_path):
+    first = run_cli([BASE + ["--max_steps", "20", "--save_model", "s.npz", "--sampler", "BAOAB"]], tmp_path)
+    assert first[0]["code"] == 0, first[0]["stderr"]
+    before = {name: digest(tmp_path / name) for name in ("t.csv", "r.csv")}
+    refused = {
+        "sampler": ["--sampler", "GLA2"],
+        "number_walkers": ["--sampler", "BAOAB", "--number_walkers", "2"],
+        "hidden_dimension": ["--sampler", "BAOAB", "--hidden_dimension", "4"],
+        "dtype": ["--sampler", "BAOAB", "--dtype", "float64"],
+    }
+    new_file = ["--sampler", "BAOAB", "--trajectory_file", "other.csv"]  # an existing file without restore
+    calls = [BASE + ["--max_steps", "5", "--restore_model", "s.npz"] + extra for extra in refused.values()]
+    calls.append(BASE[:-4] + ["--max_steps", "5", "--trajectory_file", "t.csv"])
+    calls.append(BASE + ["--max_steps", "5", "--restore_model", "s.npz"] + new_file[:2] + ["--run_file", "t.csv"])
+    outcomes = run_cli(calls, tmp_path)
+    for (option, _), outcome in zip(refused.items(), outcomes):
+        assert outcome["code"] == 2, (option, outcome)
+        line = outcome["stderr"].strip()
+        assert "\n" not in line and "Traceback" not in line
+        assert f"with {option} " in line and "restore_model 's.npz'" in line, line
+    assert outcomes[-2]["code"] == 2 and "trajectory_file 't.csv' exists" in outcomes[-2]["stderr"]
+    assert outcomes[-1]["code"] == 2 and "name the same file" in outcomes[-1]["stderr"]
+    assert before == {name: digest(tmp_path / name) for name in ("t.csv", "r.csv")}
+    assert not (tmp_path / "other.csv").exists()
+
+
+def test_resume_with_the_sampler_in_another_case_continues(tmp_path):
+    full = ["--max_steps", "30"] + [a.replace(".csv", "_full.csv") for a in BASE] + ["--sampler", "BAOAB"]
+    split = BASE + ["--sampler", "BAOAB"]
+    outcomes = run_cli([full, split[:-2] + ["--max_steps", "12", "--save_model", "s.npz", "--sampler", "baoab"],
+                        split[:-2] + ["--max_steps", "18", "--restore_model", "s.npz",
+                                      "--sampler", "baoab", "--step_width", "0.04"]], tmp_path)
+    assert [o["code"] for o in outcomes] == [0, 0, 0], outcomes
+    note = outcomes[2]["stderr"].strip()
+    assert note == "tati-sample: warning: restore_model 's.npz': continuing with changed options: step_width 0.05 -> 0.04"
+    resumed = read_csv(tmp_path / "t.csv")
+    assert list(resumed.step) == list(range(1, 31))
+    reference = read_csv(tmp_path / "t_full.csv")
+    # up to the checkpoint bitwise; after it the step width differs
+    pd.testing.assert_frame_equal(resumed.iloc[:12], reference.iloc[:12], check_exact=True)
+
+
+def test_overwrite_replaces_an_existing_file(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("something the user wants to keep\n")
+    options = dict(potential=lambda x: 0.5 * (x[0] ** 2), initial_parameters=[0.0], max_steps=5,
+                   trajectory_file=str(path))
+    with pytest.raises(InputError, match="trajectory_file .* exists: give overwrite=true"):
+        tati.Simulation(**options)
+    assert path.read_text() == "something the user wants to keep\n"
+    result = tati.Simulation(overwrite=True, **options).sample()
+    pd.testing.assert_frame_equal(read_csv(path), result.trajectory)
+
+
+def test_resume_appends_only_to_a_file_of_the_same_columns(tmp_path):
+    checkpoint, path = str(tmp_path / "s.npz"), tmp_path / "t.csv"
+    options = dict(potential=lambda x: 0.5 * (x[0] ** 2), initial_parameters=[0.0], max_steps=5)
+    tati.Simulation(save_model=checkpoint, **options).sample()
+    path.write_text("id,step,loss,something_else\n")
+    with pytest.raises(InputError, match="trajectory_file .* has other columns"):
+        tati.Simulation(restore_model=checkpoint, trajectory_file=str(path), **options).sample()
+    assert path.read_text() == "id,step,loss,something_else\n"
+
+
+def test_a_bad_option_exits_2_before_tensorflow_is_imported(tmp_path):
+    (tmp_path / "t.csv").write_text("keep\n")
+    script = """
+import json, sys
+from tati.cli.sample import main
+from tati.cli.optimize import main as optimize
+codes = []
+for tool, argv in [(main, ["--step_width", "-1"]), (main, ["--sampler", "hmc3"]),
+                   (main, ["--trajectory_file", "t.csv"]), (main, ["--restore_model", "missing.npz"]),
+                   (main, ["--batch_data_files", "missing.csv"]),
+                   (main, ["--number_walkers", "2", "--covariance_blending", "1"]),
+                   (optimize, ["--dataset", "two_moons"])]:
+    try:
+        tool(argv)
+        codes.append(0)
+    except SystemExit as exit:
+        codes.append(exit.code)
+print(json.dumps({"codes": codes, "tensorflow": "tensorflow" in sys.modules}))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report == {"codes": [2] * 7, "tensorflow": False}, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 7 and all(line.startswith("tati-") and ": error: " in line for line in lines)
+    assert (tmp_path / "t.csv").read_text() == "keep\n"
+
+
+def test_progress_without_tqdm_warns_once_and_runs(tmp_path):
+    script = """
+import sys, warnings
+sys.modules["tqdm"] = None  # as if the extra were not installed
+import tati
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    sim = tati.Simulation(potential=lambda x: 0.5 * (x[0] ** 2), initial_parameters=[0.0], max_steps=4,
+                          progress=True)
+    sim.sample(); sim.sample()
+print(len(sim.sample().run_info), [str(w.message) for w in caught])
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    count, messages = done.stdout.strip().split(" ", 1)
+    assert count == "4"
+    assert messages.count("tqdm") == 1 and "pip install tati[progress]" in messages
+
+
+def test_recorder_refuses_an_existing_file_and_appends_across_fits(tmp_path):
+    import keras
+    import numpy as np
+    path = tmp_path / "trajectory.csv"
+    path.write_text("keep\n")
+    with pytest.raises(InputError, match="trajectory_file .* exists"):
+        tati.callbacks.TrajectoryRecorder(trajectory_file=str(path))
+    assert path.read_text() == "keep\n"
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(optimizer=tati.samplers.BAOAB(step_width=0.01, seed=0), loss="mse")
+    recorder = tati.callbacks.TrajectoryRecorder(every_nth=2, trajectory_file=str(path), overwrite=True)
+    x = np.random.default_rng(0).normal(size=(32, 2)).astype("float32")
+    model.fit(x, x[:, :1], epochs=1, batch_size=8, verbose=0, callbacks=[recorder])
+    model.fit(x, x[:, :1], epochs=1, batch_size=8, verbose=0, callbacks=[recorder])
+    assert list(recorder.trajectory.step) == [2, 4, 6, 8]
+    pd.testing.assert_frame_equal(read_csv(path), recorder.trajectory, check_exact=True)
+
+
+def test_a_checkpoint_of_an_unknown_format_is_refused_naming_the_version(tmp_path):
+    import numpy as np
+    checkpoint = str(tmp_path / "s.npz")
+    options = dict(potential=lambda x: 0.5 * (x[0] ** 2), initial_parameters=[0.0], max_steps=2)
+    tati.Simulation(save_model=checkpoint, **options).sample()
+    with np.load(checkpoint) as file:
+        arrays = {key: file[key] for key in file.files}
+    meta = json.loads(str(arrays["meta"]))
+    arrays["meta"] = np.array(json.dumps(dict(meta, format=7)))
+    np.savez(checkpoint, **arrays)
+    with pytest.raises(InputError, match=r"has checkpoint format 7; this version of tati reads format 1$"):
+        tati.Simulation(restore_model=checkpoint, **options)
