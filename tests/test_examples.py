@@ -1,10 +1,21 @@
-"""The examples run (with short settings) and say what they claim to."""
+"""The examples run (with short settings) and say what they claim to (doc/examples.md).
 
+About 80 s on two cores: each example is a subprocess, as a user runs it. With matplotlib
+installed the plots are written too; without, the one-line hint is printed instead.
+"""
+
+import ast
+import importlib.util
 import pathlib
+import re
 import subprocess
 import sys
 
+from stats import seed, t_critical, z_critical
+
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
+HINT = "install tati[plots] (matplotlib) for the figure"
 
 
 def run(script, *args):
@@ -14,12 +25,77 @@ def run(script, *args):
     return done.stdout
 
 
+def check_plot(out, png):
+    if HAS_MATPLOTLIB:
+        assert f"wrote {png}" in out and png.stat().st_size > 10000, out
+    else:
+        assert HINT in out, out
+
+
+def value(out, label):
+    """The Python literal after `label` on its line."""
+    line = next(line for line in out.splitlines() if line.startswith(label))
+    return ast.literal_eval(line[len(label):].split("(")[0].strip())
+
+
 def test_sample_gaussian(tmp_path):
-    out = run("sample_gaussian.py", "--steps", "3000")
-    assert "sampled covariance" in out
+    """The sampled covariance is within the Monte Carlo tolerance of the exact one: each entry
+    within t * se, se from 20 batch means (19 dof), false-failure budget 1e-3 over 3 entries."""
+    png = tmp_path / "gaussian.png"
+    out = run("sample_gaussian.py", "--steps", "3000", "--seed", str(seed(700)), "--plot", str(png))
+    exact, sampled = value(out, "exact covariance:"), value(out, "sampled covariance:")
+    standard_error = value(out, "standard error:")
+    assert exact == [[1.0, 1.8], [1.8, 4.0]]
+    limit = t_critical(1e-3, 19, tests=3)
+    for i, j in ((0, 0), (0, 1), (1, 1)):
+        assert 0 < standard_error[i][j] < 0.3 * exact[i][i], standard_error
+        assert abs(sampled[i][j] - exact[i][j]) <= limit * standard_error[i][j], (i, j, out)
+    check_plot(out, png)
 
 
 def test_network_posterior(tmp_path):
-    out = run("network_posterior.py", "--steps", "500", "--out", str(tmp_path))
-    assert "equipartition" in out
-    assert (tmp_path / "trajectory.csv").exists()
+    """Writes the three tables; the kinetic energy readings agree with equipartition N / (2 beta)."""
+    png = tmp_path / "network.png"
+    out = run("network_posterior.py", "--steps", "500", "--out", str(tmp_path), "--plot", str(png))
+    for name in ("run", "trajectory", "averages"):
+        assert (tmp_path / f"{name}.csv").exists()
+    match = re.search(r"([\d.]+) \+- ([\d.]+) over \d+ readings; equipartition N / \(2 beta\) = ([\d.]+)", out)
+    assert match, out
+    mean, standard_error, equipartition = map(float, match.groups())
+    assert equipartition == 33 / 2000
+    assert abs(mean - equipartition) <= z_critical(1e-3) * standard_error, out
+    check_plot(out, png)
+
+
+SLOPE = re.compile(r"^(\w+): slope \(order\) ([\d.]+) \+- ([\d.]+), expected (\d)", re.M)
+
+
+def test_order_of_accuracy_slopes():
+    """SGLD and GLA1 are first order and GLA2 second order: each fitted order within 3 of its
+    standard errors of the documented one (100,000 chains, 400,000 for GLA2, over 30 time units:
+    standard errors about 0.1, 0.1 and 0.4)."""
+    out = run("order_of_accuracy.py", "--samplers", "SGLD,GLA1,GLA2", "--chains", "100000",
+              "--time", "30", "--no-exact", "--seed", str(seed(710)))
+    slopes = {name: (float(p), float(se), int(order)) for name, p, se, order in SLOPE.findall(out)}
+    assert set(slopes) == {"SGLD", "GLA1", "GLA2"}, out
+    for name, (p, se, order) in slopes.items():
+        assert order == {"SGLD": 1, "GLA1": 1, "GLA2": 2}[name]
+        assert se < (0.25 if order == 1 else 0.8), (name, p, se)
+        assert abs(p - order) <= 3 * se, (name, p, se)
+
+
+def test_order_of_accuracy_quick_and_baoab(tmp_path):
+    """The smoke run prints a slope or an explanation for every sampler (never nan); BAOAB's
+    error is below its Monte Carlo resolution, and its measurements agree with the exact values
+    of the discrete chain (5 comparisons, budget 1e-3)."""
+    png = tmp_path / "order.png"
+    out = run("order_of_accuracy.py", "--quick", "--seed", str(seed(720)), "--plot", str(png))
+    assert "nan" not in out
+    for name in ("SGLD", "GLA1", "GLA2", "BAOAB"):
+        assert re.search(rf"^{name}: (slope \(order\) [\d.]+ \+- [\d.]+|no slope: )", out, re.M), (name, out)
+    assert "BAOAB: no slope: the error is below the Monte Carlo resolution" in out, out
+    agreement = re.search(r"\(\|measured - exact\| <= ([\d.]+) se\)", out)
+    assert agreement and float(agreement.group(1)) <= z_critical(1e-3, tests=5), out
+    exact_slope = re.search(r"transfer operator, last column\) has slope ([\d.]+)", out)
+    assert exact_slope and abs(float(exact_slope.group(1)) - 2) < 0.1, out
+    check_plot(out, png)
