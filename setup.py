@@ -28,6 +28,7 @@ setup(
         "console_scripts": [
             "tati-sample=tati.cli.sample:main",
             "tati-optimize=tati.cli.optimize:main",
+            "tati-analyse=tati.cli.analyse:main",
         ],
     },
 )

@@ -19,9 +19,10 @@ from tati.errors import InputError, Interrupted, SamplingError  # noqa: E402
 __version__ = "0.1.0"
 _LAZY = {"Simulation": "tati.simulation", "Result": "tati.simulation",
          "samplers": "tati.samplers", "optimizers": "tati.optimizers", "callbacks": "tati.callbacks",
-         "diagnostics": "tati.diagnostics", "convergence": "tati.diagnostics.convergence"}
-__all__ = ["InputError", "Interrupted", "Result", "SamplingError", "Simulation", "callbacks", "convergence", "diagnostics", "optimizers",
-           "samplers", "__version__"]
+         "diagnostics": "tati.diagnostics", "convergence": "tati.diagnostics.convergence",
+         "load_run": "tati.analysis.runs", "analysis": "tati.analysis"}
+__all__ = ["InputError", "Interrupted", "Result", "SamplingError", "Simulation", "analysis", "callbacks", "convergence",
+           "diagnostics", "load_run", "optimizers", "samplers", "__version__"]
 
 
 def __getattr__(name):

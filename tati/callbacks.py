@@ -56,7 +56,7 @@ class TrajectoryRecorder(keras.callbacks.Callback):
         self._tables = tuple(Table(c, path, append=previous is not None) for c, path in zip(columns, self.files))
         if previous is not None:
             for table, old in zip(self._tables, previous):
-                table.rows = old.rows
+                table.blocks = old.blocks
 
     def _next_step(self):
         return int(self.model.optimizer.iterations.numpy()) + 1

@@ -11,6 +11,16 @@ width, and the sampler's report.
 import tensorflow as tf
 
 from tati.models.flat import FlatModel
+
+# Numbers one block of rows may hold (16 MiB of float64), and at most this many rows: a compiled
+# call hands its rows to Python at once, in constant memory however long the run.
+BLOCK_NUMBERS = 2 ** 21
+MAX_BLOCK_ROWS = 4096
+
+
+def block_rows(walkers, parameters):
+    """Rows of one block: every row holds the parameters and about 16 numbers per walker."""
+    return int(max(1, min(MAX_BLOCK_ROWS, BLOCK_NUMBERS // (walkers * (parameters + 16)))))
 from tati.samplers import SamplerBase
 
 
@@ -31,6 +41,7 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
                                      has_accuracy, every_nth, jit_compile, ensemble)
     variables = model.variables
     is_sampler = isinstance(optimizer, SamplerBase)
+    walkers = model.num_walkers
 
     def per_walker(products):
         """Sum of each variable's elementwise products: over all but the walker axis, as [W]."""
@@ -93,27 +104,56 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
                 row.update(kinetic_energy=kinetic, momentum_sq=info["momentum_sq"])
         return row
 
+    fields = {"loss": [walkers], "parameters": [walkers, model.num_parameters], "scaled_gradient": [walkers],
+              "virial": [walkers], "averages": [4, walkers]}
+    if has_accuracy:
+        fields["accuracy"] = [walkers]
+    if is_sampler:
+        fields["noise_sq"] = [walkers]
+        if optimizer.has_momentum:
+            fields.update(kinetic_energy=[walkers], momentum_sq=[walkers])
+    rows = block_rows(walkers, model.num_parameters)
+
     @tf.function(autograph=True, jit_compile=jit_compile)
     def chunk(n):
-        i = tf.constant(1)
-        finite = tf.ones([model.num_walkers], tf.bool)
+        """Up to n steps, n ending at a multiple of every_nth or where the caller wants a row;
+        a row at every multiple of every_nth and at the n-th step. Returns the rows as a block
+        (`rows` of them, each with its `step`); stops early when the block is full or, with
+        check_finite, after the first row that has a step whose loss or gradient is not finite
+        for some walker (`nonfinite_step`, `nonfinite_walkers`; that row is not valid)."""
+        # A tuple, reassigned whole: AutoGraph carries names through loops, not dict items.
+        arrays = tuple(tf.TensorArray(tf.float64, size=rows, element_shape=shape) for shape in fields.values())
+        steps = tf.TensorArray(tf.int64, size=rows, element_shape=[])
+        written = tf.constant(0)
+        i = tf.constant(0, tf.int64)
         bad_step = tf.constant(-1, tf.int64)
-        # A while loop, not a range: XLA would compile one program per n. The condition is one
-        # logical_and: AutoGraph makes a Python `and` of tensors a tf.cond, a branch per step.
-        while tf.logical_and(i < n, bad_step < 0):
+        bad_walkers = tf.zeros([walkers], tf.bool)
+        # While loops, not ranges: XLA would compile one program per n. Conditions are single
+        # logical_and's: AutoGraph makes a Python `and` of tensors a tf.cond, a branch per step.
+        while tf.logical_and(tf.logical_and(i < n, written < rows), bad_step < 0):
+            k = tf.minimum(every_nth - tf.math.floormod(step, every_nth), n - i)
+            j = tf.constant(1, tf.int64)
+            while tf.logical_and(j < k, bad_step < 0):
+                if check_finite:
+                    finite = one_step(record=False)
+                    bad_walkers = tf.where(bad_step < 0, tf.logical_not(finite), bad_walkers)
+                    bad_step = tf.where(tf.reduce_all(finite), bad_step, step)
+                else:
+                    one_step(record=False)
+                j += 1
+            row = one_step(record=True)
             if check_finite:
-                finite = one_step(record=False)
-                bad_step = tf.where(tf.reduce_all(finite), bad_step, step)
-            else:
-                one_step(record=False)
-            i += 1
-        row = one_step(record=True)
-        if check_finite:
-            last_finite = row.pop("finite")
-            row["nonfinite_walkers"] = tf.logical_not(tf.where(bad_step < 0, last_finite, finite))
-            row["nonfinite_step"] = tf.where(bad_step < 0, tf.where(tf.reduce_all(last_finite), bad_step, step),
-                                             bad_step)
-        return row
+                finite = row.pop("finite")
+                bad_walkers = tf.where(bad_step < 0, tf.logical_not(finite), bad_walkers)
+                bad_step = tf.where(tf.logical_or(bad_step >= 0, tf.reduce_all(finite)), bad_step, step)
+            arrays = tuple(array.write(written, tf.cast(row[name], tf.float64))
+                           for array, name in zip(arrays, fields))
+            steps = steps.write(written, step)
+            written += 1
+            i += j
+        result = {name: array.stack() for name, array in zip(fields, arrays)}
+        result.update(step=steps.stack(), rows=written, nonfinite_step=bad_step, nonfinite_walkers=bad_walkers)
+        return result
 
     return chunk
 

@@ -42,6 +42,9 @@ from tati.recording.table import Table, check_header
 from tati.samplers import SamplerBase, get_sampler
 
 
+# Seconds one compiled call should take: interruption waits at most for the call under way.
+CALL_SECONDS = 0.5
+
 # Largest covariance matrix of the ensemble preconditioner (d^2 numbers are kept, and factorised
 # at every swap).
 MAX_COVARIANCE = 4000
@@ -262,24 +265,32 @@ class Simulation:
         bar = _progress_bar(o["progress"], o["max_steps"])
         stop = _StopSignals()
         try:
-            done = 0
+            done, budget = 0, o["every_nth"]  # the first call: one row's steps (it also compiles)
             while done < o["max_steps"] and stop.signal is None:
                 first = int(run.step.numpy())
-                n = o["max_steps"] - done  # a Metropolis chunk stops early, at a due row
-                if not run.metropolis:
-                    n = min(o["every_nth"] - first % o["every_nth"], n)
+                n = min(o["max_steps"] - done, budget)
                 start = time.perf_counter()
-                row = {k: v.numpy() for k, v in run.chunk(tf.constant(n, tf.int32)).items()}
+                if run.metropolis:  # stops early, at a due row
+                    block = _as_block(run.chunk(tf.constant(n, tf.int32)))
+                else:  # ends at a row (a multiple of every_nth or the call's last step) or a full block
+                    if n < o["max_steps"] - done:
+                        n = max((first + n) // o["every_nth"] * o["every_nth"] - first,
+                                o["every_nth"] - first % o["every_nth"])
+                    block = {k: v.numpy() for k, v in run.chunk(tf.constant(n, tf.int64)).items()}
                 elapsed = time.perf_counter() - start
-                if row.get("nonfinite_step", -1) >= 0:
-                    raise self._nonfinite(row, run)
                 step = int(run.step.numpy())
-                n = step - first
-                done += n
-                self._append_rows(tables, row, step, elapsed)
+                if run.metropolis:
+                    block["step"] = np.array([step])
+                self._append_rows(tables, block, first, step, elapsed)
+                if block["nonfinite_step"] >= 0:
+                    raise self._nonfinite(block, run)
+                done += step - first
+                # Calls of about CALL_SECONDS: a signal is answered within one call.
+                rate = (step - first) / max(elapsed, 1e-6)
+                budget = max(1, min(8 * budget, int(rate * CALL_SECONDS)))
                 self._warn_ensemble()
                 if bar is not None:
-                    bar.update(n)
+                    bar.update(step - first)
         finally:
             stop.release()
             for table in tables:
@@ -295,6 +306,7 @@ class Simulation:
         return Result(*(table.frame() for table in tables))
 
     def _nonfinite(self, row, run):
+        row = dict(row, nonfinite_step=int(row["nonfinite_step"]))
         walkers = np.flatnonzero(row["nonfinite_walkers"])
         which = f"walker {walkers[0]}" if len(walkers) == 1 else f"walkers {', '.join(map(str, walkers[:5]))}"
         width = "step_width" if run.is_sampler else "learning_rate"
@@ -308,35 +320,47 @@ class Simulation:
             warnings.warn(f"ensemble preconditioner: Cholesky factorisation not finite, "
                           f"covariance_blending reduced to {float(self.ensemble.eta.numpy()):g}")
 
-    def _append_rows(self, tables, row, step, elapsed):
-        """One row per walker and table from the chunk's last-step values; each table picks
-        its columns."""
-        walkers = self.model.num_walkers
-        zero = np.zeros(walkers)
-        loss = row["loss"].astype(np.float64)
-        kinetic = row.get("kinetic_energy", zero)
-        ensemble, average_kinetic, virials, inertia = row["averages"]
+    def _append_rows(self, tables, block, first, last, elapsed):
+        """The block's rows, one per walker and table (HMC: per walker whose row is due); rows
+        at or after a non-finite step are left out. `elapsed` seconds were spent on the steps
+        first+1 ... last, shared out over the rows by their steps."""
+        rows = int(block["rows"])
+        steps = np.asarray(block["step"][:rows], dtype=np.int64)
+        due = np.asarray(block.get("due", np.ones((rows, self.model.num_walkers), bool))[:rows], bool)
+        if block["nonfinite_step"] >= 0:
+            due &= (steps < block["nonfinite_step"])[:, None]
+        r, w = np.nonzero(due)  # row-major: step order, walkers ascending
+        if not len(r):
+            return
+        previous = np.concatenate([[first], steps[:-1]])
+        seconds = elapsed * (steps - previous) / max(last - first, 1)
+        pick = lambda name: np.asarray(block[name][:rows], dtype=np.float64)[r, w]  # noqa: E731
+        zero = np.zeros(len(r))
+        loss = pick("loss")
+        kinetic = pick("kinetic_energy") if "kinetic_energy" in block else zero
+        averages = np.asarray(block["averages"][:rows], dtype=np.float64)[r, :, w]  # [K, 4]
         columns = {
-            "loss": loss, "accuracy": row.get("accuracy", zero + np.nan),
+            "id": w.astype(np.int64), "step": steps[r], "epoch": np.asarray(self.data.epoch(steps[r]), np.int64),
+            "time_per_nth_step": seconds[r], "loss": loss,
+            "accuracy": pick("accuracy") if "accuracy" in block else zero + np.nan,
             "total_energy": loss + kinetic, "kinetic_energy": kinetic,
-            "scaled_momentum": np.sqrt(row.get("momentum_sq", zero)),
-            "scaled_gradient": row["scaled_gradient"], "virial": row["virial"],
-            "scaled_noise": np.sqrt(row.get("noise_sq", zero)),
-            "ensemble_average_loss": ensemble, "average_kinetic_energy": average_kinetic,
-            "average_virials": virials, "average_inertia": inertia,
+            "scaled_momentum": np.sqrt(pick("momentum_sq")) if "momentum_sq" in block else zero,
+            "scaled_gradient": pick("scaled_gradient"), "virial": pick("virial"),
+            "scaled_noise": np.sqrt(pick("noise_sq")) if "noise_sq" in block else zero,
+            "ensemble_average_loss": averages[:, 0], "average_kinetic_energy": averages[:, 1],
+            "average_virials": averages[:, 2], "average_inertia": averages[:, 3],
         }
-        if "total_energy" in row:  # HMC: the chain's state and its last decision
-            columns.update(total_energy=row["total_energy"], old_total_energy=row["old_total_energy"],
-                           average_rejection_rate=row["rejection_rate"])
-        columns.update(zip(self.model.parameter_names, row["parameters"].astype(np.float64).T))
-        shared = {"step": step, "epoch": self.data.epoch(step), "time_per_nth_step": elapsed}
-        due = row.get("due", np.ones(walkers, dtype=bool))
-        for walker in np.flatnonzero(due):
-            values = dict(shared, id=int(walker))
-            if "divergences" in row:
-                values["divergences"] = int(row["divergences"][walker])
-            for table in tables if step > self.options["burn_in_steps"] else tables[:2]:
-                table.append([values[c] if c in values else float(columns[c][walker]) for c in table.columns])
+        if "total_energy" in block:  # HMC: the chain's state and its last decision
+            columns.update(total_energy=pick("total_energy"), old_total_energy=pick("old_total_energy"),
+                           average_rejection_rate=pick("rejection_rate"),
+                           divergences=pick("divergences").astype(np.int64))
+        parameters = np.asarray(block["parameters"][:rows], dtype=np.float64)[r, w]  # [K, d]
+        columns.update(zip(self.model.parameter_names, parameters.T))
+        kept = steps[r] > self.options["burn_in_steps"]
+        for table in tables[:2]:
+            table.extend({c: columns[c] for c in table.columns})
+        if kept.any():
+            tables[2].extend({c: columns[c][kept] for c in tables[2].columns})
 
     # -- evaluation ----------------------------------------------------------------------------
     def _full_data(self):
@@ -427,6 +451,14 @@ class Simulation:
         if items == [None]:
             raise option_table.unknown_option(name)
         return "\n".join(f"{o.name} (default {o.default!r}): {o.help}" for o in items)
+
+
+def _as_block(row):
+    """An HMC chunk's row (values at its last step, `due` walkers) as a block of one row; the
+    caller adds its `step`."""
+    block = {k: v.numpy()[None] for k, v in row.items()}
+    block.update(rows=1, nonfinite_step=-1)
+    return block
 
 
 class _StopSignals:

@@ -40,6 +40,7 @@ from tati.recording.averages import RunningAverages
 from tati.samplers import get_sampler, sampler_names
 
 BARE = "bare"
+NO_ROWS = 10 ** 12  # every_nth of the timed loops: their only row is the call's last step
 
 
 def set_threads(threads):
@@ -55,12 +56,12 @@ def make_loop(sim, optimizer):
     Each loop has its own step counter and averages; the loops share the model and the batches.
     """
     return make_chunk(sim.model, sim.data, optimizer, tf.Variable(tf.constant(0, tf.int64)),
-                      RunningAverages(), 0, False)
+                      RunningAverages(), 0, False, every_nth=NO_ROWS)
 
 
 def time_chunk(chunk, steps):
     """Seconds per step of one chunk call of `steps` steps."""
-    n = tf.constant(steps, tf.int32)
+    n = tf.constant(steps, tf.int64)
     start = time.perf_counter()
     chunk(n)["loss"].numpy()  # reading a result waits for the steps, even under async eager
     return (time.perf_counter() - start) / steps
@@ -131,7 +132,7 @@ def walker_loop(sim):
     """The simulation's own chunk: every walker's loss and gradient, the sampler's update (with
     the ensemble preconditioner if the simulation has one) and the per-walker averages."""
     return make_chunk(sim.model, sim.data, sim.sampler, tf.Variable(tf.constant(0, tf.int64)),
-                      RunningAverages(sim.num_walkers), 0, False, sim.ensemble)
+                      RunningAverages(sim.num_walkers), 0, False, sim.ensemble, every_nth=NO_ROWS)
 
 
 def walker_timing(steps, repeats):
@@ -173,9 +174,9 @@ def ill_conditioned(walkers, step_width, eta, every, seed=0):
 
 def sampled_trajectory(sim, steps, thin):
     """(trajectory table of every `thin`-th step, seconds per step), from the simulation's chunk."""
-    chunk, n = walker_loop(sim), tf.constant(thin, tf.int32)
+    chunk, n = walker_loop(sim), tf.constant(thin, tf.int64)
     start = time.perf_counter()
-    positions = np.stack([chunk(n)["parameters"].numpy() for _ in range(steps // thin)])  # [rows, W, d]
+    positions = np.stack([chunk(n)["parameters"].numpy()[0] for _ in range(steps // thin)])  # [rows, W, d]
     elapsed = (time.perf_counter() - start) / steps
     rows, walkers, _ = positions.shape
     table = pd.DataFrame({"id": np.tile(np.arange(walkers), rows),

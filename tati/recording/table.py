@@ -1,19 +1,27 @@
 """Table: rows kept for a DataFrame and, optionally, streamed to a CSV file as they come.
 
-Each row is written with one write call of one complete line and flushed, so a run killed at
-any moment leaves a file whose lines are complete rows, a prefix of the uninterrupted run.
-Floats are written with repr (shortest round trip), so reading the file back with pandas
-gives exactly the DataFrame's values.
+Rows come in blocks of columns (`extend`, one numpy array per column) or one at a time
+(`append`). Each block is written as complete lines in writes of at most WRITE_LINES lines,
+each flushed, so a run killed at any moment leaves a file whose lines are complete rows, a
+prefix of the uninterrupted run. Floats are written with repr (shortest round trip), so
+reading the file back with pandas gives exactly the DataFrame's values.
 """
 
+import numpy as np
 import pandas as pd
 
 from tati.errors import InputError
 from tati.recording.columns import INTEGER_COLUMNS
 
 
-def _format(value):
-    return str(value) if isinstance(value, int) else repr(float(value))
+WRITE_LINES = 256
+
+
+def _strings(name, values):
+    """A column's cells as text: integers as they are, floats by repr (via Python floats)."""
+    if name in INTEGER_COLUMNS:
+        return [str(v) for v in np.asarray(values, dtype=np.int64).tolist()]
+    return [repr(v) for v in np.asarray(values, dtype=np.float64).tolist()]
 
 
 def check_header(name, path, columns):
@@ -35,7 +43,7 @@ class Table:
         """A file is opened for appending or replaced as the caller says; the caller checked
         beforehand (tati/preflight.py, check_header) that this loses nothing."""
         self.columns = list(columns)
-        self.rows = []
+        self.blocks = []  # dicts of column arrays
         self._file = None
         if path is not None:
             try:
@@ -43,17 +51,24 @@ class Table:
             except OSError as error:
                 raise InputError(f"cannot write '{path}': {error.strerror}") from None
             if self._file.tell() == 0:  # a new file, or appending to one that is not there yet
-                self._write(",".join(self.columns))
+                self._write([",".join(self.columns)])
 
-    def _write(self, line):
-        self._file.write(line + "\n")
-        self._file.flush()
+    def _write(self, lines):
+        for start in range(0, len(lines), WRITE_LINES):
+            self._file.write("".join(line + "\n" for line in lines[start:start + WRITE_LINES]))
+            self._file.flush()
 
     def append(self, row):
         """row: one value per column, ints for id/step/epoch."""
-        self.rows.append(row)
+        self.extend({name: np.asarray([value]) for name, value in zip(self.columns, row)})
+
+    def extend(self, block):
+        """block: one 1-D array per column, all of one length."""
+        block = {name: np.asarray(block[name]) for name in self.columns}
+        self.blocks.append(block)
         if self._file is not None:
-            self._write(",".join(_format(v) for v in row))
+            cells = [_strings(name, block[name]) for name in self.columns]
+            self._write([",".join(row) for row in zip(*cells)])
 
     def close(self):
         if self._file is not None:
@@ -61,10 +76,9 @@ class Table:
             self._file = None
 
     def frame(self):
-        frame = pd.DataFrame(self.rows, columns=self.columns)
-        for column in INTEGER_COLUMNS:
-            if column in frame:
-                frame[column] = frame[column].astype("int64")
-        float_columns = [c for c in frame.columns if c not in INTEGER_COLUMNS]
-        frame[float_columns] = frame[float_columns].astype("float64")
-        return frame
+        data = {}
+        for name in self.columns:
+            parts = [block[name] for block in self.blocks]
+            dtype = np.int64 if name in INTEGER_COLUMNS else np.float64
+            data[name] = np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype)
+        return pd.DataFrame(data, columns=self.columns)

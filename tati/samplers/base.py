@@ -10,8 +10,9 @@ for the second-order samplers, its momentum slot (p) by a composition of the spl
   loop; their defaults and checks come from the option table (`tati.options`);
 * momentum slots, drawn from N(0, M / beta) at build time with the sampler's seed;
 * seeded noise: standard normals by Box-Muller from one Philox draw of uniforms keyed by
-  (seed, iteration, variable index, stream). The iteration counter is an optimizer variable,
-  so a checkpoint restores the noise stream;
+  (seed, iteration, variable index, stream), walker-major, so that a walker's numbers do not
+  depend on the number of walkers. The iteration counter is an optimizer variable, so a
+  checkpoint restores the noise stream;
 * the per-step report (`step_info`): kinetic energy, |p|^2, inertia q.p and |noise|^2, summed
   over all variables of one step, for the run-info and averages tables; with `walker_axis`
   set (as the Simulation does for its [W, d] parameters) they are per walker, shape [W];
@@ -39,8 +40,11 @@ INFO_NAMES = ("kinetic_energy", "momentum_sq", "inertia", "noise_sq")
 # Random streams per (iteration, variable index): `_philox(..., index, stream)` takes stream < NOISE_STREAMS.
 NOISE_STREAMS = 64
 # From this many numbers on, Box-Muller on Philox uniforms beats TensorFlow's normal kernel
-# (0.53-0.67 of its time for 118,282); below, its ten operations cost more than they save.
+# (0.53-0.67 of its time for 118,282); below, its ten operations cost more than they save, so
+# a variable without walkers uses the kernel.
 BOX_MULLER_SIZE = 4096
+# Numbers in the widest SIMD packet (16 floats of AVX-512), see _normal and walkerwise.
+PACKET = 16
 
 
 def parameter_property(name, doc=""):
@@ -207,23 +211,39 @@ class SamplerBase(keras.optimizers.Optimizer):
     def _normal(self, variable, stream=0):
         """Standard normal draw of the variable's shape, keyed by (seed, iteration, variable, stream)
         (`_philox`). Large variables: Box-Muller on uniforms; small ones: TensorFlow's normal
-        kernel, one operation. Walkers are rows of one variable, so they get disjoint parts of
-        one draw."""
+        kernel, one operation. Walkers are rows of one variable and take consecutive parts of
+        one draw, walker w the w-th: its numbers depend on (seed, iteration, variable, stream, w)
+        only, not on the number of walkers. With walkers always Box-Muller: under XLA
+        TensorFlow's normal kernel pairs its numbers in a way that depends on the whole shape."""
         dtype = tf.as_dtype(variable.dtype)
         work = tf.float64 if dtype == tf.float64 else tf.float32  # float16/bfloat16: cast at the end
         shape = tf.TensorShape(variable.shape).as_list()  # variables have static shapes
-        size = math.prod(shape)
+        walkers = 1 if self._walkers is None else self._walkers
+        size = math.prod(shape) // walkers  # numbers per walker
         index = self._get_variable_index(variable)
-        if size < BOX_MULLER_SIZE:
+        if size < BOX_MULLER_SIZE and self._walkers is None:
             return tf.cast(self._philox(tf.raw_ops.StatelessRandomNormalV2, shape, work, index, stream), dtype)
-        u1, u2 = tf.unstack(self._philox(tf.raw_ops.StatelessRandomUniformV2, [2, (size + 1) // 2], work,
-                                         index, stream))
+        # Rows padded to whole SIMD packets: log, cos and sin compute the last few elements of
+        # an array by another code path, which must not depend on where the walkers end.
+        pairs = (size + 1) // 2
+        half = -(-pairs // PACKET) * PACKET
+        uniforms = self._philox(tf.raw_ops.StatelessRandomUniformV2, [walkers, 2, half], work, index, stream)
+        u1, u2 = uniforms[:, 0], uniforms[:, 1]
         radius = tf.sqrt(-2.0 * tf.math.log(1.0 - u1))  # u1 in [0, 1), so 1 - u1 in (0, 1] exactly
         angle = (2.0 * math.pi) * u2
-        normal = tf.concat([radius * tf.cos(angle), radius * tf.sin(angle)], 0)
-        if size % 2:
-            normal = normal[:size]
+        normal = tf.concat([radius * tf.cos(angle), radius * tf.sin(angle)], 1)
+        if 2 * half != size:
+            normal = normal[:, :size]
         return tf.cast(tf.reshape(normal, shape), dtype)
+
+    def _walkerwise(self, function, values):
+        """function (elementwise, e.g. tf.exp) of a [W] tensor, computed the same for walker w
+        however many walkers there are: the vector is padded to whole SIMD packets, whose
+        transcendental kernels differ in the last bit from the scalar ones that do a tail."""
+        if self._walkers is None:
+            return function(values)
+        padded = tf.pad(values, [[0, -self._walkers % PACKET]], constant_values=0)
+        return function(padded)[:self._walkers]
 
     def _force(self, gradient):
         """B^T grad U: the gradient as the (preconditioned) kicks use it."""

@@ -86,11 +86,12 @@ class CCAdL(SamplerBase):
 
     def update_step(self, gradient, variable, learning_rate):
         h = tf.cast(learning_rate, variable.dtype)
-        xi = self._per_walker(tf.cast(self._xi, variable.dtype), variable)
+        xi = tf.cast(self._xi, variable.dtype)
+        alpha = self._per_walker(self._walkerwise(lambda x: splitting.ou_alpha(x, h), xi), variable)
+        xi = self._per_walker(xi, variable)
         sigma_a = self._parameter("sigmaA", variable.dtype)
         momentum = self._momentum(variable)
         q = tf.convert_to_tensor(variable)
-        alpha = splitting.ou_alpha(xi, h)
         # (1 - alpha^2) / (2 xi), continued to h at xi = 0 (xi may become negative)
         small = tf.abs(xi * h) < 1e-4
         safe_xi = tf.where(small, tf.ones_like(xi), xi)

@@ -15,10 +15,15 @@ HMC1: symplectic Euler is not time-reversible, but BA and AB are each other's ti
 so choosing one of them at random per leg makes the proposal reversible and the chain exact
 (the original TATi always used BA).
 
-Randomised legs (seeded, per leg and per walker, independent of the state): h uniform in
-[0.7, 1.3] times `step_width`, L = max(1, round(u T / step_width)) with u uniform in
-[0.9, 1.1] and T = `hamiltonian_dynamics_time`. This avoids the resonances that make
-fixed-length HMC non-ergodic.
+Randomised legs (seeded, per leg, independent of the state): h uniform in [0.7, 1.3] times
+`step_width`, drawn per walker, and L = max(1, round(u T / step_width)) with u uniform in
+[0.9, 1.1] and T = `hamiltonian_dynamics_time`, drawn per leg and shared by the walkers. This
+avoids the resonances that make fixed-length HMC non-ergodic. With L shared, all walkers end
+their legs at the same steps: the steps between are bare kicks and drifts for every walker
+(with lengths per walker nearly every step would end some walker's leg), and a walker's steps
+are made by the same code path whatever the number of walkers, so its results do not depend
+on it. A sequence of L independent of the states keeps every chain exact, and given it the
+walkers' chains are independent.
 
 Gradient economy: one optimizer call = one gradient. A leg of L steps takes L calls: every
 kick between two drifts merges the halves (or the whole) of two neighbouring steps, and the
@@ -254,9 +259,11 @@ class HamiltonianMonteCarlo(SamplerBase):
         total_energy = loss + kinetic
         energy_error = beta * (total_energy - s["old_total_energy"])
         # The evaluation's uniforms are stream 0 of index 0, the momenta stream 1 of each variable.
-        uniforms = self._philox(tf.raw_ops.StatelessRandomUniformV2, (4,) + tuple(self._state[0].shape[1:]),
+        # Walker-major ([W, 4]), so that walker w's numbers do not depend on how many walkers there are.
+        uniforms = self._philox(tf.raw_ops.StatelessRandomUniformV2, tuple(self._state[0].shape[1:]) + (4,),
                                 tf.float64, 0, 0)
-        u_accept, u_width, u_length, u_kick = tf.unstack(uniforms)  # this decision's and the new leg's
+        u_accept, u_width, u_length, u_kick = tf.unstack(uniforms, axis=1)  # this decision's and the new leg's
+        u_length = tf.broadcast_to(u_length[0], tf.shape(u_length))  # one leg length for all walkers
         accepted, divergent = metropolis(energy_error, u_accept)
         accept = (accepted & decides) | first  # where the chain's state becomes q
 

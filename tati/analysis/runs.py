@@ -1,0 +1,220 @@
+"""Runs read back: the tables of a finished or interrupted run from its CSV files.
+
+    result = tati.load_run(run_file="run.csv", trajectory_file="trajectory.csv",
+                           averages_file="averages.csv")
+    result = tati.load_run("results/")          # a directory holding the run's CSV files
+
+`load_run` gives the `Result` a `sample()` (or `fit()`) call returns: the same DataFrames,
+value for value (the files hold floats in shortest round-trip form, tati/recording/table.py),
+with `id`, `step`, `epoch` and `divergences` as int64 and every other column float64. A file
+that a run appended to over several calls gives all their rows. A table whose file is not
+given is an empty DataFrame.
+
+An interrupted run is read up to its last complete row: a final line without its newline (cut
+by a kill while it was written) is left out. Any other malformed line is an InputError naming
+the file and the line.
+
+A directory: for each table, the file of the README's name (run.csv, trajectory.csv,
+averages.csv) if it exists, else the one CSV file in it whose header is of that table's kind
+(an averages table has `average_virials`; a trajectory has id, step, loss and then parameter
+columns only; a run-info table has id and step and other run-info columns; the output of
+tati-analyse traces is none of them). Two candidates for one table are an InputError asking
+for the file by name.
+
+`read_run` does the same without TensorFlow (it returns a `RunTables`, not a `Result`), so the
+command-line tool can check its inputs before importing TensorFlow.
+"""
+
+import glob
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from tati.errors import InputError
+from tati.recording import columns as table_columns
+
+# (option name, Result field, file name in a directory)
+KINDS = (("run_file", "run_info", "run.csv"), ("trajectory_file", "trajectory", "trajectory.csv"),
+         ("averages_file", "averages", "averages.csv"))
+FIELD = {option: name for option, name, _ in KINDS}
+
+
+@dataclass
+class RunTables:
+    """The three tables of a run, like a Result, and where each came from: `sources` maps a table
+    ("run_info", "trajectory", "averages") to the words that name its file in a message."""
+    run_info: pd.DataFrame = field(default_factory=pd.DataFrame)
+    trajectory: pd.DataFrame = field(default_factory=pd.DataFrame)
+    averages: pd.DataFrame = field(default_factory=pd.DataFrame)
+    sources: dict = field(default_factory=dict)
+
+
+def load_run(directory=None, *, run_file=None, trajectory_file=None, averages_file=None):
+    """The Result of the run whose CSV files are given (or found in `directory`); see the module
+    docstring. Raises InputError naming the file at fault."""
+    tables = read_run(directory, run_file=run_file, trajectory_file=trajectory_file,
+                      averages_file=averages_file)
+    from tati.simulation import Result
+    return Result(run_info=tables.run_info, trajectory=tables.trajectory, averages=tables.averages)
+
+
+def read_run(directory=None, *, run_file=None, trajectory_file=None, averages_file=None):
+    """The run's tables as a RunTables (no TensorFlow); see the module docstring."""
+    return read_paths(run_paths(directory, run_file=run_file, trajectory_file=trajectory_file,
+                                averages_file=averages_file))
+
+
+def run_paths(directory=None, *, run_file=None, trajectory_file=None, averages_file=None):
+    """{option: path or None} of the run's table files: those given, and for the others those
+    found in `directory`."""
+    paths = {"run_file": run_file, "trajectory_file": trajectory_file, "averages_file": averages_file}
+    if directory is not None:
+        paths.update(find_files(directory, [option for option, path in paths.items() if path is None]))
+    elif all(path is None for path in paths.values()):
+        raise InputError("give the run's files: run_file, trajectory_file, averages_file, or a directory")
+    return paths
+
+
+def read_paths(paths):
+    """RunTables of the files {option: path or None}."""
+    tables = RunTables()
+    for option, path in paths.items():
+        if path is not None:
+            setattr(tables, FIELD[option], read_table(option, path))
+            tables.sources[FIELD[option]] = f"{option} '{path}'"
+    return tables
+
+
+def find_files(directory, options=FIELD):
+    """{option: path} of the run's tables in `directory` (see the module docstring), for the
+    table `options` (run_file, trajectory_file, averages_file) asked for."""
+    if not os.path.exists(directory):
+        raise InputError(f"directory '{directory}' does not exist")
+    if not os.path.isdir(directory):
+        raise InputError(f"directory '{directory}' is not a directory")
+    found, candidates = {}, {option: [] for option, _, _ in KINDS}
+    for option, _, name in KINDS:
+        path = os.path.join(directory, name)
+        if os.path.isfile(path):
+            found[option] = path
+    for path in sorted(glob.glob(os.path.join(directory, "*.csv"))):
+        kind = classify(_header(path))
+        if kind is not None and path not in found.values():
+            candidates[kind].append(path)
+    for option, paths in candidates.items():
+        if option in found or not paths or option not in options:
+            continue
+        if len(paths) > 1:
+            names = ", ".join(os.path.basename(p) for p in paths)
+            label = {"run_file": "run-info"}.get(option, FIELD[option])
+            raise InputError(f"directory '{directory}' holds several {label} tables ({names}): "
+                             f"name one with {option} (--{option})")
+        found[option] = paths[0]
+    if not found and options:
+        raise InputError(f"directory '{directory}' holds no tati table (run.csv, trajectory.csv, "
+                         "averages.csv or CSV files with their headers)")
+    return {option: path for option, path in found.items() if option in options}
+
+
+def _header(path):
+    try:
+        with open(path, encoding="utf-8", newline="") as file:
+            line = file.readline()
+    except (OSError, UnicodeDecodeError):
+        return []
+    return line.rstrip("\r\n").split(",") if line.endswith("\n") else []
+
+
+def _known_columns():
+    """Every column a run-info or averages table can have, besides id, step and loss."""
+    names = set()
+    for sampler in (True, False):
+        for momentum in (True, False):
+            for metropolis in (True, False):
+                names.update(table_columns.averages_columns(sampler, momentum, metropolis))
+                for accuracy in (True, False):
+                    names.update(table_columns.run_info_columns(sampler, accuracy, momentum, metropolis))
+    return names - {"id", "step", "loss"}
+
+
+def classify(header):
+    """The option of the table kind a header belongs to, or None."""
+    if "id" not in header or "step" not in header:
+        return None
+    if any(c.endswith("_running_mean") and c[: -len("_running_mean")] in header for c in header):
+        return None  # written by tati-analyse traces
+    if "average_virials" in header:
+        return "averages_file"
+    known = _known_columns()
+    if header[:3] == ["id", "step", "loss"] and len(header) > 3 and not known & set(header[3:]):
+        return "trajectory_file"
+    if known & set(header):
+        return "run_file"
+    return None
+
+
+def read_table(option, path):
+    """The DataFrame of one table file, its complete rows (see the module docstring)."""
+    what = f"{option} '{path}'"
+    if not os.path.exists(path):
+        raise InputError(f"{what} does not exist")
+    if os.path.isdir(path):
+        raise InputError(f"{what} is a directory, not a CSV file")
+    try:
+        with open(path, encoding="utf-8", newline="") as file:
+            text = file.read()
+    except UnicodeDecodeError:
+        raise InputError(f"{what} is not a text (UTF-8) file") from None
+    except OSError as error:
+        raise InputError(f"{what} cannot be read: {error.strerror}") from None
+    lines = text.split("\n")
+    lines.pop()  # the empty rest after the last newline, or a line cut short by an interruption
+    if not lines:
+        raise InputError(f"{what} has no complete header line: not a tati table")
+    header = lines[0].rstrip("\r").split(",")
+    for name in ("id", "step"):
+        if name not in header:
+            raise InputError(f"{what} has no column '{name}': not a tati table")
+    body = []
+    for number, line in enumerate(lines[1:], start=2):
+        line = line.rstrip("\r")
+        if not line:
+            continue
+        if line.count(",") != len(header) - 1:
+            raise InputError(f"{what} line {number} has {line.count(',') + 1} fields, the header "
+                             f"{len(header)}")
+        body.append(line)
+    return _frame(what, header, body)
+
+
+def _frame(what, header, body):
+    """The DataFrame of the lines (comma-separated numbers, as tati writes them), typed as
+    Table.frame types the rows of a run."""
+    for i, column in enumerate(header):
+        if column in header[:i]:
+            raise InputError(f"{what} has the column '{column}' twice")
+    cells = np.array([line.split(",") for line in body], dtype=object).reshape(len(body), len(header))
+    frame = pd.DataFrame(index=pd.RangeIndex(len(body)))
+    for j, column in enumerate(header):
+        frame[column] = _convert(what, column, cells[:, j], column in table_columns.INTEGER_COLUMNS)
+    return frame
+
+
+def _convert(what, column, values, integer):
+    """float64 (or int64) values of one column's strings: Python's float() and int() read the
+    files' repr exactly."""
+    kind = np.int64 if integer else np.float64
+    try:
+        return values.astype(kind)
+    except (ValueError, OverflowError, TypeError):
+        pass
+    for i, text in enumerate(values):  # find the culprit
+        try:
+            int(text) if integer else float(text)
+        except (ValueError, OverflowError):
+            wanted = "an integer" if integer else "a number"
+            raise InputError(f"{what} row {i + 1}: column '{column}' must be {wanted}, "
+                             f"got '{text[:40]}'") from None
+    raise InputError(f"{what}: column '{column}' cannot be read as numbers")  # pragma: no cover

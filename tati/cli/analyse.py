@@ -1,0 +1,245 @@
+"""tati-analyse: read a run's CSV files back and write one analysis as a CSV file, and with
+--plot a PNG figure. One subcommand per analysis (tati/analysis/, doc/analysis.md):
+
+    tati-analyse autocorrelation --trajectory_file trajectory.csv --burn_in_steps 1000 --plot acf.png
+
+Options and files are checked before anything is computed: every bad input (option, value,
+missing file or column, an output that exists without --overwrite true, --plot without
+matplotlib) is one line `tati-analyse: error: ...` on stderr and exit status 2. TensorFlow is
+imported only by the autocorrelation subcommand (for tfp.mcmc), after those checks.
+"""
+
+import argparse
+import difflib
+import importlib
+import sys
+import warnings
+
+from tati.cli.common import fail
+from tati.errors import InputError
+from tati.options import Boolean, ListOf, Number, Optional, Text
+
+PROG = "tati-analyse"
+NONNEGATIVE_INT = Number(integer=True, minimum=0)
+POSITIVE_INT = Number(integer=True, minimum=1)
+POSITIVE = Number(minimum=0, strict=True)
+NAMES = ListOf(Text())
+
+# (name, kind, default, help[, default as --help shows it]) of the options every subcommand has
+COMMON = [
+    ("run_file", Optional(Text()), None, "the run-info CSV file of the run (tati-sample --run_file)"),
+    ("trajectory_file", Optional(Text()), None, "the trajectory CSV file of the run"),
+    ("averages_file", Optional(Text()), None, "the averages CSV file of the run"),
+    ("directory", Optional(Text()), None, "a directory holding the run's CSV files: run.csv, "
+     "trajectory.csv, averages.csv, or files recognised by their headers"),
+    ("burn_in_steps", NONNEGATIVE_INT, 0, "leave out the rows with step <= this"),
+    ("output", Text(), None, "the CSV file to write"),
+    ("plot", Optional(Text()), None, "also draw the analysis into this PNG file (needs matplotlib: "
+     "pip install tati[plots])"),
+    ("overwrite", Boolean(), False, "replace output files that exist"),
+]
+BETA = ("inverse_temperature", POSITIVE, 1.0, "beta of the run (the sampler's inverse_temperature)")
+PER_WALKER = ("per_walker", Boolean(), False, "one block of rows per walker (column id) instead of "
+              "all walkers' rows pooled")
+PARAMETERS = ("parameters", Optional(NAMES), None, "comma-separated parameter columns", "all")
+
+COMMANDS = {
+    "traces": ("traces and running means of the loss (the potential energy U), kinetic and total "
+               "energy and chosen parameters, per walker, with burn-in", ("run_info", "trajectory"), [
+        ("quantities", Optional(NAMES), None, "comma-separated columns of the run-info, trajectory or "
+         "averages table", "those of loss, kinetic_energy, total_energy the tables have"),
+        ("parameters", Optional(NAMES), None, "comma-separated parameter columns to trace too"),
+    ]),
+    "moments": ("parameter means (with batch-means standard errors) and variances, plain and "
+                "Boltzmann-weighted by exp(-beta loss)", ("trajectory",), [BETA, PER_WALKER, PARAMETERS]),
+    "covariance": ("covariance matrix of the parameters, its eigenvalues (with standard errors) and "
+                   "eigenvectors, pooled or per walker", ("trajectory",), [
+        PER_WALKER, PARAMETERS,
+        ("components", Optional(POSITIVE_INT), None, "how many leading eigenvalues to write", "all"),
+        ("eigen_output", Text(), "eigenvectors.csv", "the CSV file of the eigenvalues and eigenvectors"),
+    ]),
+    "autocorrelation": ("integrated autocorrelation time and effective sample size per parameter and "
+                        "along the leading eigenvectors, R-hat across walkers (tfp.mcmc), verdict",
+                        ("trajectory",), [
+        PARAMETERS,
+        ("components", NONNEGATIVE_INT, 2, "how many leading covariance eigenvectors to add"),
+    ]),
+    "temperature": ("kinetic (2K/d) and configurational (q . grad U / d) temperature with intervals, "
+                    "against 1/beta", ("run_info",), [
+        BETA,
+        ("dof", Optional(POSITIVE_INT), None, "degrees of freedom d", "the trajectory's parameter count"),
+        ("estimators", ListOf(Text(("kinetic", "configurational"))), "kinetic,configurational",
+         "comma-separated estimators"),
+        ("level", Number(minimum=0, strict=True), 0.99, "probability of the intervals, below 1"),
+    ]),
+    "free_energy": ("free energy -log(p)/beta with standard errors along the leading eigenvectors or "
+                    "chosen parameters, from a histogram", ("trajectory",), [
+        BETA,
+        ("parameters", Optional(NAMES), None, "comma-separated parameters to use as coordinates "
+         "instead of the leading eigenvectors", "none"),
+        ("components", POSITIVE_INT, 2, "how many leading eigenvectors, without --parameters"),
+        ("bins", Number(integer=True, minimum=2), 40, "histogram bins per coordinate"),
+    ]),
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        if message.startswith("unrecognized arguments:"):
+            flags = [a[2:].split("=")[0] for a in message.split(":", 1)[1].split() if a.startswith("--")]
+            known = [a.dest for a in self._known_options()]
+            for flag in flags:
+                close = difflib.get_close_matches(flag, known, n=1)
+                if close:
+                    message += f" (did you mean --{close[0]}?)"
+                    break
+        fail(PROG, message)
+
+    def _known_options(self):
+        actions = list(self._actions)
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for parser in action.choices.values():
+                    actions += parser._actions
+        return [a for a in actions if a.option_strings and a.dest != "help"]
+
+
+def _options(command):
+    return COMMON + COMMANDS[command][2]
+
+
+def make_parser():
+    parser = _Parser(prog=PROG, allow_abbrev=False, description=
+                     "Read a run's CSV files (tati-sample --run_file, --trajectory_file, --averages_file) "
+                     "and write one analysis as a CSV file, with --plot also as a PNG figure.")
+    commands = parser.add_subparsers(dest="command", metavar="ANALYSIS", required=True, parser_class=_Parser)
+    for name, (text, _, _) in COMMANDS.items():
+        sub = commands.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".",
+                                  allow_abbrev=False)
+        for option, kind, default, help_text, *shown in _options(name):
+            shown = shown[0] if shown else f"{name}.csv" if option == "output" else default
+            shown = "none" if shown is None else str(shown).lower() if isinstance(shown, bool) else shown
+            sub.add_argument(f"--{option}", dest=option, metavar=kind.metavar, default=default,
+                             help=f"{help_text} (default: {shown})".replace("%", "%%"))
+    return parser
+
+
+def convert(command, values):
+    """The options' values, converted and checked by the option kinds of tati/options.py."""
+    options = {}
+    for option, kind, default, *_ in _options(command):
+        value = values.get(option, default)
+        options[option] = value if value is default and not isinstance(value, str) else kind(option, value)
+    if options["output"] is None:
+        options["output"] = f"{command}.csv"
+    if command == "temperature" and not options["level"] < 1:
+        raise InputError(f"level must be below 1, got {options['level']:g}")
+    return options
+
+
+def main(argv=None):
+    args = vars(make_parser().parse_args(sys.argv[1:] if argv is None else argv))
+    command = args.pop("command")
+    shown, warnings.showwarning = warnings.showwarning, _show_warning
+    try:
+        options = convert(command, args)
+        print("\n".join(run(command, options)))
+    except InputError as error:
+        fail(PROG, error)
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        sys.exit(130)
+    finally:
+        warnings.showwarning = shown
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    print(f"{PROG}: warning: {' '.join(str(message).split())}", file=sys.stderr)
+
+
+def run(command, o):
+    """Check the files, read the tables, analyse, write; the lines to print."""
+    from tati.analysis import figures
+    from tati.analysis.output import check_inputs_not_outputs, check_outputs, write_csv
+    from tati.analysis.runs import read_paths, run_paths
+    if o["plot"] is not None:
+        figures.check("--plot")
+    outputs = {"output": o["output"], "plot": o["plot"]}
+    if command == "covariance":
+        outputs["eigen_output"] = o["eigen_output"]
+    inputs = {name: o[name] for name in ("run_file", "trajectory_file", "averages_file")}
+    if all(path is None for path in inputs.values()) and o["directory"] is None:
+        needed = " or ".join(t.replace("_", "-") for t in COMMANDS[command][1])
+        raise InputError(f"{command} needs the run's {needed} table: give --run_file, --trajectory_file, "
+                         "--averages_file or --directory")
+    check_outputs(outputs, o["overwrite"])
+    paths = run_paths(o["directory"], **inputs)
+    check_inputs_not_outputs(paths, outputs)
+    tables = read_paths(paths)
+    module = importlib.import_module(f"tati.analysis.{command}")
+    frames, draw, found = ANALYSES[command](module, tables, o, o["burn_in_steps"])
+    written = []
+    for option, frame in frames.items():
+        write_csv(frame, o[option])
+        written.append(o[option])
+    if o["plot"] is not None:
+        draw(o["plot"])
+        written.append(o["plot"])
+    return [_header(command, tables, o["burn_in_steps"]), *module.summary(found), "  wrote " + ", ".join(written)]
+
+
+# Each analysis: (module, tables, options, burn_in) -> ({output option: DataFrame}, draw(path), what
+# its summary() reads).
+def _traces(module, tables, o, burn_in):
+    table = module.traces(tables, o["quantities"], o["parameters"], burn_in)
+    return {"output": table}, lambda path: module.plot(table, path, burn_in), table
+
+
+def _moments(module, tables, o, burn_in):
+    table = module.moments(tables, burn_in, o["inverse_temperature"], o["per_walker"], o["parameters"])
+    return {"output": table}, lambda path: module.plot(table, path, o["inverse_temperature"]), table
+
+
+def _covariance(module, tables, o, burn_in):
+    found = module.covariance(tables, burn_in, o["per_walker"], o["components"], o["parameters"])
+    return {"output": found.matrix, "eigen_output": found.eigen}, lambda path: module.plot(found, path), found
+
+
+def _autocorrelation(module, tables, o, burn_in):
+    module.coordinates(tables, burn_in, o["parameters"], o["components"])  # the input checks, before TensorFlow
+    from tati.cli.common import import_tensorflow_quietly
+    import_tensorflow_quietly()
+    table = module.autocorrelation(tables, burn_in, o["parameters"], o["components"])
+    return {"output": table}, lambda path: module.plot(tables, table, path, burn_in, o["parameters"],
+                                                       o["components"]), table
+
+
+def _temperature(module, tables, o, burn_in):
+    table = module.temperature(tables, burn_in, o["inverse_temperature"], o["dof"], o["estimators"], o["level"])
+    return {"output": table}, lambda path: module.plot(tables, table, path, burn_in, o["dof"]), table
+
+
+def _free_energy(module, tables, o, burn_in):
+    beta = o["inverse_temperature"]
+    table = module.free_energy(tables, burn_in, beta, o["parameters"], o["components"], o["bins"])
+    harmonic = module.harmonic(tables, burn_in, beta, o["parameters"], o["components"])
+    return {"output": table}, lambda path: module.plot(table, path, approximations=harmonic), table
+
+
+ANALYSES = {"traces": _traces, "moments": _moments, "covariance": _covariance,
+            "autocorrelation": _autocorrelation, "temperature": _temperature, "free_energy": _free_energy}
+
+
+def _header(command, tables, burn_in):
+    frame = next((getattr(tables, name) for name in ("trajectory", "run_info", "averages")
+                  if len(getattr(tables, name).columns)), None)
+    kept = frame[frame["step"] > burn_in]
+    walkers = kept["id"].nunique()
+    if kept.empty:
+        return f"{PROG} {command}: no rows after burn-in {burn_in}"
+    return (f"{PROG} {command}: {len(kept)} rows of {walkers} walker{'s' if walkers != 1 else ''} after "
+            f"burn-in {burn_in} (steps {int(kept['step'].min())} to {int(kept['step'].max())})")
+
+
+if __name__ == "__main__":
+    main()

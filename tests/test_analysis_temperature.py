@@ -1,0 +1,96 @@
+"""Kinetic and configurational temperature (tati/analysis/temperature.py) and traces with
+running means (tati/analysis/traces.py) on synthetic tables with known answers."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from stats import seed
+from tati.analysis.runs import RunTables
+from tati.analysis.temperature import temperature
+from tati.analysis.traces import traces
+from tati.errors import InputError
+
+DOF, BETA, ROWS, WALKERS = 6, 4.0, 2500, 4
+
+
+def run_info(rng, beta=BETA):
+    """Independent equilibrium readings for d = DOF: the kinetic energy |p|^2 / 2 and the virial
+    q . grad U / 2 of U = |q|^2 / 2 are both Gamma(d / 2, 1 / beta)."""
+    return pd.DataFrame({"id": np.tile(np.arange(WALKERS), ROWS),
+                         "step": np.repeat(np.arange(1, ROWS + 1), WALKERS), "loss": 1.0,
+                         "kinetic_energy": rng.gamma(DOF / 2, 1 / beta, ROWS * WALKERS),
+                         "virial": rng.gamma(DOF / 2, 1 / beta, ROWS * WALKERS)})
+
+
+def test_temperatures_of_equilibrium_readings():
+    """Mean of 2K/d: 1/beta; its standard error for 10000 independent readings is
+    sqrt(2 / d) / (beta sqrt(10000)) = 0.0014434; batch means (4 x 50 batches) estimate it within
+    about 5% (1 / sqrt(2 x 199)), so within 20% fails with probability below 1e-4. The interval
+    at level 0.999 holds 1/beta except with probability 1e-3 per estimator."""
+    table = temperature(RunTables(run_info=run_info(np.random.default_rng(seed(4000)))), dof=DOF,
+                        inverse_temperature=BETA, level=0.999)
+    assert list(table.columns) == ["estimator", "column", "temperature", "standard_error", "low", "high",
+                                   "level", "batches", "expected", "deviation", "verdict"]
+    assert list(table.estimator) == ["kinetic", "configurational"]
+    exact_error = np.sqrt(2.0 / DOF) / (BETA * np.sqrt(ROWS * WALKERS))
+    for _, row in table.iterrows():
+        assert row.low < 1 / BETA < row.high and row.verdict == "consistent", row
+        assert row.standard_error == pytest.approx(exact_error, rel=0.2)
+        assert row.batches == 200 and row.expected == 1 / BETA
+
+
+def test_a_wrong_temperature_is_reported():
+    """Readings at beta = 4 judged against beta = 3.6: 1/beta differs by 0.028, about 19 standard
+    errors, so 'too cold'."""
+    tables = RunTables(run_info=run_info(np.random.default_rng(seed(4010))))
+    table = temperature(tables, dof=DOF, inverse_temperature=3.6, estimators="kinetic")
+    assert list(table.estimator) == ["kinetic"]
+    assert table.verdict[0].startswith("too cold by 1") and table.deviation[0] < -10
+
+
+def test_degrees_of_freedom_and_missing_columns():
+    info = run_info(np.random.default_rng(seed(4020)))
+    trajectory = info[["id", "step", "loss"]].assign(**{f"w{i}": 0.0 for i in range(DOF)})
+    by_trajectory = temperature(RunTables(run_info=info, trajectory=trajectory), inverse_temperature=BETA)
+    by_option = temperature(RunTables(run_info=info), dof=DOF, inverse_temperature=BETA)
+    pd.testing.assert_frame_equal(by_trajectory, by_option)
+    with pytest.raises(InputError, match="needs the number of degrees of freedom"):
+        temperature(RunTables(run_info=info))
+    sgld = RunTables(run_info=info.drop(columns="kinetic_energy"), sources={"run_info": "run_file 'r.csv'"})
+    with pytest.raises(InputError, match="run_file 'r.csv' has no column 'kinetic_energy' .*SGLD"):
+        temperature(sgld, dof=DOF)
+    assert list(temperature(sgld, dof=DOF, estimators=["configurational"]).estimator) == ["configurational"]
+    with pytest.raises(InputError, match="'warm' is unknown"):
+        temperature(sgld, dof=DOF, estimators="warm")
+    few = temperature(RunTables(run_info=info[info.step <= 3]), dof=DOF)
+    assert (few.verdict == "too few rows for an error bar").all() and few.standard_error.isna().all()
+
+
+def test_traces_and_running_means_after_burn_in():
+    """The running mean is each walker's expanding mean from the first row after burn-in; NaN
+    before. Quantities come from run info, trajectory or averages, whichever has them."""
+    rng = np.random.default_rng(seed(4030))
+    info = run_info(rng).iloc[: 40 * WALKERS]
+    info["total_energy"] = info.loss + info.kinetic_energy
+    trajectory = info[["id", "step", "loss"]].assign(param0=rng.standard_normal(len(info)))
+    averages = info[info.step > 10][["id", "step"]].assign(epoch=0, loss=1.0, average_virials=2.0)
+    tables = RunTables(run_info=info, trajectory=trajectory, averages=averages)
+    table = traces(tables, parameters=["param0"], burn_in=10)
+    assert list(table.columns) == ["id", "step", "loss", "loss_running_mean", "kinetic_energy",
+                                   "kinetic_energy_running_mean", "total_energy", "total_energy_running_mean",
+                                   "param0", "param0_running_mean"]
+    for walker in range(WALKERS):
+        rows = table[table.id == walker]
+        assert rows.step.is_monotonic_increasing and len(rows) == 40
+        assert rows.kinetic_energy_running_mean[rows.step <= 10].isna().all()
+        after = rows[rows.step > 10]
+        np.testing.assert_allclose(after.param0_running_mean, after.param0.expanding().mean(), rtol=1e-12)
+    mixed = traces(tables, quantities="kinetic_energy,average_virials", burn_in=0)
+    assert mixed.average_virials_running_mean.dropna().eq(2.0).all()
+    assert mixed.average_virials.isna().sum() == 10 * WALKERS  # the averages table starts after burn-in
+    with pytest.raises(InputError, match="quantities: the run-info table has no column 'kinetic' "
+                                         "\\(did you mean 'kinetic_energy'\\?\\)"):
+        traces(tables, quantities="kinetic")
+    only = traces(RunTables(trajectory=trajectory))
+    assert list(only.columns) == ["id", "step", "loss", "loss_running_mean"]

@@ -1,0 +1,65 @@
+"""Randomness keyed per walker (issue #17): walker w's noise, momenta, leg lengths and widths
+and accept uniforms depend on (seed, walker, step, stream) only, so the first walkers of a run
+with more walkers are bitwise the walkers of a run with fewer (without the ensemble
+preconditioner, which couples them). This is what lets walkers be split across devices.
+
+The model's own arithmetic must cooperate: TensorFlow's CPU kernels compute the last elements
+of an array that do not fill a SIMD packet by a scalar path whose pow, exp or tanh may differ in
+the last bit. The potential here has 4 float64 parameters per walker, whole AVX2 packets
+whatever the walker count, so 3 walkers against 8 test the tails of tati's own [W] vectors; the
+network's rows are not whole packets, so it is compared at 4 walkers against 8."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import tensorflow as tf
+
+import tati
+from tati.samplers import sampler_names
+
+
+def quartic(q):
+    return 0.5 * tf.reduce_sum(q ** 2) + 0.1 * tf.reduce_sum(q ** 4)
+
+
+MODELS = {
+    "potential": dict(potential=quartic, initial_parameters=[0.3, -0.2, 0.1, 0.4], dtype="float64"),
+    "network": dict(hidden_dimension=[3], batch_size=100),
+}
+FEW = {"potential": 3, "network": 4}
+
+
+def tables(walkers, few, **options):
+    result = tati.Simulation(number_walkers=walkers, every_nth=1, seed=3, **options).sample()
+    return {name: frame[frame.id < few].drop(columns=["time_per_nth_step"], errors="ignore")
+            .sort_values(["id", "step"], kind="stable").reset_index(drop=True)
+            for name, frame in (("run_info", result.run_info), ("trajectory", result.trajectory))}
+
+
+def assert_same(few, many):
+    for name in few:
+        assert len(few[name]) > 0
+        pd.testing.assert_frame_equal(few[name], many[name], check_exact=True, obj=name)
+
+
+# Every sampler on the potential; on the network (mini-batches, float32) one of each kind.
+CASES = [(sampler, "potential") for sampler in sampler_names()] + [("BAOAB", "network"), ("HMC2", "network")]
+
+
+@pytest.mark.parametrize("sampler, model", CASES)
+def test_first_walkers_do_not_depend_on_the_walker_count(sampler, model):
+    options = dict(MODELS[model], sampler=sampler, step_width=0.05, max_steps=24,
+                   hamiltonian_dynamics_time=0.2)
+    assert_same(tables(FEW[model], FEW[model], **options), tables(8, FEW[model], **options))
+
+
+def test_large_variables_box_muller_noise_is_keyed_per_walker():
+    """Above BOX_MULLER_SIZE numbers per walker the noise is Box-Muller on Philox uniforms."""
+    from tati.samplers.base import BOX_MULLER_SIZE
+    d = BOX_MULLER_SIZE + 3  # odd: a pair's second number is dropped
+    options = dict(potential=lambda q: 0.5 * tf.reduce_sum(q ** 2), initial_parameters=np.zeros(d),
+                   dtype="float32", sampler="BAOAB", max_steps=3)
+    few, many = tables(3, 3, **options), tables(5, 3, **options)
+    assert_same(few, many)
+    last = few["trajectory"].groupby("id").tail(1).filter(like="param").to_numpy()
+    assert not np.array_equal(last[0], last[1])  # walkers have noise of their own
