@@ -160,9 +160,9 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
 
 def make_metropolis_chunk(model, data, sampler, step, averages, burn_in_steps, has_accuracy, every_nth,
                           jit_compile=False, ensemble=None):
-    """A tf.function chunk(n) for HMC: up to n steps, stopping after the first step at which
-    some walker completes a leg whose count is a multiple of every_nth. Returns the chain's
-    state per walker and `due`, the walkers whose row is due.
+    """A tf.function chunk(n) for HMC: up to n steps; a row at every evaluation step at which
+    some walker completes a leg whose count is a multiple of every_nth (`due` walkers), as a
+    block like make_chunk's.
 
     Rows and averages see the chain's states at evaluations only (the accepted or the
     restored state, rejected ones repeated), as the samplers reference explains for HMC.
@@ -205,6 +205,15 @@ def make_metropolis_chunk(model, data, sampler, step, averages, burn_in_steps, h
         sampler.integrate(steps, gradients_at, variables)
         step.assign_add(tf.cast(steps, tf.int64))
 
+    walkers = model.num_walkers
+    fields = {"loss": [walkers], "parameters": [walkers, model.num_parameters], "scaled_gradient": [walkers],
+              "virial": [walkers], "averages": [4, walkers], "kinetic_energy": [walkers],
+              "momentum_sq": [walkers], "total_energy": [walkers], "old_total_energy": [walkers],
+              "rejection_rate": [walkers], "divergences": [walkers], "due": [walkers]}
+    if has_accuracy:
+        fields["accuracy"] = [walkers]
+    rows = block_rows(walkers, model.num_parameters)
+
     def one_step(left):
         if ensemble is not None:
             ensemble.maybe_refresh(sampler.chain_positions()[0], sampler.iterations)
@@ -214,10 +223,10 @@ def make_metropolis_chunk(model, data, sampler, step, averages, burn_in_steps, h
     @tf.function(jit_compile=True, autograph=False)
     def evaluation(losses, grads, accuracy, left):
         """An evaluation step's bookkeeping (the sampler's call, its report, the running
-        averages) as one XLA program, in graph mode too: there, each of its about 170 small
-        operations would cost a microsecond or more of executor time. Returns the walkers whose
-        row is due, and how many kick-and-drift steps follow: up to the next evaluation, at most
-        `left`, none when a row is due."""
+        averages, the row) as one XLA program, in graph mode too: there, each of its about 170
+        small operations would cost a microsecond or more of executor time. Returns the walkers
+        whose row is due, how many kick-and-drift steps follow (up to the next evaluation, at
+        most `left`) and the row's values."""
         sampler.set_loss(losses, accuracy)
         sampler.apply(grads, variables)
         step.assign_add(1)
@@ -227,25 +236,7 @@ def make_metropolis_chunk(model, data, sampler, step, averages, burn_in_steps, h
                         None, sampler.inverse_temperature,
                         evaluated & (step > burn_in_steps))
         due = evaluated & tf.equal(tf.math.floormod(report["legs"], float(every_nth)), 0.0)
-        return due, tf.where(tf.reduce_any(due), 0, tf.minimum(sampler.free_steps(), left))
-
-    @tf.function(autograph=True, jit_compile=jit_compile)
-    def chunk(n):
-        # Kick-and-drift steps up to the first evaluation (or the chunk's end), then evaluation
-        # steps, each followed by the kick-and-drift steps up to the next one. So a step is an
-        # apply exactly when some walker's leg ends there, however the run is cut into chunks
-        # (a restored run continues bitwise).
-        i = tf.minimum(sampler.free_steps(), n)
-        integrate(i)
-        due = tf.zeros([model.num_walkers], tf.bool)
-        # Not a range (XLA would compile one program per n), nor `and` (a tf.cond per leg).
-        while tf.logical_and(i < n, tf.logical_not(tf.reduce_any(due))):
-            due, free = one_step(n - i - 1)
-            integrate(free)
-            i += free + 1
-        report = sampler.chain_report()
-        positions = tf.concat([tf.reshape(q, [tf.shape(report["loss"])[0], -1])
-                               for q in sampler.chain_positions()], axis=1)
+        positions = tf.concat([tf.reshape(q, [walkers, -1]) for q in sampler.chain_positions()], axis=1)
         rate = tf.cast(sampler.learning_rate, tf.float64)
         row = {"loss": report["loss"], "parameters": positions,
                "scaled_gradient": rate * tf.sqrt(report["gradient_sq"]), "virial": report["virial"],
@@ -253,9 +244,38 @@ def make_metropolis_chunk(model, data, sampler, step, averages, burn_in_steps, h
                "momentum_sq": report["momentum_sq"], "total_energy": report["total_energy"],
                "old_total_energy": report["old_total_energy"],
                "rejection_rate": report["rejection_rate"], "divergences": report["divergences"],
-               "due": due}
+               "due": tf.cast(due, tf.float64)}
         if has_accuracy:
             row["accuracy"] = report["accuracy"]
-        return row
+        row = {name: tf.cast(row[name], tf.float64) for name in fields}
+        return tf.reduce_any(due), tf.minimum(sampler.free_steps(), left), row
+
+    @tf.function(autograph=True, jit_compile=jit_compile)
+    def chunk(n):
+        """Up to n steps, the rows of the evaluations where some walker's row is due as a block
+        (`rows` of them, each with its `step` and `due` walkers); stops early when the block is
+        full. Kick-and-drift steps up to the first evaluation (or the chunk's end), then
+        evaluation steps, each followed by the kick-and-drift steps up to the next one: so a
+        step is an apply exactly when some walker's leg ends there, however the run is cut
+        into chunks (a restored run continues bitwise)."""
+        # A tuple, reassigned whole: AutoGraph carries names through loops, not dict items.
+        arrays = tuple(tf.TensorArray(tf.float64, size=rows, element_shape=shape) for shape in fields.values())
+        steps = tf.TensorArray(tf.int64, size=rows, element_shape=[])
+        written = tf.constant(0)
+        i = tf.minimum(sampler.free_steps(), n)
+        integrate(i)
+        # Not a range (XLA would compile one program per n), nor `and` (a tf.cond per leg).
+        while tf.logical_and(i < n, written < rows):
+            due, free, row = one_step(n - i - 1)
+            # Written at every evaluation, kept (the next index taken) only where a row is due.
+            arrays = tuple(array.write(written, row[name]) for array, name in zip(arrays, fields))
+            steps = steps.write(written, step)
+            written += tf.cast(due, tf.int32)
+            integrate(free)
+            i += free + 1
+        result = {name: array.stack() for name, array in zip(fields, arrays)}
+        result.update(step=steps.stack(), rows=written, nonfinite_step=tf.constant(-1, tf.int64),
+                      nonfinite_walkers=tf.zeros([walkers], tf.bool))
+        return result
 
     return chunk

@@ -270,8 +270,8 @@ class Simulation:
                 first = int(run.step.numpy())
                 n = min(o["max_steps"] - done, budget)
                 start = time.perf_counter()
-                if run.metropolis:  # stops early, at a due row
-                    block = _as_block(run.chunk(tf.constant(n, tf.int32)))
+                if run.metropolis:  # rows where legs end; stops early when its block is full
+                    block = {k: v.numpy() for k, v in run.chunk(tf.constant(n, tf.int32)).items()}
                 else:  # ends at a row (a multiple of every_nth or the call's last step) or a full block
                     if n < o["max_steps"] - done:
                         n = max((first + n) // o["every_nth"] * o["every_nth"] - first,
@@ -279,8 +279,6 @@ class Simulation:
                     block = {k: v.numpy() for k, v in run.chunk(tf.constant(n, tf.int64)).items()}
                 elapsed = time.perf_counter() - start
                 step = int(run.step.numpy())
-                if run.metropolis:
-                    block["step"] = np.array([step])
                 self._append_rows(tables, block, first, step, elapsed)
                 if block["nonfinite_step"] >= 0:
                     raise self._nonfinite(block, run)
@@ -451,14 +449,6 @@ class Simulation:
         if items == [None]:
             raise option_table.unknown_option(name)
         return "\n".join(f"{o.name} (default {o.default!r}): {o.help}" for o in items)
-
-
-def _as_block(row):
-    """An HMC chunk's row (values at its last step, `due` walkers) as a block of one row; the
-    caller adds its `step`."""
-    block = {k: v.numpy()[None] for k, v in row.items()}
-    block.update(rows=1, nonfinite_step=-1)
-    return block
 
 
 class _StopSignals:

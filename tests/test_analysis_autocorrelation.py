@@ -73,14 +73,14 @@ def test_eigenvector_coordinates_have_the_autocorrelation_of_their_mode():
 
 
 def test_walkers_that_disagree_get_a_verdict_naming_r_hat():
-    """One of 4 walkers shifted by 3 sd: tfp's R-hat (the ratio of variances, split chains) is
-    about 1 + 2 = 3, and the verdict names it; too few rows for 100 independent draws per walker
-    names the ESS."""
+    """One of 4 walkers shifted by 3 sd: tfp's ratio of variances (split chains) is about
+    1 + 2 = 3, R-hat its square root, and the verdict names it; too few rows for 100
+    independent draws per walker names the ESS."""
     rng = np.random.default_rng(seed(1920))
     chains = rng.standard_normal((1000, 4, 2))
     chains[:, 3, 0] += 3.0
     table = autocorrelation(trajectory(chains), components=0).set_index("coordinate")
-    assert table.r_hat["param0"] > 2.0, table
+    assert table.r_hat["param0"] ** 2 > 2.0, table
     assert table.verdict["param0"].startswith("R-hat ") and "walkers disagree" in table.verdict["param0"]
     assert table.verdict["param1"] == "ok"
     short = autocorrelation(trajectory(ar1(rng, 0.9, (300, 2, 1))), components=0)

@@ -11,6 +11,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from stats import seed, t_critical, z_critical
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
@@ -70,10 +72,12 @@ def test_network_posterior(tmp_path):
 SLOPE = re.compile(r"^(\w+): slope \(order\) ([\d.]+) \+- ([\d.]+), expected (\d)", re.M)
 
 
+@pytest.mark.slow
 def test_order_of_accuracy_slopes():
     """SGLD and GLA1 are first order and GLA2 second order: each fitted order within 3 of its
     standard errors of the documented one (100,000 chains, 400,000 for GLA2, over 30 time units:
-    standard errors about 0.1, 0.1 and 0.4)."""
+    standard errors about 0.1, 0.1 and 0.4). Slow (about 27 s): tests/test_order.py checks the
+    orders in the default run; this checks the example's own fit."""
     out = run("order_of_accuracy.py", "--samplers", "SGLD,GLA1,GLA2", "--chains", "100000",
               "--time", "30", "--no-exact", "--seed", str(seed(710)))
     slopes = {name: (float(p), float(se), int(order)) for name, p, se, order in SLOPE.findall(out)}

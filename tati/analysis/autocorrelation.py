@@ -11,8 +11,8 @@ Rows: each parameter, then eigenvector1, ... eigenvectorK, the centred projectio
 rows, as many as the walker with the fewest has (HMC's walkers have different counts):
 
 * ess, r_hat: tati.diagnostics.convergence, i.e. tfp.mcmc.effective_sample_size (all walkers
-  together, Geyer's initial positive sequence) and tfp.mcmc.potential_scale_reduction (split
-  chains); r_hat NaN with one walker;
+  together, Geyer's initial positive sequence) and the square root of
+  tfp.mcmc.potential_scale_reduction (split chains); r_hat NaN with one walker;
 * tau = rows x walkers / ess, the integrated autocorrelation time 1 + 2 sum_t rho_t in table
   rows (multiply by every_nth for steps);
 * tau_error: the standard error of tau, tau sqrt(2 (2 M + 1) / N) (Madras and Sokal 1988;

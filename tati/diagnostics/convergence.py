@@ -26,8 +26,9 @@ MIN_ROWS = 4
 def convergence(trajectory, burn_in=0):
     """DataFrame indexed by parameter name with columns
 
-    * r_hat: split potential scale reduction over walkers (tfp.mcmc.potential_scale_reduction,
-      split_chains=True); NaN with one walker;
+    * r_hat: split R-hat over walkers, the square root of tfp.mcmc.potential_scale_reduction
+      (split_chains=True), which is the ratio of the variance estimates; the root is what Stan
+      and ArviZ report and compare with 1.01; NaN with one walker;
     * ess: effective sample size of all walkers together (tfp.mcmc.effective_sample_size with
       cross_chain_dims, Geyer's positive-pair truncation), i.e. about the sum of the walkers'
       ESS when they agree, and much smaller when they do not; with one walker that walker's ESS;
@@ -42,7 +43,8 @@ def convergence(trajectory, burn_in=0):
     walkers = chains.shape[1]
     with _quiet_tfp() as tfp:
         if walkers >= 2:
-            r_hat = tfp.mcmc.potential_scale_reduction(chains, split_chains=True).numpy()
+            # tfp gives Brooks and Gelman's ratio of variances; R-hat (Stan, ArviZ) is its root.
+            r_hat = np.sqrt(tfp.mcmc.potential_scale_reduction(chains, split_chains=True).numpy())
             ess = tfp.mcmc.effective_sample_size(chains, filter_beyond_positive_pairs=True,
                                                  cross_chain_dims=1).numpy()
         else:
