@@ -273,9 +273,9 @@ class Simulation:
                 if run.metropolis:  # rows where legs end; stops early when its block is full
                     block = {k: v.numpy() for k, v in run.chunk(tf.constant(n, tf.int32)).items()}
                 else:  # ends at a row (a multiple of every_nth or the call's last step) or a full block
-                    if n < o["max_steps"] - done:
-                        n = max((first + n) // o["every_nth"] * o["every_nth"] - first,
-                                o["every_nth"] - first % o["every_nth"])
+                    if n < o["max_steps"] - done:  # at least to the next row, at most to the call's end
+                        n = min(max((first + n) // o["every_nth"] * o["every_nth"] - first,
+                                    o["every_nth"] - first % o["every_nth"]), o["max_steps"] - done)
                     block = {k: v.numpy() for k, v in run.chunk(tf.constant(n, tf.int64)).items()}
                 elapsed = time.perf_counter() - start
                 step = int(run.step.numpy())

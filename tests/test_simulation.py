@@ -161,3 +161,21 @@ def test_summary_of_a_continued_hmc_call_without_a_row():
     result = sim.sample()
     assert result.run_info.empty
     assert "no leg ended in these 2 steps" in summarise("tati-sample", sim, result, sampler=True)
+
+
+@pytest.mark.parametrize("sampler", ["BAOAB", "HMC2"])
+def test_tables_do_not_depend_on_how_a_call_is_cut_into_compiled_calls(sampler, monkeypatch):
+    """The loop sizes its compiled calls by time (CALL_SECONDS); with calls of one step, or of
+    one row, the tables are the same, and the call ends at max_steps with its last row."""
+    import tati.simulation as simulation
+    options = dict(potential=lambda x: 0.5 * tf.reduce_sum(x ** 2), initial_parameters=[0.5, -0.5],
+                   sampler=sampler, step_width=0.2, max_steps=25, every_nth=10, seed=4, number_walkers=2)
+    whole = tati.Simulation(**options).sample()
+    monkeypatch.setattr(simulation, "CALL_SECONDS", 1e-9)  # every call as short as it may be
+    cut = tati.Simulation(**options).sample()
+    for name in ("run_info", "trajectory", "averages"):
+        pd.testing.assert_frame_equal(getattr(whole, name).drop(columns="time_per_nth_step", errors="ignore"),
+                                      getattr(cut, name).drop(columns="time_per_nth_step", errors="ignore"),
+                                      check_exact=True, obj=name)
+    if sampler == "BAOAB":
+        assert sorted(set(cut.trajectory.step)) == [10, 20, 25]
