@@ -22,7 +22,7 @@ setup(
     extras_require={
         "progress": ["tqdm>=4.60"],
         "plots": ["matplotlib>=3.7"],
-        "test": ["pytest>=7.4", "hypothesis>=6.80"],
+        "test": ["pytest>=7.4", "hypothesis>=6.80", "matplotlib>=3.7"],  # the figures are tested
     },
     entry_points={
         "console_scripts": [

@@ -1,6 +1,6 @@
 """The examples run (with short settings) and say what they claim to (doc/examples.md).
 
-About 80 s on two cores: each example is a subprocess, as a user runs it. With matplotlib
+About 50 s on two cores: each example is a subprocess, as a user runs it. With matplotlib
 installed the plots are written too; without, the one-line hint is printed instead.
 """
 
