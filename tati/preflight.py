@@ -19,9 +19,10 @@ OUTPUT_FILES = ("run_file", "trajectory_file", "averages_file")
 STRUCTURE = ("number_walkers", "dtype", "hidden_dimension", "hidden_activation", "output_activation",
              "input_dimension", "output_dimension", "loss", "fix_parameters", "covariance_blocks",
              "collapse_walkers")
-# Options of one call, not of the run: changing them on resume says nothing.
+# Options of one call, not of the run, and starts that a resumed run does not use: changing
+# them on resume says nothing.
 PER_CALL = ("max_steps", "every_nth", "save_model", "restore_model", "overwrite", "progress",
-            "jit_compile", "on_nan") + OUTPUT_FILES
+            "jit_compile", "on_nan", "initial_parameters", "parse_parameters_file", "parse_steps") + OUTPUT_FILES
 
 
 def check(options, method=None):
