@@ -11,7 +11,8 @@ import os
 
 from tati import options as option_table
 from tati.errors import InputError
-from tati.names import canonical_optimizer, is_metropolis
+from tati.data.csv import check_file
+from tati.names import canonical_optimizer, canonical_sampler, is_metropolis
 
 OUTPUT_FILES = ("run_file", "trajectory_file", "averages_file")
 
@@ -84,10 +85,7 @@ def _check_combinations(o):
 
 def _check_input_files(o):
     for path in o["batch_data_files"] or []:
-        if not os.path.exists(path):
-            raise InputError(f"batch_data_files: file '{path}' does not exist")
-        if os.path.isdir(path):
-            raise InputError(f"batch_data_files: '{path}' is a directory, not a CSV file")
+        check_file(path)
     if o["parse_parameters_file"] is not None and not os.path.isfile(o["parse_parameters_file"]):
         raise InputError(f"parse_parameters_file '{o['parse_parameters_file']}' does not exist")
     if o["save_model"] is not None:
@@ -161,7 +159,6 @@ def compare_checkpoint(path, meta, o, method):
 
 
 def _saved_sampler(meta):
-    from tati.names import canonical_sampler
     try:
         return canonical_sampler(meta["sampler"])
     except InputError:

@@ -51,12 +51,17 @@ def read_csv_files(paths, input_dimension, dtype=np.float32):
     return data[:, :input_dimension], data[:, input_dimension:]
 
 
-def _read_rows(path):
-    """(header, line numbers, rows of cell strings) of one file; the rows all have the header's length."""
+def check_file(path):
+    """InputError unless `path` names an existing file (also checked before TensorFlow starts)."""
     if not os.path.exists(path):
         raise InputError(f"batch_data_files: file '{path}' does not exist")
     if os.path.isdir(path):
         raise InputError(f"batch_data_files: '{path}' is a directory, not a CSV file")
+
+
+def _read_rows(path):
+    """(header, line numbers, rows of cell strings) of one file; the rows all have the header's length."""
+    check_file(path)
     header, lines, rows = None, [], []
     try:
         # utf-8-sig: spreadsheet programs often start the file with a byte order mark.
