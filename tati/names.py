@@ -19,9 +19,10 @@ SAMPLERS = {
     "SGHMC": ("StochasticGradientHamiltonianMonteCarlo", True, False),
     "HMC1": ("HamiltonianMonteCarlo_1stOrder", True, True),
     "HMC2": ("HamiltonianMonteCarlo_2ndOrder", True, True),
-    "NUTS": ("NoUTurnSampler", False, True),
-    "RWMH": ("RandomWalkMetropolisHastings", False, True),
+    "NUTS": ("NoUTurnSampler", True, True),
+    "RWMH": ("RandomWalkMetropolisHastings", True, True),
 }
+PROPOSAL_KERNELS = ("NUTS", "RWMH")
 _BY_LOWER = {}
 for _short, (_full, _, _) in SAMPLERS.items():
     _BY_LOWER[_short.lower()] = _short
@@ -49,6 +50,12 @@ def canonical_sampler(name, option="sampler"):
 def is_metropolis(short):
     """Whether the sampler of this short name accepts or rejects proposals (HMC)."""
     return SAMPLERS[short][2]
+
+
+def is_proposal(short):
+    """Whether the sampler of this short name is a TFP proposal kernel that evaluates the model
+    itself (NUTS, RWMH) rather than a Keras optimizer given one gradient per step."""
+    return short in PROPOSAL_KERNELS
 
 
 def canonical_optimizer(name):

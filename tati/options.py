@@ -249,7 +249,7 @@ OPTIONS = [
     # sampler
     Option("sampler", "BAOAB", SamplerName(), "sampler",
            "Sampler by short or full name, any case: SGLD, GLA1, GLA2, BAOAB, CCAdL, SGHMC, HMC1, "
-           "HMC2 (NUTS and RWMH arrive in later versions)."),
+           "HMC2, NUTS, RWMH."),
     Option("step_width", 0.1, POSITIVE, "sampler", "Time step h of the sampler's integrator."),
     Option("inverse_temperature", 1.0, POSITIVE, "sampler",
            "beta: the sampler targets exp(-beta U)."),
@@ -269,6 +269,17 @@ OPTIONS = [
     Option("hamiltonian_dynamics_time", 1.0, POSITIVE, "sampler",
            "HMC: time T of one leg; each leg takes round(u T / step_width) steps, u uniform in "
            "[0.9, 1.1], of width uniform in [0.7, 1.3] times step_width."),
+    Option("max_tree_depth", 10, POSITIVE_INT, "sampler",
+           "NUTS: largest tree depth k of a step (at most 2^k - 1 leapfrog steps)."),
+    Option("adapt_step_width", True, Boolean(), "sampler",
+           "NUTS, RWMH: adapt step_width during burn_in_steps by dual averaging towards "
+           "target_acceptance_rate, then keep the averaged width (step_width is the start)."),
+    Option("target_acceptance_rate", None, Optional(Number(minimum=0.0, strict=True)), "sampler",
+           "NUTS, RWMH: the mean acceptance the step width adapts to, in (0, 1); none means 0.8 "
+           "for NUTS and 0.234 for RWMH."),
+    Option("adapt_mass", True, Boolean(), "sampler",
+           "NUTS, RWMH: estimate a diagonal metric (each parameter's scale, for NUTS the inverse "
+           "mass) from the draws of burn-in in Stan's windows; needs burn_in_steps >= 20."),
     # optimizer
     Option("optimizer", "GradientDescent", Text(), "optimizer",
            "Optimizer of fit(): GradientDescent or any Keras optimizer name (adam, sgd, ...)."),

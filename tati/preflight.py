@@ -12,7 +12,7 @@ import os
 from tati import options as option_table
 from tati.errors import InputError
 from tati.data.csv import check_file
-from tati.names import canonical_optimizer, canonical_sampler, is_metropolis
+from tati.names import canonical_optimizer, canonical_sampler, is_metropolis, is_proposal
 
 OUTPUT_FILES = ("run_file", "trajectory_file", "averages_file")
 
@@ -68,6 +68,16 @@ def _check_combinations(o):
     if o["fix_parameters"] is not None and o["model"] is not None:
         raise InputError("fix_parameters needs the built-in network or a potential (in a Keras "
                          "model, make the layer non-trainable)")
+    if o["target_acceptance_rate"] is not None and not o["target_acceptance_rate"] < 1:
+        raise InputError(f"target_acceptance_rate must be < 1, got {o['target_acceptance_rate']:g}")
+    if is_proposal(o["sampler"]):
+        if o["batch_size"] is not None:
+            raise InputError(f"batch_size: {o['sampler']} evaluates the whole dataset at every step (a "
+                             "mini-batch would change the target within a step); drop batch_size")
+        if o["covariance_blending"] > 0 or o["collapse_walkers"]:
+            option = "covariance_blending" if o["covariance_blending"] > 0 else "collapse_walkers"
+            raise InputError(f"{option} is not available with sampler {o['sampler']} (adapt_mass "
+                             "adapts its metric instead)")
     if o["covariance_blending"] == 0 and not o["collapse_walkers"]:
         return
     if o["model"] is not None:

@@ -37,9 +37,12 @@ from tati.loop import make_chunk
 from tati.models import MLP, KerasModel, Potential
 from tati.optimizers import make_optimizer
 from tati.recording.averages import RunningAverages
-from tati.recording.columns import averages_columns, run_info_columns, trajectory_columns
+from tati.recording.columns import (INTEGER_COLUMNS, PROPOSAL_RUN_INFO, averages_columns,
+                                    proposal_averages_columns, proposal_run_info_columns,
+                                    run_info_columns, trajectory_columns)
 from tati.recording.table import Table, check_header
 from tati.samplers import SamplerBase, get_sampler
+from tati.samplers.proposal import ProposalKernel
 
 
 # Seconds one compiled call should take: interruption waits at most for the call under way.
@@ -70,8 +73,9 @@ class _Run:
     def __init__(self, method, optimizer, simulation):
         self.method = method
         self.optimizer = optimizer
-        self.is_sampler = isinstance(optimizer, SamplerBase)
-        self.metropolis = getattr(optimizer, "metropolis", False)
+        self.proposal = isinstance(optimizer, ProposalKernel)  # NUTS, RWMH: TFP kernels
+        self.is_sampler = self.proposal or isinstance(optimizer, SamplerBase)
+        self.metropolis = getattr(optimizer, "metropolis", False)  # HMC
         self.step = tf.Variable(tf.constant(0, tf.int64), trainable=False, name="step")
         self.averages = RunningAverages(simulation.model.num_walkers)
         self.calls = 0
@@ -80,10 +84,16 @@ class _Run:
             simulation.restored = True
             if checkpoint.restore(o["restore_model"], simulation, self):
                 self.calls = 1  # continue the saved run: append to its files
-        self.chunk = make_chunk(simulation.model, simulation.data, optimizer, self.step,
-                                self.averages, o["burn_in_steps"], simulation.has_accuracy,
-                                simulation.ensemble, o["every_nth"], o["jit_compile"],
-                                o["on_nan"] == "stop")
+        if self.proposal:
+            from tati.loop_proposal import make_proposal_chunk
+            self.chunk = make_proposal_chunk(simulation.model, simulation.data, optimizer, self.step,
+                                             self.averages, o["burn_in_steps"], simulation.has_accuracy,
+                                             o["every_nth"], o["jit_compile"])
+        else:
+            self.chunk = make_chunk(simulation.model, simulation.data, optimizer, self.step,
+                                    self.averages, o["burn_in_steps"], simulation.has_accuracy,
+                                    simulation.ensemble, o["every_nth"], o["jit_compile"],
+                                    o["on_nan"] == "stop")
 
 
 class Simulation:
@@ -216,10 +226,15 @@ class Simulation:
 
     @property
     def sampler(self):
-        """The sampler (a Keras optimizer), built on the model's variables."""
+        """The sampler (a Keras optimizer built on the model's variables, or for NUTS and RWMH
+        a samplers.proposal.ProposalKernel on the model)."""
         if self._sampler is None:
             o = self.options
             cls = self._sampler_class
+            if issubclass(cls, ProposalKernel):
+                self._sampler = cls(self.model, step_width=o["step_width"], seed=o["seed"],
+                                    burn_in_steps=o["burn_in_steps"], **{name: o[name] for name in cls.parameters})
+                return self._sampler
             self._sampler = cls(step_width=o["step_width"], seed=o["seed"],
                                 **{name: o[name] for name in cls.parameters})
             self._sampler.walker_axis = self.model.walker_axis
@@ -252,9 +267,13 @@ class Simulation:
             self._run = _Run(method, optimizer, self)
         run = self._run
         momentum = run.is_sampler and optimizer.has_momentum
-        columns = {"run_file": run_info_columns(run.is_sampler, self.has_accuracy, momentum, run.metropolis),
-                   "trajectory_file": trajectory_columns(self.model.parameter_names),
-                   "averages_file": averages_columns(run.is_sampler, momentum, run.metropolis)}
+        if run.proposal:
+            columns = {"run_file": proposal_run_info_columns(optimizer.name, self.has_accuracy),
+                       "averages_file": proposal_averages_columns(optimizer.name)}
+        else:
+            columns = {"run_file": run_info_columns(run.is_sampler, self.has_accuracy, momentum, run.metropolis),
+                       "averages_file": averages_columns(run.is_sampler, momentum, run.metropolis)}
+        columns["trajectory_file"] = trajectory_columns(self.model.parameter_names)
         append = {}
         for name in preflight.OUTPUT_FILES:  # every file is checked before any is opened
             append[name] = preflight.check_output_file(name, o[name], run.calls > 0, o["overwrite"])
@@ -343,12 +362,18 @@ class Simulation:
             "accuracy": pick("accuracy") if "accuracy" in block else zero + np.nan,
             "total_energy": loss + kinetic, "kinetic_energy": kinetic,
             "scaled_momentum": np.sqrt(pick("momentum_sq")) if "momentum_sq" in block else zero,
-            "scaled_gradient": pick("scaled_gradient"), "virial": pick("virial"),
+            "scaled_gradient": pick("scaled_gradient") if "scaled_gradient" in block else zero,
+            "virial": pick("virial"),
             "scaled_noise": np.sqrt(pick("noise_sq")) if "noise_sq" in block else zero,
             "ensemble_average_loss": averages[:, 0], "average_kinetic_energy": averages[:, 1],
             "average_virials": averages[:, 2], "average_inertia": averages[:, 3],
         }
-        if "total_energy" in block:  # HMC: the chain's state and its last decision
+        if self._run.proposal:  # NUTS, RWMH: the step's own fields
+            columns.update({name: pick(name) for name in PROPOSAL_RUN_INFO[self._run.optimizer.name]
+                            if name not in columns or name in block})
+            columns.update({name: columns[name].astype(np.int64) for name in INTEGER_COLUMNS
+                            if name in columns and columns[name].dtype != np.int64})
+        elif "total_energy" in block:  # HMC: the chain's state and its last decision
             columns.update(total_energy=pick("total_energy"), old_total_energy=pick("old_total_energy"),
                            average_rejection_rate=pick("rejection_rate"),
                            divergences=pick("divergences").astype(np.int64))
@@ -416,7 +441,7 @@ class Simulation:
     @parameters.setter
     def parameters(self, values):
         self.model.set_parameters(values)
-        if self._sampler is not None and getattr(self._sampler, "metropolis", False):
+        if self._sampler is not None and hasattr(self._sampler, "restart"):
             self._sampler.restart()  # the new values are the chain's state, not a leg's middle
 
     @property

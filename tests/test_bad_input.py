@@ -46,7 +46,7 @@ CASES = [
     ("batch_size 0", {"batch_size": "0"}, "batch_size"),
     ("negative seed", {"seed": "-3"}, "seed"),
     ("unknown sampler", {"sampler": "Langevin9"}, "Langevin9"),
-    ("sampler not built yet", {"sampler": "NUTS"}, "NUTS"),
+    ("NUTS with mini-batches", {"sampler": "NUTS", "batch_size": "10"}, "batch_size"),
     ("jit with mini-batches", {"jit_compile": "true", "batch_size": "10"}, "jit_compile"),
     ("walkers beyond memory", {"number_walkers": "100000000000"}, "number_walkers"),
     ("network beyond memory", {"hidden_dimension": "1000000,1000000"}, "hidden_dimension"),

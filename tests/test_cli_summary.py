@@ -341,3 +341,34 @@ def test_hmc_call_without_a_row():
     lines = check_layout(text)
     assert "  no leg ended in these 2 steps, so no row was written" in lines
     assert lines[2] == "  took 0.1 s: 20 steps per second"
+
+
+def test_nuts_and_rwmh_summaries_say_acceptance_width_and_stans_warnings():
+    """NUTS on the 10-D Gaussian: kinetic energy and virial equipartitioned, acceptance against
+    its target, no warning. With max_tree_depth 1 (a single leapfrog step: every tree is cut)
+    the tree-depth warning appears. RWMH takes no gradients: no virial line; on a target that
+    does not confine theta (U = 0) its width grows without bound and the summary says why."""
+    import tensorflow as tf
+    sim = gaussian(sampler="NUTS", number_walkers=2, max_steps=600, every_nth=1, seed=seed(15))
+    text = summarise("tati-sample", sim, sim.sample(), sampler=True)
+    check_layout(text)
+    (_, _, verdict), (_, _, virial_verdict) = kinetic_and_virial(text)
+    assert verdict == "consistent" and virial_verdict == "consistent", text
+    assert re.match(r"  acceptance 0\.[6-9][0-9] \(target 0\.8, adapted\), step_width [0-9.]+ \(started at 0\.1\)$",
+                    line_with(text, "  acceptance")), text
+    assert line_with(text, "  0 of 800 transitions after burn-in divergent")
+    assert "    max_tree_depth reached" not in text
+
+    sim = gaussian(sampler="NUTS", max_tree_depth=1, max_steps=300, every_nth=1, seed=seed(16))
+    text = summarise("tati-sample", sim, sim.sample(), sampler=True)
+    check_layout(text)
+    assert "max_tree_depth 1 reached in 100% of rows" in text
+    assert line_with(text, "    max_tree_depth reached in over 10%")
+
+    sim = gaussian(sampler="RWMH", potential=lambda x: 0.0 * tf.reduce_sum(x), max_steps=400,
+                   every_nth=1, seed=seed(17))
+    text = summarise("tati-sample", sim, sim.sample(), sampler=True)
+    check_layout(text)
+    assert "average virial" not in text
+    assert line_with(text, "  acceptance")
+    assert line_with(text, "    step_width grew").endswith("may not confine theta (prior_standard_deviation)")

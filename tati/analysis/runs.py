@@ -136,6 +136,10 @@ def _known_columns():
                 names.update(table_columns.averages_columns(sampler, momentum, metropolis))
                 for accuracy in (True, False):
                     names.update(table_columns.run_info_columns(sampler, accuracy, momentum, metropolis))
+    for sampler in table_columns.PROPOSAL_RUN_INFO:
+        names.update(table_columns.proposal_averages_columns(sampler))
+        for accuracy in (True, False):
+            names.update(table_columns.proposal_run_info_columns(sampler, accuracy))
     return names - {"id", "step", "loss"}
 
 
@@ -145,7 +149,7 @@ def classify(header):
         return None
     if any(c.endswith("_running_mean") and c[: -len("_running_mean")] in header for c in header):
         return None  # written by tati-analyse traces
-    if "average_virials" in header:
+    if "average_virials" in header or "ensemble_average_loss" in header:  # RWMH has no virial
         return "averages_file"
     known = _known_columns()
     if header[:3] == ["id", "step", "loss"] and len(header) > 3 and not known & set(header[3:]):

@@ -17,6 +17,7 @@ tati/diagnostics/convergence.py, the only part that imports TensorFlow (Probabil
 import math
 
 from tati.diagnostics.equipartition import equipartition_verdict, table_batch_means
+from tati.names import is_proposal
 
 # Stan's rule (Vehtari et al. 2021, "Rank-normalization, folding, and localization"): use the
 # draws when R-hat < 1.01 and the bulk ESS is above 100 per chain. Our ESS is of all walkers
@@ -26,6 +27,13 @@ ESS_PER_WALKER = 100
 # HMC rejecting more than half of its legs wastes most of its gradient evaluations (the optimal
 # acceptance rate of HMC is about 0.65, Beskos et al. 2013).
 REJECTION_MAX = 0.5
+# NUTS and RWMH after burn-in (Stan's warnings): divergent transitions bias the draws, NUTS
+# trajectories cut at max_tree_depth explore slowly, and a width adapted a thousand times
+# below where it started means some direction of the posterior is that much narrower (and a
+# thousand times above, that the target may not be normalisable).
+DIVERGENT_MAX = 0.01
+MAX_DEPTH_MAX = 0.1
+WIDTH_FLOOR = 1e-3
 WIDTH = 100  # every line is shorter
 FILES = (("run_file", "run info"), ("trajectory_file", "trajectory"), ("averages_file", "averages"))
 
@@ -36,7 +44,8 @@ def summarise(prog, simulation, result, sampler, seconds=None):
     o = simulation.options
     walkers = simulation.num_walkers
     run_info = result.run_info
-    steps = _steps(o, run_info, "average_rejection_rate" in run_info)
+    proposal = sampler and is_proposal(o["sampler"])
+    steps = _steps(o, run_info, "average_rejection_rate" in run_info and not proposal)
     lines = [_header(prog, o, steps, walkers, sampler), "  " + _model(simulation)]
     if seconds is not None:
         lines.append(_timing(seconds, steps, walkers, _first_call(o, run_info)))
@@ -46,10 +55,13 @@ def summarise(prog, simulation, result, sampler, seconds=None):
     lines.append(_final(run_info, walkers))
     if sampler:
         lines += _temperature_lines(simulation, result)
-        if "average_rejection_rate" in run_info:
+        if proposal:
+            lines += _kernel_lines(o, run_info)
+        elif "average_rejection_rate" in run_info:
             lines.append(_hmc_line(run_info))
         if walkers >= 2:
-            lines += _convergence_lines(result.trajectory, walkers, o["burn_in_steps"])
+            lines += _convergence_lines(result.trajectory, walkers, o["burn_in_steps"],
+                                        "run longer (max_steps, burn_in_steps)" if proposal else None)
     lines.append(_files(o))
     return "\n".join(lines)
 
@@ -156,7 +168,8 @@ def _temperature_lines(simulation, result):
                          table_batch_means(run_info, "kinetic_energy", burn_in), expected,
                          f"equipartition d/(2 beta) = {expected:.4g}",
                          "step_width may be too large, or the run too short (burn_in_steps)", run_info, burn_in)
-    lines += _virial_lines(o, last, run_info, expected, burn_in)
+    if "average_virials" in last:  # not RWMH, which takes no gradients
+        lines += _virial_lines(o, last, run_info, expected, burn_in)
     return lines
 
 
@@ -218,8 +231,46 @@ def _hmc_line(run_info):
     return text + ": ok"
 
 
+# -- NUTS, RWMH ------------------------------------------------------------------------------------
+def _kernel_lines(o, run_info):
+    """Acceptance against its target, the (adapted) step width, divergences and, for NUTS, tree
+    depths; then a line with a hint for each of Stan's warnings that applies. The counts of
+    the last rows cover the steps after burn-in (during burn-in, the steps so far)."""
+    last = run_info.groupby("id").tail(1)
+    burn_in = o["burn_in_steps"]
+    after = max(int(last["step"].max()) - burn_in, 0)
+    transitions = after * len(last) if after else int(last["step"].max()) * len(last)
+    span = "after burn-in" if after else "so far (all in burn-in)"
+    target = o["target_acceptance_rate"] or (0.8 if o["sampler"] == "NUTS" else 0.234)
+    acceptance = 1.0 - float(last["average_rejection_rate"].mean())
+    width = float(last["step_width"].iloc[-1])
+    adapted = o["adapt_step_width"] and burn_in > 0
+    lines = [f"  acceptance {acceptance:.2f} (target {target:g}{', adapted' if adapted else ''}), "
+             f"step_width {width:.3g}" + (f" (started at {o['step_width']:g})" if adapted else "")]
+    hints = []
+    if "divergences" in last:
+        divergent = int(last["divergences"].sum())
+        kept = run_info[run_info["step"] > burn_in] if after else run_info
+        at_max = float((kept["tree_depth"] >= o["max_tree_depth"]).mean()) if len(kept) else 0.0
+        lines.append(f"  {divergent} of {transitions} transitions {span} divergent; max_tree_depth "
+                     f"{o['max_tree_depth']} reached in {at_max:.0%} of rows")
+        if divergent > DIVERGENT_MAX * transitions:
+            hints.append(f"    more than {DIVERGENT_MAX:.0%} divergent: the draws may be biased; raise "
+                         "target_acceptance_rate (0.95) or reparameterise")
+        if at_max > MAX_DEPTH_MAX:
+            hints.append(f"    max_tree_depth reached in over {MAX_DEPTH_MAX:.0%}: raise burn_in_steps "
+                         "(metric) or max_tree_depth")
+    if adapted and width < WIDTH_FLOOR * o["step_width"]:
+        hints.append(f"    step_width shrank to {width / o['step_width']:.1e} of its start: the posterior "
+                     "is far narrower in some direction")
+    if adapted and width > o["step_width"] / WIDTH_FLOOR:
+        hints.append(f"    step_width grew {width / o['step_width']:.1e}-fold: exp(-beta U) may not confine "
+                     "theta (prior_standard_deviation)")
+    return lines + hints
+
+
 # -- do the walkers agree? ------------------------------------------------------------------------
-def _convergence_lines(trajectory, walkers, burn_in):
+def _convergence_lines(trajectory, walkers, burn_in, hint=None):
     """The R-hat/ESS line and its verdict, or one line saying there are too few rows."""
     found = _convergence(trajectory, walkers, burn_in)
     if found is None:
@@ -231,7 +282,7 @@ def _convergence_lines(trajectory, walkers, burn_in):
     need = ESS_PER_WALKER * walkers
     faults = ([f"R-hat > {R_HAT_MAX} (walkers disagree)"] if r_hat.max() > R_HAT_MAX else []) + (
         [f"ESS < {need} (too few independent draws)"] if ess.min() < need else [])
-    hint = "run longer (max_steps), or raise step_width"
+    hint = hint or "run longer (max_steps), or raise step_width"
     if faults:
         verdict = f"    not converged: {', '.join(faults)}"
         return [line, f"{verdict}: {hint}"] if len(verdict) + len(hint) + 2 < WIDTH else [line, verdict, f"    {hint}"]

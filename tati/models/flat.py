@@ -15,8 +15,9 @@ Interface the Simulation relies on (all models):
     loss(features, labels) -> [W] losses;  loss_and_accuracy(...) -> ([W], [W])
     outputs(features) -> [W, batch, outputs];  uses_data
 
-A FlatModel's loss also takes `theta=`, a [W, d] tensor to evaluate at instead of the variable:
-a compiled loop can then keep the positions as loop tensors (HMC's `integrate`).
+Every model's loss (and loss_and_accuracy) also takes `theta=`, a [W, d] tensor to evaluate
+at instead of the variables: a compiled loop can then keep the positions as loop tensors (HMC's
+`integrate`, the proposal kernels); `assign_flat(theta)` sets the variables from one.
 """
 
 import os
@@ -87,6 +88,10 @@ class FlatModel:
 
     def get_parameters(self):
         return self.theta.numpy().copy()
+
+    def assign_flat(self, theta):
+        """Set the parameters from a [W, d] tensor (in a compiled graph too)."""
+        self.theta.assign(tf.cast(theta, self.dtype))
 
     def set_parameters(self, values):
         self.theta.assign(check_walkers("parameters", values, self.num_walkers, self.num_parameters,

@@ -64,23 +64,42 @@ class KerasModel:
             v.assign(values[start:start + size].reshape(v.shape))
             start += size
 
-    def outputs(self, features):
-        return self.model(features, training=False)[None]
+    def outputs(self, features, theta=None):
+        if theta is None:
+            return self.model(features, training=False)[None]
+        # Keras 3's stateless call: the model evaluated with the given values for its variables.
+        values = dict(zip((id(v) for v in self.variables), self._split(theta[0])))
+        trainable = [values[id(v)] for v in self.model.trainable_variables]
+        non_trainable = [tf.convert_to_tensor(v) for v in self.model.non_trainable_variables]
+        return self.model.stateless_call(trainable, non_trainable, features, training=False)[0][None]
+
+    def _split(self, vector):
+        """One flat parameter vector [d] as tensors shaped as self.variables."""
+        sizes = [int(np.prod(v.shape)) for v in self.variables]
+        return [tf.reshape(tf.cast(piece, v.dtype), v.shape)
+                for piece, v in zip(tf.split(vector, sizes), self.variables)]
+
+    def assign_flat(self, theta):
+        """Set the variables from a [1, d] tensor (in a compiled graph too)."""
+        for v, value in zip(self.variables, self._split(theta[0])):
+            v.assign(value)
 
     def _losses(self, labels, outputs):
         if self.loss_name is None:  # the user's callable on one walker's outputs
             return tf.reshape(tf.cast(self._loss(labels, outputs[0]), self.dtype), [1])
         return self._loss(labels, outputs)
 
-    def _with_prior(self, losses):
-        return losses if self.prior is None else self.prior.add(losses, self.flat_parameters())
+    def _with_prior(self, losses, theta=None):
+        if self.prior is None:
+            return losses
+        return self.prior.add(losses, self.flat_parameters() if theta is None else theta)
 
-    def loss(self, features, labels):
-        return self._with_prior(self._losses(labels, self.outputs(features)))
+    def loss(self, features, labels, theta=None):
+        return self._with_prior(self._losses(labels, self.outputs(features, theta)), theta)
 
-    def loss_and_accuracy(self, features, labels):
-        outputs = self.outputs(features)
-        loss = self._with_prior(self._losses(labels, outputs))
+    def loss_and_accuracy(self, features, labels, theta=None):
+        outputs = self.outputs(features, theta)
+        loss = self._with_prior(self._losses(labels, outputs), theta)
         if self.loss_name is None:
             return loss, tf.constant([np.nan], self.dtype)
         return loss, accuracy(self.loss_name, labels, outputs)

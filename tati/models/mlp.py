@@ -67,9 +67,9 @@ class MLP(FlatModel):
     def loss(self, features, labels, theta=None):
         return self.with_prior(LOSSES[self.loss_name](labels, self.outputs(features, theta)), theta)
 
-    def loss_and_accuracy(self, features, labels):
-        outputs = self.outputs(features)
-        return (self.with_prior(LOSSES[self.loss_name](labels, outputs)),
+    def loss_and_accuracy(self, features, labels, theta=None):
+        outputs = self.outputs(features, theta)
+        return (self.with_prior(LOSSES[self.loss_name](labels, outputs), theta),
                 accuracy(self.loss_name, labels, outputs))
 
     def parameter_groups(self):

@@ -2,7 +2,7 @@
 
 `sampler`: a sampler rather than an optimizer; `momentum`: the sampler keeps momenta (all
 but SGLD); `accuracy`: a network with a built-in loss; `metropolis`: HMC, whose rows show the
-chain's state at evaluation steps.
+chain's state at evaluation steps. The proposal kernels (NUTS, RWMH) list their own columns.
 """
 
 
@@ -31,4 +31,25 @@ def averages_columns(sampler, momentum=True, metropolis=False):
     return ["id", "step", "epoch", "loss"] + (["ensemble_average_loss"] if sampler else []) + ["average_virials"]
 
 
-INTEGER_COLUMNS = ("id", "step", "epoch", "divergences")
+# The proposal kernels (NUTS, RWMH; samplers/proposal.py): one row per transition.
+PROPOSAL_RUN_INFO = {
+    "NUTS": ("total_energy", "kinetic_energy", "virial", "step_width", "tree_depth", "leapfrog_steps",
+             "gradient_evaluations", "average_rejection_rate", "divergences"),
+    "RWMH": ("step_width", "average_rejection_rate"),
+}
+PROPOSAL_AVERAGES = {
+    "NUTS": ("average_kinetic_energy", "average_virials", "average_rejection_rate"),
+    "RWMH": ("average_rejection_rate",),
+}
+
+
+def proposal_run_info_columns(sampler, accuracy):
+    return (["id", "step", "epoch"] + (["accuracy"] if accuracy else []) + ["loss", "time_per_nth_step"]
+            + list(PROPOSAL_RUN_INFO[sampler]))
+
+
+def proposal_averages_columns(sampler):
+    return ["id", "step", "epoch", "loss", "ensemble_average_loss"] + list(PROPOSAL_AVERAGES[sampler])
+
+
+INTEGER_COLUMNS = ("id", "step", "epoch", "divergences", "tree_depth", "leapfrog_steps", "gradient_evaluations")

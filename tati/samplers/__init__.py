@@ -1,4 +1,5 @@
-"""Samplers: Keras 3 optimizers that sample exp(-beta U) instead of minimising U.
+"""Samplers: Keras 3 optimizers that sample exp(-beta U) instead of minimising U, and the
+proposal kernels NUTS and RWMH from TensorFlow Probability (samplers/proposal.py).
 
 `get_sampler(name)` accepts the original TATi's full names and the short ones,
 case-insensitively.
@@ -10,11 +11,12 @@ from tati.samplers.base import SamplerBase
 from tati.samplers.ccadl import CCAdL
 from tati.samplers.gla import GLA1, GLA2
 from tati.samplers.hmc import HMC1, HMC2, HamiltonianMonteCarlo
+from tati.samplers.proposal import NUTS, RWMH
 from tati.samplers.sghmc import SGHMC
 from tati.samplers.sgld import SGLD
 
 _CLASSES = {"SGLD": SGLD, "GLA1": GLA1, "GLA2": GLA2, "BAOAB": BAOAB, "CCAdL": CCAdL, "SGHMC": SGHMC,
-            "HMC1": HMC1, "HMC2": HMC2}
+            "HMC1": HMC1, "HMC2": HMC2, "NUTS": NUTS, "RWMH": RWMH}
 
 
 def get_sampler(name):
@@ -22,5 +24,5 @@ def get_sampler(name):
     return _CLASSES[canonical_sampler(name)]
 
 
-__all__ = ["BAOAB", "CCAdL", "GLA1", "GLA2", "HMC1", "HMC2", "HamiltonianMonteCarlo", "SGHMC", "SGLD", "SamplerBase", "get_sampler",
-           "sampler_names"]
+__all__ = ["BAOAB", "CCAdL", "GLA1", "GLA2", "HMC1", "HMC2", "HamiltonianMonteCarlo", "NUTS", "RWMH", "SGHMC", "SGLD",
+           "SamplerBase", "get_sampler", "sampler_names"]

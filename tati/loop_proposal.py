@@ -1,0 +1,163 @@
+"""The compiled chunk of a proposal kernel (samplers/proposal.py: NUTS, RWMH).
+
+Each step: one transition of the kernel on z = theta / s from the stored state (z, log p(z),
+its gradient), where log p(z) = -beta U(s z) on the whole dataset; then, during burn-in, the
+step width's dual averaging and the metric's windows (samplers/adaptation.py); the running
+averages; and a row at every multiple of every_nth and at the chunk's last step, as a block
+like loop.make_chunk's. The model's parameters are set to theta = s z at the end of a chunk.
+"""
+
+import tensorflow as tf
+
+from tati.loop import block_rows
+from tati.recording.columns import PROPOSAL_RUN_INFO
+from tati.samplers import adaptation
+
+
+def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_accuracy, every_nth=1,
+                        jit_compile=False):
+    walkers, d = model.num_walkers, model.num_parameters
+    dtype = model.dtype
+    beta = tf.constant(kernel.inverse_temperature, tf.float64)
+    features, labels = data.all() if model.uses_data else (None, None)
+    metric_start = kernel.metric_start
+    metric_ends = tf.constant(kernel.metric_ends or [-1], tf.int64)
+    adapting_metric = bool(kernel.metric_ends)
+    adapting_width = kernel.adapt_step_width
+    target_acceptance = tf.constant(kernel.target_acceptance_rate, tf.float64)
+
+    # TFP's code is graph code already: AutoGraph would only retrace its Python.
+    transition = tf.autograph.experimental.do_not_convert(kernel.transition)
+
+    def log_prob_at(scale):
+        def target(z):
+            theta = z * tf.cast(scale, dtype)
+            return -tf.cast(beta, dtype) * model.loss(features, labels, theta=theta)
+        return target
+
+    def evaluate(z, scale):
+        """log p(z) and its gradient (zeros for kernels that take none)."""
+        target = log_prob_at(scale)
+        if not kernel.uses_gradient:
+            return target(z), tf.zeros_like(z)
+        with tf.GradientTape() as tape:
+            tape.watch(z)
+            value = target(z)
+        return value, tape.gradient(value, z, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+
+    def start():
+        """The chain's state from the model's parameters, where the kernel is fresh."""
+        def from_model():
+            z = model.flat_parameters() / tf.cast(kernel.scale, dtype)
+            log_prob, gradient = evaluate(z, kernel.scale)
+            return z, log_prob, gradient
+        z, log_prob, gradient = tf.cond(kernel.fresh, from_model,
+                                        lambda: (tf.identity(kernel.position), tf.identity(kernel.log_prob),
+                                                 tf.identity(kernel.gradient)))
+        kernel.fresh.assign(False)
+        return z, log_prob, gradient
+
+    def one_step(z, log_prob, gradient, record):
+        scale = tf.convert_to_tensor(kernel.scale)
+        width = tf.convert_to_tensor(kernel.step_width)
+        seed = tf.cast(tf.stack([tf.constant(kernel.seed % 2 ** 31, tf.int64), tf.math.floormod(step, 2 ** 31)]),
+                       tf.int32)
+        z, log_prob, gradient, info = transition(log_prob_at(scale), z, log_prob, gradient,
+                                                 tf.cast(width, dtype), seed)
+        step.assign_add(1)
+        in_burn_in = step <= burn_in_steps
+        ends_burn_in = tf.equal(step, burn_in_steps)
+        theta = z * tf.cast(scale, dtype)
+        if adapting_width:
+            state = adaptation.dual_averaging_update(kernel.dual_averaging, tf.reduce_mean(info["acceptance"]),
+                                                     target_acceptance)
+            state = tf.where(in_burn_in, state, kernel.dual_averaging)
+            kernel.step_width.assign(tf.where(in_burn_in, adaptation.adapted_width(state, ends_burn_in), width))
+            kernel.dual_averaging.assign(state)
+        if adapting_metric:
+            collecting = tf.logical_and(step > metric_start, step <= metric_ends[-1])
+            draws = tf.where(collecting, adaptation.welford_update(kernel.welford, theta), kernel.welford)
+            window_end = tf.reduce_any(tf.equal(step, metric_ends))
+            new_scale = tf.where(window_end, adaptation.welford_scale(draws), scale)
+            ratio = tf.cast(scale / new_scale, dtype)  # theta = s z stays, z and grad log p(z) rescale
+            z, gradient = z * ratio, gradient / ratio
+            kernel.scale.assign(new_scale)
+            kernel.welford.assign(tf.where(window_end, tf.zeros_like(draws), draws))
+            if adapting_width:  # dual averaging starts again from the current width
+                kernel.dual_averaging.assign(tf.where(
+                    window_end, adaptation.dual_averaging_start(kernel.step_width), kernel.dual_averaging))
+        counters = dict(zip(("acceptance", "transitions", "divergences", "gradient_evaluations"),
+                            tf.unstack(kernel.counters)))
+        counters["acceptance"] += info["acceptance"]
+        counters["transitions"] += 1.0
+        counters["divergences"] += info["divergent"]
+        counters["gradient_evaluations"] += info["gradient_evaluations"]
+        # The rates and divergences of burn-in are not those of the chain that is kept.
+        kept = 1.0 - tf.cast(ends_burn_in, tf.float64)
+        kernel.counters.assign(tf.stack([counters["acceptance"] * kept, counters["transitions"] * kept,
+                                         counters["divergences"] * kept, counters["gradient_evaluations"]]))
+        loss = -tf.cast(log_prob, tf.float64) / beta
+        if kernel.uses_gradient:
+            # grad_theta U = -grad_z log p / (beta s)
+            force = -tf.cast(gradient, tf.float64) / (beta * scale)
+            virial = 0.5 * tf.reduce_sum(tf.cast(theta, tf.float64) * force, axis=1)
+        else:
+            virial = tf.zeros_like(loss)
+        kinetic = info["kinetic"] / beta if "kinetic" in info else tf.zeros_like(loss)
+        averages.update(loss, virial, kinetic, None, beta, tf.logical_not(in_burn_in))
+        if not record:
+            return z, log_prob, gradient, None
+        rejection = 1.0 - tf.math.divide_no_nan(counters["acceptance"], counters["transitions"])
+        row = {"loss": loss, "parameters": tf.cast(theta, tf.float64), "virial": virial,
+               "averages": tf.stack(averages.values()), "kinetic_energy": kinetic,
+               "total_energy": loss + kinetic, "step_width": tf.fill([walkers], width),
+               "average_rejection_rate": rejection, "divergences": counters["divergences"],
+               "gradient_evaluations": counters["gradient_evaluations"]}
+        for name in ("tree_depth", "leapfrog_steps"):
+            if name in info:
+                row[name] = info[name]
+        if has_accuracy:
+            row["accuracy"] = tf.cast(model.loss_and_accuracy(features, labels, theta=theta)[1], tf.float64)
+        return z, log_prob, gradient, row
+
+    # The row's fields: what the kernel's columns and the averages need.
+    fields = {"loss": [walkers], "parameters": [walkers, d], "virial": [walkers], "averages": [4, walkers],
+              "kinetic_energy": [walkers], "total_energy": [walkers], "step_width": [walkers],
+              "average_rejection_rate": [walkers], "divergences": [walkers], "gradient_evaluations": [walkers]}
+    for name in ("tree_depth", "leapfrog_steps"):
+        if name in PROPOSAL_RUN_INFO[kernel.name]:
+            fields[name] = [walkers]
+    if has_accuracy:
+        fields["accuracy"] = [walkers]
+    rows = block_rows(walkers, d)
+
+    @tf.function(autograph=True, jit_compile=jit_compile)
+    def chunk(n):
+        """Up to n steps, n ending at a multiple of every_nth or where the caller wants a row;
+        a row at every multiple of every_nth and at the n-th step, as a block of `rows` rows."""
+        arrays = tuple(tf.TensorArray(tf.float64, size=rows, element_shape=shape) for shape in fields.values())
+        steps = tf.TensorArray(tf.int64, size=rows, element_shape=[])
+        written = tf.constant(0)
+        i = tf.constant(0, tf.int64)
+        z, log_prob, gradient = start()
+        while tf.logical_and(i < n, written < rows):
+            k = tf.minimum(every_nth - tf.math.floormod(step, every_nth), n - i)
+            j = tf.constant(1, tf.int64)
+            while j < k:
+                z, log_prob, gradient, _ = one_step(z, log_prob, gradient, record=False)
+                j += 1
+            z, log_prob, gradient, row = one_step(z, log_prob, gradient, record=True)
+            arrays = tuple(array.write(written, tf.cast(row[name], tf.float64)) for array, name in zip(arrays, fields))
+            steps = steps.write(written, step)
+            written += 1
+            i += j
+        kernel.position.assign(z)
+        kernel.log_prob.assign(log_prob)
+        kernel.gradient.assign(gradient)
+        model.assign_flat(z * tf.cast(kernel.scale, dtype))
+        result = {name: array.stack() for name, array in zip(fields, arrays)}
+        result.update(step=steps.stack(), rows=written, nonfinite_step=tf.constant(-1, tf.int64),
+                      nonfinite_walkers=tf.zeros([walkers], tf.bool))
+        return result
+
+    return chunk

@@ -1,0 +1,166 @@
+"""Proposal kernels from TensorFlow Probability: NUTS and random-walk Metropolis (RWMH).
+
+Both sample exp(-beta U(theta)) on the flat parameters [W, d] of any model (the built-in
+network, a Keras model, a potential), the W walkers as independent chains of one batch. Unlike
+the Langevin samplers (Keras optimizers given one gradient per step), a proposal kernel
+evaluates the model itself, as often as it needs, through `model.loss(features, labels,
+theta=...)` on the whole dataset (no mini-batches: the target must not change within a step).
+
+    NUTS (Hoffman & Gelman 2014, tfp.mcmc.NoUTurnSampler, multinomial sampling):
+        p ~ N(0, I); leapfrog steps of width eps doubled forwards or backwards at random until
+        the trajectory makes a U-turn or reaches 2^max_tree_depth - 1 steps; the next state is
+        drawn from the trajectory with weights exp(-H).
+    RWMH (tfp.mcmc.RandomWalkMetropolis):
+        theta' = theta + eps xi, xi ~ N(0, I); accepted with probability
+        min(1, exp(-beta (U(theta') - U(theta)))).
+
+Both move z = theta / s, s the metric's scale per coordinate (1 unless adapted), which gives
+NUTS's momenta the mass matrix diag(1 / s^2) and RWMH the proposal covariance eps^2 diag(s^2).
+One step is one transition; NUTS's cost varies per step (`leapfrog_steps`, and the cumulative
+`gradient_evaluations`). With burn_in_steps > 0 the step width eps and the scale s adapt
+during burn-in (samplers/adaptation.py), one eps and one s for all walkers.
+
+State (checkpointed): z, log p(z) and its gradient (NUTS) per walker, eps, s, the adaptation
+state and the counters. The random numbers of step n are drawn from the key (seed, n): a
+resumed run continues bitwise. TFP draws them for all walkers at once, so, unlike the Langevin
+samplers, a walker's numbers depend on the number of walkers.
+"""
+
+import math
+
+import numpy as np
+import tensorflow as tf
+
+from tati.options import default
+from tati.samplers import adaptation
+
+# The per-walker counters: sum of acceptance statistics and of transitions since the end of
+# burn-in (during burn-in: since the start), divergent transitions in the same span, and the
+# cumulative gradient evaluations.
+_COUNTERS = ("acceptance", "transitions", "divergences", "gradient_evaluations")
+
+
+class ProposalKernel:
+    """A TFP kernel run by the Simulation's proposal loop (tati/loop_proposal.py)."""
+
+    has_momentum = False
+    uses_gradient = True
+    parameters = ("inverse_temperature", "adapt_step_width", "target_acceptance_rate", "adapt_mass")
+    default_acceptance = 0.8
+    name = None  # the short name: its columns are recording/columns.py's PROPOSAL_* entries
+
+    def __init__(self, model, step_width=default("step_width"), seed=default("seed"), burn_in_steps=0,
+                 inverse_temperature=default("inverse_temperature"),
+                 adapt_step_width=default("adapt_step_width"),
+                 target_acceptance_rate=default("target_acceptance_rate"),
+                 adapt_mass=default("adapt_mass")):
+        self.model = model
+        self.initial_step_width = float(step_width)
+        self.seed = int(seed)
+        self.burn_in_steps = int(burn_in_steps)
+        self.inverse_temperature = float(inverse_temperature)
+        self.target_acceptance_rate = (self.default_acceptance if target_acceptance_rate is None
+                                       else float(target_acceptance_rate))
+        self.adapt_step_width = bool(adapt_step_width) and self.burn_in_steps > 0
+        self.metric_start, self.metric_ends = (adaptation.metric_windows(self.burn_in_steps)
+                                               if adapt_mass else (0, []))
+        walkers, d, dtype = model.num_walkers, model.num_parameters, model.dtype
+        self.dtype = dtype
+        f64 = tf.float64
+        # Created in this order and saved in it (checkpoint.py keeps the list's order).
+        self.position = tf.Variable(tf.zeros([walkers, d], dtype), trainable=False, name="position")
+        self.log_prob = tf.Variable(tf.zeros([walkers], dtype), trainable=False, name="log_prob")
+        self.gradient = tf.Variable(tf.zeros([walkers, d], dtype), trainable=False, name="log_prob_gradient")
+        self.scale = tf.Variable(tf.ones([d], f64), trainable=False, name="metric_scale")
+        self.step_width = tf.Variable(tf.constant(self.initial_step_width, f64), trainable=False, name="step_width")
+        self.dual_averaging = tf.Variable(adaptation.dual_averaging_start(self.initial_step_width),
+                                          trainable=False, name="dual_averaging")
+        self.welford = tf.Variable(tf.zeros([1 + 2 * d], f64), trainable=False, name="metric_draws")
+        self.counters = tf.Variable(tf.zeros([len(_COUNTERS), walkers], f64), trainable=False, name="counters")
+        # 1 until the chain's state has been taken from the model's parameters (first step, or
+        # after the user set them): the next chunk starts by evaluating there.
+        self.fresh = tf.Variable(tf.constant(True), trainable=False, name="fresh")
+
+    @property
+    def variables(self):
+        return [self.position, self.log_prob, self.gradient, self.scale, self.step_width,
+                self.dual_averaging, self.welford, self.counters, self.fresh]
+
+    @property
+    def learning_rate(self):
+        return self.step_width
+
+    def restart(self):
+        """The next step starts from the model's current parameters (the user set them)."""
+        self.fresh.assign(True)
+
+    def transition(self, target, z, log_prob, gradient, width, seed):
+        """One step of the TFP kernel from z [W, d] with log p(z) [W] and its gradient: returns
+        (z, log p, gradient, info), info a dict of [W] float64 with at least `acceptance`
+        (the step's acceptance statistic), `divergent` and `gradient_evaluations`."""
+        raise NotImplementedError
+
+
+class NUTS(ProposalKernel):
+    """The No-U-Turn sampler, tfp.mcmc.NoUTurnSampler."""
+
+    name = "NUTS"
+    parameters = ProposalKernel.parameters + ("max_tree_depth",)
+
+    def __init__(self, model, max_tree_depth=default("max_tree_depth"), **options):
+        super().__init__(model, **options)
+        self.max_tree_depth = int(max_tree_depth)
+
+    def transition(self, target, z, log_prob, gradient, width, seed):
+        import tensorflow_probability as tfp
+        nuts = tfp.mcmc.NoUTurnSampler(target, step_size=width, max_tree_depth=self.max_tree_depth)
+        walkers = tf.shape(log_prob)
+        results = tfp.mcmc.nuts.NUTSKernelResults(
+            target_log_prob=log_prob, grads_target_log_prob=[gradient], step_size=width,
+            log_accept_ratio=tf.zeros_like(log_prob), leapfrogs_taken=tf.zeros(walkers, tf.int32),
+            is_accepted=tf.zeros(walkers, tf.bool), reach_max_depth=tf.zeros(walkers, tf.bool),
+            has_divergence=tf.zeros(walkers, tf.bool), energy=tf.zeros_like(log_prob),
+            seed=tf.zeros([2], tf.int32))
+        z, results = nuts.one_step(z, results, seed=seed)
+        f64 = lambda value: tf.cast(value, tf.float64)  # noqa: E731
+        leapfrogs = f64(results.leapfrogs_taken)
+        info = {"acceptance": tf.exp(tf.minimum(f64(results.log_accept_ratio), 0.0)),
+                "divergent": f64(results.has_divergence),
+                "gradient_evaluations": leapfrogs,
+                "leapfrog_steps": leapfrogs,
+                # Trees double: a tree of depth k has up to 2^k - 1 leapfrog steps.
+                "tree_depth": tf.math.ceil(tf.math.log(leapfrogs + 1.0) / math.log(2.0) - 1e-9),
+                # log p(z, p) = log p(z) - |p|^2 / 2 at the drawn state, in units of 1 / beta.
+                "kinetic": f64(results.target_log_prob) - f64(results.energy)}
+        return z, results.target_log_prob, results.grads_target_log_prob[0], info
+
+
+class RWMH(ProposalKernel):
+    """Random-walk Metropolis, tfp.mcmc.RandomWalkMetropolis with Gaussian proposals."""
+
+    name = "RWMH"
+    uses_gradient = False
+    default_acceptance = 0.234  # optimal for d -> infinity (Roberts, Gelman & Gilks 1997)
+
+    def transition(self, target, z, log_prob, gradient, width, seed):
+        import tensorflow_probability as tfp
+        from tensorflow_probability.python.mcmc.metropolis_hastings import MetropolisHastingsKernelResults
+        from tensorflow_probability.python.mcmc.random_walk_metropolis import UncalibratedRandomWalkResults
+        kernel = tfp.mcmc.RandomWalkMetropolis(target, new_state_fn=tfp.mcmc.random_walk_normal_fn(scale=width))
+        zero_seed = tf.zeros([2], tf.int32)
+        # The structure bootstrap_results gives (the accepted results carry no seed).
+        inner = UncalibratedRandomWalkResults(log_acceptance_correction=tf.zeros_like(log_prob),
+                                              target_log_prob=log_prob, seed=[])
+        results = MetropolisHastingsKernelResults(
+            accepted_results=inner, is_accepted=tf.zeros(tf.shape(log_prob), tf.bool),
+            log_accept_ratio=tf.zeros_like(log_prob), proposed_state=z,
+            proposed_results=inner._replace(seed=zero_seed), extra=[], seed=zero_seed)
+        z, results = kernel.one_step(z, results, seed=seed)
+        ratio = tf.cast(results.log_accept_ratio, tf.float64)
+        ratio = tf.where(tf.math.is_finite(ratio), ratio, -np.inf)
+        zeros = tf.zeros(tf.shape(log_prob), tf.float64)
+        info = {"acceptance": tf.exp(tf.minimum(ratio, 0.0)), "divergent": zeros, "gradient_evaluations": zeros}
+        return z, results.accepted_results.target_log_prob, gradient, info
+
+
+KERNELS = {"NUTS": NUTS, "RWMH": RWMH}

@@ -1,0 +1,179 @@
+"""NUTS and RWMH (TFP's kernels run by tati) against exact answers: invariance of one
+transition from exact draws (DKWM) with a negative control, moments of badly scaled and
+correlated Gaussians with nothing but burn_in_steps and max_steps given (the adaptation),
+a conjugate Bayesian linear regression through a Keras model, bitwise resume in burn-in.
+
+False-failure budget: 1e-6 per DKWM test, 1e-3 split (Bonferroni) over each moment test's
+assertions, as test_hmc.py.
+"""
+
+import numpy as np
+import pandas as pd
+import pytest
+import tensorflow as tf
+from scipy import stats as sps
+
+import tati
+from stats import seed
+from tati.errors import InputError
+from test_hmc import dkwm_bound, dkwm_distance, logistic_potential
+
+ALPHA = 1e-3
+
+
+def one_transition(name, step_width, inverse_temperature=1.0, walkers=20000):
+    """Positions of `walkers` chains started at exact draws of the logistic target (beta = 1),
+    after one transition of a kernel targeting exp(-inverse_temperature U)."""
+    rng = np.random.default_rng(seed(4200))
+    start = np.arctanh(2.0 * rng.uniform(size=(walkers, 1)) - 1.0)
+    sim = tati.Simulation(potential=logistic_potential, potential_batched=True, initial_parameters=start,
+                          number_walkers=walkers, sampler=name, step_width=step_width,
+                          inverse_temperature=inverse_temperature, dtype="float64", max_steps=1,
+                          seed=seed(42))
+    trajectory = sim.sample().trajectory
+    assert len(trajectory) == walkers
+    return start[trajectory["id"].to_numpy(), 0], trajectory["param0"].to_numpy()
+
+
+@pytest.mark.parametrize("name, step_width", [("NUTS", 1.5), ("RWMH", 2.5)])
+def test_one_transition_keeps_the_target_invariant(name, step_width):
+    """20,000 chains at exact draws, one transition: the DKWM bound at false-failure rate 1e-6
+    holds and the chains moved (RWMH: many were rejected too)."""
+    start, end = one_transition(name, step_width)
+    assert dkwm_distance(end) < dkwm_bound(len(end))
+    moved = np.mean(start != end)
+    assert moved > (0.3 if name == "RWMH" else 0.5), moved  # most chains moved
+    if name == "RWMH":
+        assert moved < 0.8, moved
+
+
+@pytest.mark.parametrize("name, step_width", [("NUTS", 1.5), ("RWMH", 2.5)])
+def test_one_transition_towards_another_target_is_detected(name, step_width):
+    """Negative control: the same draws moved by a kernel of the wrong temperature (beta = 0.5)
+    fail the same test."""
+    _, end = one_transition(name, step_width, inverse_temperature=0.5)
+    assert dkwm_distance(end) > dkwm_bound(len(end))
+
+
+def mcse_deviations(chains, exact):
+    """|estimate - exact| / MCSE for each column of statistics [draws, walkers, k] against the
+    exact means, the MCSE from tfp's ESS over the walkers (as Stan's)."""
+    from tati.diagnostics.convergence import _quiet_tfp
+    with _quiet_tfp() as tfp:
+        if chains.shape[1] > 1:
+            ess = tfp.mcmc.effective_sample_size(chains, filter_beyond_positive_pairs=True, cross_chain_dims=1).numpy()
+        else:
+            ess = tfp.mcmc.effective_sample_size(chains[:, 0], filter_beyond_positive_pairs=True).numpy()
+    pooled = chains.reshape(-1, chains.shape[-1])
+    error = pooled.std(axis=0, ddof=1) / np.sqrt(ess)
+    return np.abs(pooled.mean(axis=0) - exact) / error
+
+
+def first_and_second_moments(trajectory, columns, burn_in):
+    """[draws, walkers, d + d (d + 1) / 2]: each draw's coordinates and their products x_i x_j, i <= j."""
+    kept = trajectory[trajectory.step > burn_in].sort_values(["step", "id"])
+    walkers = kept["id"].nunique()
+    x = kept[columns].to_numpy().reshape(-1, walkers, len(columns))
+    i, j = np.triu_indices(len(columns))
+    return np.concatenate([x, x[..., i] * x[..., j]], axis=-1), (i, j)
+
+
+def badly_scaled(case):
+    """(covariance, batched potential) of the two Gaussians of the acceptance: 100-D with
+    standard deviations log-spaced from 0.1 to 10, or 10-D rotated with condition number 1e4."""
+    if case == "log-spaced 100-D":
+        covariance = np.diag(np.logspace(-1, 1, 100) ** 2)
+    else:
+        rotation, _ = np.linalg.qr(np.random.default_rng(seed(4300)).normal(size=(10, 10)))
+        covariance = rotation @ np.diag(np.logspace(0, 4, 10)) @ rotation.T
+    precision = tf.constant(np.linalg.inv(covariance))
+    return covariance, lambda theta: 0.5 * tf.reduce_sum(theta * tf.linalg.matmul(theta, precision), axis=-1)
+
+
+@pytest.mark.parametrize("case", ["log-spaced 100-D", "correlated 10-D"])
+def test_nuts_needs_no_tuning_on_badly_scaled_gaussians(case):
+    """Only burn_in_steps and max_steps given (4 walkers started at 1): after the adaptation
+    every mean, variance (and for the 10-D case every covariance) lies within the MCSE bound
+    (normal, false-failure budget 1e-3 split over all of them), and the mean acceptance
+    statistic after burn-in lies within 0.05 of the target 0.8; no divergence after burn-in."""
+    covariance, potential = badly_scaled(case)
+    d, burn_in = len(covariance), 1000
+    sim = tati.Simulation(potential=potential, potential_batched=True, initial_parameters=np.ones(d),
+                          number_walkers=4, sampler="NUTS", burn_in_steps=burn_in, max_steps=2 * burn_in,
+                          dtype="float64", jit_compile=True, seed=seed(43))
+    result = sim.sample()
+    columns = [f"param{i}" for i in range(d)]
+    moments, (i, j) = first_and_second_moments(result.trajectory, columns, burn_in)
+    if case == "log-spaced 100-D":  # means and variances
+        keep = np.concatenate([np.arange(d), d + np.flatnonzero(i == j)])
+    else:  # means and the whole covariance
+        keep = np.arange(moments.shape[-1])
+    exact = np.concatenate([np.zeros(d), covariance[i, j]])[keep]
+    deviations = mcse_deviations(moments[..., keep], exact)
+    assert np.all(deviations < sps.norm.ppf(1 - ALPHA / (2 * len(keep)))), deviations.max()
+    acceptance = 1.0 - result.run_info.groupby("id").tail(1)["average_rejection_rate"].mean()
+    assert abs(acceptance - 0.8) < 0.05, acceptance
+    assert result.run_info.groupby("id").tail(1)["divergences"].sum() == 0  # counted after burn-in
+
+
+def test_nuts_samples_a_conjugate_bayesian_regression_through_a_keras_model():
+    """A Keras model y = w . x + b (one Dense layer) with the mean squared loss and a Gaussian
+    prior of standard deviation s on w: exp(-beta U) is Gaussian, precision
+    beta (2 X^T X / n + diag(1/s^2, 1/s^2, 0)), mean its inverse times beta 2 X^T y / n. NUTS with
+    adaptation: means and covariances within the MCSE bound (budget 1e-3 over 3 + 6)."""
+    import keras
+    rng = np.random.default_rng(seed(4400))
+    n, beta, s = 50, 5.0, 0.5
+    features = rng.normal(size=(n, 2)) * [1.0, 3.0]
+    labels = features @ [0.7, -0.2] + 0.4 + rng.normal(size=n)
+    design = np.hstack([features, np.ones((n, 1))])
+    precision = beta * (2.0 / n * design.T @ design + np.diag([1 / s ** 2, 1 / s ** 2, 0.0]))
+    covariance = np.linalg.inv(precision)
+    mean = covariance @ (beta * 2.0 / n * design.T @ labels)
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, dtype="float64")])
+    burn_in = 300
+    sim = tati.Simulation(model=model, dataset=(features, labels[:, None]), loss="mean_squared",
+                          prior_standard_deviation=s, inverse_temperature=beta, sampler="NUTS",
+                          burn_in_steps=burn_in, max_steps=burn_in + 2000, dtype="float64", seed=seed(44))
+    trajectory = sim.sample().trajectory
+    columns = ["weight0", "weight1", "bias0"]
+    moments, (i, j) = first_and_second_moments(trajectory, columns, burn_in)
+    centred = np.concatenate([moments[..., :3], (moments[..., :3] - mean)[..., i] * (moments[..., :3] - mean)[..., j]],
+                             axis=-1)
+    exact = np.concatenate([mean, covariance[i, j]])
+    deviations = mcse_deviations(centred, exact)
+    assert np.all(deviations < sps.norm.ppf(1 - ALPHA / (2 * len(exact)))), deviations
+
+
+@pytest.mark.parametrize("name", ["NUTS", "RWMH"])
+def test_resumed_burn_in_continues_bitwise(name, tmp_path):
+    """30 steps, a checkpoint, then 50 more in a new Simulation give the rows of one 80-step run
+    (burn-in 60: the metric's window ends at step 54 and the width freezes at 60)."""
+    def run(steps, **more):
+        sim = tati.Simulation(potential=lambda q: 0.5 * tf.reduce_sum(q * q * [1.0, 4.0, 9.0], axis=-1),
+                              potential_batched=True, initial_parameters=[1.0, -1.0, 0.5], number_walkers=2,
+                              sampler=name, burn_in_steps=60, max_steps=steps, dtype="float64", seed=seed(45), **more)
+        return sim.sample()
+
+    whole = run(80)
+    first = run(30, save_model=str(tmp_path / "c.npz"))
+    rest = run(50, restore_model=str(tmp_path / "c.npz"))
+    for table in ("run_info", "trajectory", "averages"):
+        joined = pd.concat([getattr(first, table), getattr(rest, table)], ignore_index=True)
+        expected = getattr(whole, table).reset_index(drop=True)
+        pd.testing.assert_frame_equal(joined.drop(columns="time_per_nth_step", errors="ignore"),
+                                      expected.drop(columns="time_per_nth_step", errors="ignore"))
+    widths = whole.run_info.groupby("step")["step_width"].first()
+    assert widths.loc[61:].nunique() == 1 and widths.loc[:60].nunique() > 10  # adapted, then frozen
+
+
+def test_options_that_do_not_apply_are_refused_in_one_line():
+    common = dict(potential=lambda q: tf.reduce_sum(q * q), initial_parameters=[1.0])
+    with pytest.raises(InputError, match="batch_size"):
+        tati.Simulation(hidden_dimension=[2], sampler="NUTS", batch_size=10)
+    with pytest.raises(InputError, match="covariance_blending"):
+        tati.Simulation(sampler="RWMH", number_walkers=4, covariance_blending=1.0, **common)
+    with pytest.raises(InputError, match="target_acceptance_rate"):
+        tati.Simulation(sampler="NUTS", target_acceptance_rate=1.0, **common)
+    with pytest.raises(InputError, match="momenta"):
+        tati.Simulation(sampler="NUTS", **common).momenta

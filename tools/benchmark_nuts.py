@@ -1,0 +1,115 @@
+"""tati's NUTS against plain tfp.mcmc.NoUTurnSampler with DualAveragingStepSizeAdaptation:
+time per gradient evaluation (the wrapper's cost; issue target: at most 5% over TFP), min ESS
+per second and per gradient evaluation.
+
+Cases: the two of tools/benchmark_hmc.py, (a) a 100-D Gaussian with standard deviations
+0.1 ... 1 and (b) a Bayesian logistic regression with 25 weights. Both samplers: 4 chains
+started at 0.01, `--burn-in` adaptation steps, `--draws` kept draws, every draw kept. Ours is
+`Simulation.sample()` as a user runs it (every draw a table row), adapting width and diagonal
+metric in a first, untimed call (which also compiles), then timed calls of `--draws` steps
+each. TFP's is `tfp.mcmc.sample_chain` in one compiled tf.function, burn-in included, tracing
+the states and leapfrog counts, adapting the width only. Timed interleaved, median of
+`--repeats`; graph mode and XLA (`jit_compile`).
+
+    python tools/benchmark_nuts.py [--burn-in 500] [--draws 1000] [--repeats 3] [--threads N]
+"""
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_probability as tfp
+
+import tati
+from benchmark import set_threads
+from benchmark_hmc import gaussian, logistic_regression
+
+CHAINS = 4
+
+
+def min_ess(draws):
+    """Smallest ESS over the parameters of draws [n, chains, d], cross-chain."""
+    return float(tf.reduce_min(tfp.mcmc.effective_sample_size(
+        tf.constant(draws), filter_beyond_positive_pairs=True, cross_chain_dims=1)).numpy())
+
+
+def ours(potential, dimension, h, burn_in, draws, jit):
+    """A Simulation with max_steps = draws: its first call (untimed: it compiles the loop and
+    holds the burn-in) is followed by timed calls of `draws` kept draws each."""
+    if burn_in > draws:
+        raise SystemExit("--burn-in must be at most --draws")
+    sim = tati.Simulation(potential=potential, potential_batched=True, dtype="float64",
+                          initial_parameters=np.full((CHAINS, dimension), 0.01), number_walkers=CHAINS,
+                          sampler="NUTS", step_width=h, burn_in_steps=burn_in, max_steps=draws,
+                          jit_compile=jit, seed=1)
+    sim.sample()
+
+    def run():
+        before = sim.sampler.counters.numpy()[3].sum()
+        start = time.perf_counter()
+        result = sim.sample()
+        seconds = time.perf_counter() - start
+        states = result.trajectory.sort_values(["step", "id"])[[f"param{i}" for i in range(dimension)]]
+        gradients = float(sim.sampler.counters.numpy()[3].sum() - before)
+        return seconds, gradients, min_ess(states.to_numpy().reshape(draws, CHAINS, dimension))
+    return run
+
+
+def theirs(potential, dimension, h, burn_in, draws, jit):
+    kernel = tfp.mcmc.DualAveragingStepSizeAdaptation(
+        tfp.mcmc.NoUTurnSampler(lambda x: -potential(x), step_size=tf.constant(h, tf.float64)),
+        num_adaptation_steps=burn_in)
+    start_state = tf.constant(np.full((CHAINS, dimension), 0.01))
+
+    @tf.function(jit_compile=jit)
+    def chain(state):
+        return tfp.mcmc.sample_chain(draws, state, kernel=kernel, num_burnin_steps=burn_in,
+                                     trace_fn=lambda _, r: r.inner_results.leapfrogs_taken, seed=[1, 2])
+
+    def run():
+        start = time.perf_counter()
+        states, leapfrogs = chain(start_state)
+        states = states.numpy()
+        seconds = time.perf_counter() - start
+        # The burn-in's leapfrogs are not traced: count them as the kept draws' mean rate.
+        gradients = float(tf.reduce_sum(leapfrogs).numpy()) * (burn_in + draws) / draws
+        return seconds, gradients, min_ess(states)
+    return run, chain
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--burn-in", type=int, default=500)
+    parser.add_argument("--draws", type=int, default=1000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, help="TensorFlow's inter- and intra-op threads (default: its own)")
+    args = parser.parse_args(argv)
+    set_threads(args.threads)
+    print("| case | mode | sampler | seconds | gradients | us per gradient | min ESS | ESS/s | ESS per 1000 gradients |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, case in (("(a) 100-D Gaussian", gaussian), ("(b) logistic regression, 25 weights", logistic_regression)):
+        potential, dimension, h = case()
+        for jit in (False, True):
+            runs = {"tati NUTS": ours(potential, dimension, h, args.burn_in, args.draws, jit)}
+            runs["TFP NUTS"], chain = theirs(potential, dimension, h, args.burn_in, args.draws, jit)
+            chain(tf.constant(np.full((CHAINS, dimension), 0.01)))  # trace and compile TFP's once
+            results = {label: [] for label in runs}
+            for _ in range(args.repeats):
+                for label, run in runs.items():
+                    results[label].append(run())
+            per_gradient = {}
+            for label, found in results.items():
+                seconds = statistics.median(r[0] for r in found)
+                gradients, ess = found[-1][1], found[-1][2]
+                per_gradient[label] = seconds / gradients
+                print(f"| {name} | {'XLA' if jit else 'graph'} | {label} | {seconds:.2f} | {gradients:.0f} | "
+                      f"{1e6 * seconds / gradients:.1f} | {ess:.0f} | {ess / seconds:.0f} | "
+                      f"{1000 * ess / gradients:.1f} |", flush=True)
+            print(f"| {name} | {'XLA' if jit else 'graph'} | ratio per gradient | "
+                  f"{per_gradient['tati NUTS'] / per_gradient['TFP NUTS']:.2f} | | | | | |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
