@@ -214,7 +214,8 @@ OPTIONS = [
     Option("dtype", "float32", Text(("float32", "float64")), "network",
            "Floating-point type of parameters and data."),
     Option("model", None, PythonObject(), "network",
-           "A user's keras.Model to sample or train instead of the built-in network (Python only)."),
+           "A user's keras.Model to sample or train instead of the built-in network, evaluated per "
+           "walker by Keras 3's stateless call (Python only)."),
     Option("potential", None, PythonObject(), "network",
            "A callable theta -> U(theta) on a 1-D parameter tensor, sampled instead of a "
            "network (Python only); needs initial_parameters."),
@@ -227,7 +228,8 @@ OPTIONS = [
     Option("fix_parameters", None, Optional(Text()), "network",
            "Parameters kept at given values, e.g. 'layer1/weights=0.1;output/biases=0;weight3=2': "
            "groups layerK/weights, layerK/biases, output/weights, output/biases of the built-in "
-           "network or single columns (weight7, param0); one value per group or one per member. "
+           "network (a Keras model's variable paths) or single columns (weight7, param0); one "
+           "value per group or one per member. "
            "They leave the trajectory columns and the degrees of freedom."),
     Option("parse_parameters_file", None, Optional(Text()), "network",
            "Trajectory CSV file (as written by trajectory_file) whose row gives the initial "
@@ -266,6 +268,24 @@ OPTIONS = [
     Option("noise_estimate", 0.0, NONNEGATIVE, "sampler",
            "SGHMC: B-hat, the estimated gradient-noise term (Chen et al. 2014), kept constant; "
            "must stay below C / beta."),
+    Option("gradient_noise_estimator", "none", Text(("none", "adam", "adam_centered")), "sampler",
+           "SGHMC: how B-hat = eps V-hat / 2 is found, V-hat the gradient's variance per "
+           "parameter: none (the constant noise_estimate), adam (Adam's decaying moments, "
+           "V-hat = v - m^2) or adam_centered (the second moment centred with the first)."),
+    Option("first_moment_decay", 0.9, POSITIVE, "sampler",
+           "SGHMC, gradient_noise_estimator adam or adam_centered: decay b1 < 1 of the running "
+           "mean of the gradient."),
+    Option("second_moment_decay", 0.999, POSITIVE, "sampler",
+           "SGHMC, gradient_noise_estimator adam or adam_centered: decay b2 < 1 of the running "
+           "second moment of the gradient."),
+    Option("mass_rescaling_steps", 50, NONNEGATIVE_INT, "sampler",
+           "SGHMC with a gradient_noise_estimator: steps between two rescalings of the diagonal "
+           "mass M = mass W, W = max(1, m_est beta B-hat / C), friction scaled alike; 0 means "
+           "never. No effect without an estimator."),
+    Option("mass_safety_factor", 2.0, Number(minimum=1), "sampler",
+           "SGHMC with a gradient_noise_estimator: m_est, kept as m_est beta B-hat <= C at every "
+           "step (B-hat is clamped between rescalings), so at least 1 - 1/m_est of the "
+           "thermostat's noise is injected."),
     Option("hamiltonian_dynamics_time", 1.0, POSITIVE, "sampler",
            "HMC: time T of one leg; each leg takes round(u T / step_width) steps, u uniform in "
            "[0.9, 1.1], of width uniform in [0.7, 1.3] times step_width."),
@@ -287,14 +307,15 @@ OPTIONS = [
     # walkers
     Option("number_walkers", 1, POSITIVE_INT, "walkers",
            "Number of walkers W, advanced together in one vectorised step; each has its own noise "
-           "and, by default, its own initial parameters (drawn with seed + walker)."),
+           "and, by default, its own initial parameters (drawn with seed + walker; a Keras model's "
+           "walker 0 keeps the model's values)."),
     Option("covariance_blending", 0.0, NONNEGATIVE, "walkers",
            "eta of the ensemble preconditioner: walkers move in two alternating halves, each using the "
            "Cholesky factor of I + eta C, C the covariance of the standing half's positions; 0 means off."),
     Option("covariance_blocks", "full", Text(("full", "layers")), "walkers",
            "Covariance of the ensemble preconditioner: full (all parameters at once, at most 4000) "
            "or layers (block-diagonal, one block per weight and bias tensor of the built-in "
-           "network, each at most 4000 parameters), for larger networks."),
+           "network or variable of a Keras model, each at most 4000 parameters), for larger networks."),
     Option("covariance_after_steps", 100, POSITIVE_INT, "walkers",
            "Steps between two swaps of the moving half and updates of the ensemble preconditioner "
            "(and collapses); HMC: at least 2, and best several leg lengths, since legs end at a swap."),

@@ -60,14 +60,8 @@ def _check_combinations(o):
     if o["jit_compile"] and o["potential"] is not None and o["number_walkers"] > 1 and not o["potential_batched"]:
         raise InputError("jit_compile with several walkers needs potential_batched=True (XLA "
                          "miscompiles the vectorised map of a one-walker potential)")
-    if o["model"] is not None and o["number_walkers"] > 1:
-        raise InputError("number_walkers > 1 needs the built-in network or a potential; a "
-                         "Keras model is sampled with one walker")
     if o["model"] is None and o["potential"] is None and not isinstance(o["loss"], str):
         raise InputError("loss must be one of the built-in names for the built-in network")
-    if o["fix_parameters"] is not None and o["model"] is not None:
-        raise InputError("fix_parameters needs the built-in network or a potential (in a Keras "
-                         "model, make the layer non-trainable)")
     if o["target_acceptance_rate"] is not None and not o["target_acceptance_rate"] < 1:
         raise InputError(f"target_acceptance_rate must be < 1, got {o['target_acceptance_rate']:g}")
     if is_proposal(o["sampler"]):
@@ -80,8 +74,6 @@ def _check_combinations(o):
                              "adapts its metric instead)")
     if o["covariance_blending"] == 0 and not o["collapse_walkers"]:
         return
-    if o["model"] is not None:
-        raise InputError("covariance_blending and collapse_walkers need the built-in network or a potential")
     if is_metropolis(o["sampler"]):
         if o["collapse_walkers"]:  # it would move chains by a step no Metropolis test accepts
             raise InputError(f"collapse_walkers is not available with sampler {o['sampler']}")

@@ -34,7 +34,7 @@ from tati.data.pipeline import Batches, NoData, check_arrays
 from tati import checkpoint
 from tati.errors import InputError, Interrupted, SamplingError
 from tati.loop import make_chunk
-from tati.models import MLP, KerasModel, Potential
+from tati.models import MLP, KerasNetwork, Potential
 from tati.optimizers import make_optimizer
 from tati.recording.averages import RunningAverages
 from tati.recording.columns import (INTEGER_COLUMNS, PROPOSAL_RUN_INFO, averages_columns,
@@ -177,10 +177,8 @@ class Simulation:
             return Potential(o["potential"], o["initial_parameters"], o["dtype"], o["number_walkers"],
                              o["potential_batched"])
         if o["model"] is not None:
-            model = KerasModel(o["model"], o["loss"], o["input_dimension"])
-            if o["initial_parameters"] is not None:
-                model.set_parameters(o["initial_parameters"])
-            return model
+            return KerasNetwork(o["model"], o["loss"], o["input_dimension"], o["dtype"], o["number_walkers"],
+                                o["initial_parameters"], o["seed"], vectorize=not o["jit_compile"])
         return MLP(o["input_dimension"], o["output_dimension"], o["hidden_dimension"],
                    o["hidden_activation"], o["output_activation"], o["loss"], o["seed"],
                    o["dtype"], o["initial_parameters"], o["number_walkers"])
@@ -214,7 +212,8 @@ class Simulation:
                                  f"is too large (at most {MAX_COVARIANCE}); try covariance_blocks=layers")
             return None
         if not hasattr(self.model, "parameter_groups"):
-            raise InputError("covariance_blocks=layers needs the built-in network, whose layers give the blocks")
+            raise InputError("covariance_blocks=layers needs the built-in network or a Keras model, whose layers "
+                             "give the blocks")
         index = {name: i for i, name in enumerate(self.model.parameter_names)}
         blocks = {group: [index[name] for name in names if name in index]
                   for group, names in self.model.parameter_groups().items()}
@@ -314,6 +313,8 @@ class Simulation:
                 table.close()
             if bar is not None:
                 bar.close()
+        if hasattr(self.model, "sync"):  # a Keras model's own variables: walker 0
+            self.model.sync()
         if o["save_model"] is not None:
             checkpoint.save(o["save_model"], self, run)
         if stop.signal is not None:

@@ -5,6 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import tensorflow as tf
+from scipy import stats
 
 import tati
 from langevin_harness import exact_draws, linear_scheme, stationary
@@ -112,11 +113,39 @@ def test_same_seed_same_tables_for_any_number_of_walkers(walkers):
         assert sorted(set(first.id)) == list(range(walkers))
 
 
-def test_keras_model_refuses_several_walkers():
+def test_keras_model_with_walkers_samples_a_conjugate_regression():
+    """A Keras model y = w . x + b (one Dense layer) with 4 walkers through BAOAB (exact
+    positions on a Gaussian): the mean squared loss and a Gaussian prior of standard deviation
+    s on w make exp(-beta U) Gaussian (see test_proposal.py). Means and covariances within
+    the MCSE bound (normal, budget 1e-3 over 3 + 6), and convergence() compares the 4 walkers."""
     import keras
+    from test_proposal import first_and_second_moments, mcse_deviations
+    rng = np.random.default_rng(seed(740))
+    n, beta, s = 50, 5.0, 0.5
+    features = rng.normal(size=(n, 2)) * [1.0, 3.0]
+    labels = features @ [0.7, -0.2] + 0.4 + rng.normal(size=n)
+    design = np.hstack([features, np.ones((n, 1))])
+    covariance = np.linalg.inv(beta * (2.0 / n * design.T @ design + np.diag([1 / s ** 2, 1 / s ** 2, 0.0])))
+    mean = covariance @ (beta * 2.0 / n * design.T @ labels)
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
-    with pytest.raises(tati.InputError, match="number_walkers"):
-        tati.Simulation(model=model, number_walkers=2)
+    burn_in = 2000
+    sim = tati.Simulation(model=model, dataset=(features, labels[:, None]), loss="mean_squared",
+                          prior_standard_deviation=s, inverse_temperature=beta, number_walkers=4,
+                          step_width=0.05, friction_constant=1.0, burn_in_steps=burn_in, max_steps=22000,
+                          every_nth=10, dtype="float64", seed=seed(741))
+    result = sim.sample()
+    columns = ["weight0", "weight1", "bias0"]
+    moments, (i, j) = first_and_second_moments(result.trajectory, columns, burn_in)
+    x = moments[..., :3]
+    centred = np.concatenate([x, (x - mean)[..., i] * (x - mean)[..., j]], axis=-1)
+    exact = np.concatenate([mean, covariance[i, j]])
+    deviations = mcse_deviations(centred, exact)
+    assert np.all(deviations < stats.norm.ppf(1 - 1e-3 / (2 * len(exact)))), deviations
+    table = result.convergence(burn_in=burn_in)
+    assert list(table.index) == columns and np.all(table["ess"] > 1000), table
+    assert np.all(table["r_hat"] < 1.05), table  # 4 walkers of 2000 rows each agree
+    # walker 0's parameters end in the model (float32 there)
+    np.testing.assert_allclose(model.layers[0].bias.numpy(), sim.parameters[0, 2:], rtol=1e-6)
 
 
 def assert_mean_and_covariance(trajectory, columns, mean, covariance, max_steps, batches=20):

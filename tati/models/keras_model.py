@@ -1,9 +1,17 @@
 """A user's Keras model with a loss, seen through the flat parameter view.
 
-The optimizer updates the model's own variables; the flat view concatenates them, weight
-variables first and bias variables (named ``bias``) after, each flattened row-major. Columns
-are weight0.., bias0.. as for the built-in network. One walker only: the view presents it
-with a leading walker axis of length 1 ([1, d] parameters, [1] losses).
+`KerasModel` is the view of the model's own variables (one walker, [1, d] parameters, [1]
+losses), as the recording callback of `model.fit` reads it: the flat vector concatenates the
+variables, weight variables first and bias variables (named ``bias``) after, each flattened
+row-major. Columns are weight0.., bias0.. as for the built-in network.
+
+`KerasNetwork` is how the Simulation samples a Keras model: a FlatModel whose [W, d] parameters
+are W walkers of that vector, evaluated by Keras 3's stateless call (the model run with given
+values for its variables), vectorised over the walkers. So a Keras model gets what the built-in
+network has: several walkers, fixed parameters, priors, the ensemble preconditioner and its
+per-layer blocks, and every sampler. Walker 0 starts at the model's values, the others at
+fresh draws of the layers' initializers (seeded), unless initial_parameters are given. After
+each sample() or fit() call the model's own variables are set to walker 0's parameters.
 """
 
 import keras
@@ -11,7 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from tati.errors import InputError
-from tati.models.flat import check_walkers
+from tati.models.flat import FlatModel, check_walkers
 from tati.models.losses import LOSSES, accuracy
 
 
@@ -103,3 +111,94 @@ class KerasModel:
         if self.loss_name is None:
             return loss, tf.constant([np.nan], self.dtype)
         return loss, accuracy(self.loss_name, labels, outputs)
+
+
+class KerasNetwork(FlatModel):
+    """A Keras model sampled through [W, d] flat parameters (see the module docstring)."""
+
+    def __init__(self, model, loss, input_dimension, dtype, walkers=1, initial_parameters=None, seed=0,
+                 vectorize=True):
+        """`vectorize`: the walkers through tf.vectorized_map; else one call per walker, which
+        XLA needs (it compiles a vectorised stateless call anew at every call of the loop)."""
+        self.view = KerasModel(model, loss, input_dimension)
+        self.vectorize = vectorize
+        values = self._initial(walkers, seed) if initial_parameters is None else initial_parameters
+        values = check_walkers("initial_parameters", values, walkers, self.view.num_parameters, dtype)
+        super().__init__(values, self.view.parameter_names, dtype)
+        self.loss_name = self.view.loss_name
+
+    def _initial(self, walkers, seed):
+        """[W, d]: walker 0 the model's values, walker w > 0 drawn by each variable's initializer
+        (the layer's `<name>_initializer` for its variable `<name>`) seeded with (seed, w,
+        variable); a variable without one keeps the model's values."""
+        initializers = {}
+        for layer in self.view.model._flatten_layers(include_self=True):
+            for name, value in vars(layer).items():
+                variable = getattr(layer, name[:-len("_initializer")], None) if name.endswith("_initializer") else None
+                if isinstance(variable, keras.Variable) and isinstance(value, keras.initializers.Initializer):
+                    initializers[id(variable)] = value
+        rows = [self.view.get_parameters()[0]]
+        for walker in range(1, walkers):
+            pieces = []
+            for index, v in enumerate(self.view.variables):
+                initializer = initializers.get(id(v))
+                config = initializer.get_config() if initializer is not None else {}
+                if initializer is None or "seed" not in config:
+                    pieces.append(np.asarray(v.numpy(), np.float64).ravel())
+                    continue
+                key = int(np.random.SeedSequence([seed, walker, index]).generate_state(1)[0] % 2 ** 31)
+                fresh = type(initializer).from_config(dict(config, seed=key))
+                pieces.append(np.asarray(fresh(tuple(v.shape), dtype=v.dtype), np.float64).ravel())
+            rows.append(np.concatenate(pieces))
+        return np.stack(rows)
+
+    def _network(self, vector, features):
+        """The model's outputs at one walker's full parameter vector [d_all]."""
+        view = self.view
+        values = dict(zip((id(v) for v in view.variables), view._split(vector)))
+        trainable = [values[id(v)] for v in view.model.trainable_variables]
+        non_trainable = [tf.convert_to_tensor(v) for v in view.model.non_trainable_variables]
+        outputs = view.model.stateless_call(trainable, non_trainable, features, training=False)[0]
+        return tf.cast(outputs, self.dtype)
+
+    def outputs(self, features, theta=None):
+        """[W, batch, outputs]: every walker's model on the same features."""
+        theta = self.full_parameters(theta)
+        if self.num_walkers == 1:
+            return self._network(theta[0], features)[None]
+        if not self.vectorize:
+            return tf.stack([self._network(theta[w], features) for w in range(self.num_walkers)])
+        return tf.vectorized_map(lambda vector: self._network(vector, features), theta)
+
+    def _losses(self, labels, outputs):
+        if self.loss_name is not None:
+            return LOSSES[self.loss_name](labels, outputs)
+        loss = self.view._loss  # the user's callable, on one walker's outputs
+        return tf.stack([tf.cast(tf.reshape(loss(labels, outputs[w]), []), self.dtype)
+                         for w in range(self.num_walkers)])
+
+    def loss(self, features, labels, theta=None):
+        return self.with_prior(self._losses(labels, self.outputs(features, theta)), theta)
+
+    def loss_and_accuracy(self, features, labels, theta=None):
+        outputs = self.outputs(features, theta)
+        loss = self.with_prior(self._losses(labels, outputs), theta)
+        if self.loss_name is None:
+            return loss, tf.fill([self.num_walkers], tf.constant(np.nan, self.dtype))
+        return loss, accuracy(self.loss_name, labels, outputs)
+
+    def parameter_groups(self):
+        """The column names of each variable of the model, by its path (e.g. dense/kernel)."""
+        groups, start = {}, {"weight": 0, "bias": 0}
+        for v in self.view.variables:
+            kind = "bias" if v.path.split("/")[-1].startswith("bias") else "weight"
+            size = int(np.prod(v.shape))
+            groups[v.path] = [f"{kind}{i}" for i in range(start[kind], start[kind] + size)]
+            start[kind] += size
+        return groups
+
+    def sync(self):
+        """Set the Keras model's own variables to walker 0's parameters."""
+        for v, value in zip(self.view.variables, self.view._split(self.full_parameters()[0])):
+            v.assign(value)
+

@@ -13,11 +13,47 @@ then the position update (the same scheme, cyclically shifted):
 
 Mapping onto the Langevin parameters: eps = step_width, C = friction_constant (friction per
 unit time for unit mass), M = mass, beta = inverse_temperature (Chen et al. have beta = 1),
-B-hat = noise_estimate, with B-hat = eps V / 2 for gradient noise of variance V; it is
-constant here and must stay below C / beta. The friction step is Euler's, so eps C / M < 2 is
-needed for stability. Target: exp(-beta (U(theta) + |r|^2 / 2M)), with O(eps) bias.
-Reported momentum: r^n, the momentum the call starts from; kinetic energy |r|^2 / 2M.
-With the ensemble preconditioner B (ensemble.py) the kick uses B^T grad U and the drift B r.
+B-hat = eps V-hat / 2 for gradient noise of variance V-hat. The friction step is Euler's, so
+eps C / M < 2 is needed for stability. Target: exp(-beta (U(theta) + r^T M^{-1} r / 2)), with
+O(eps) bias. Reported momentum: r^n, the momentum the call starts from; kinetic energy
+r^T M^{-1} r / 2. With the ensemble preconditioner B (ensemble.py) the kick uses B^T grad U
+and the drift B M^{-1} r.
+
+B-hat comes from `gradient_noise_estimator`:
+
+* `none`: B-hat = `noise_estimate`, a constant below C / beta (0 by default: Chen et al.'s
+  choice, the injected noise alone is the thermostat);
+* `adam`: per parameter, exponentially decaying moments of the gradient g_t as in Adam, with
+  decays b1 = `first_moment_decay`, b2 = `second_moment_decay` and Adam's bias correction,
+      m_t = b1 m + (1 - b1) g_t,   v_t = b2 v + (1 - b2) g_t^2,
+      V-hat = (v_t / (1 - b2^t) - (m_t / (1 - b1^t))^2) / (1 - S_t),
+  S_t = sum of the squared weights of the corrected mean = (1 - b1)(1 + b1^t) / ((1 + b1)(1 - b1^t)).
+  Dividing by 1 - S_t makes V-hat unbiased for independent gradients of constant mean and
+  variance (v - m^2 alone is low by the variance of the short-window mean, 5% at b1 = 0.9);
+* `adam_centered`: the second moment of g_t centred with the previous (corrected) mean,
+      v_t = b2 v + (1 - b2) (g_t - m_{t-1} / (1 - b1^{t-1}))^2 / (1 + S_{t-1}),   V-hat = v_t / (1 - b2^{t-1}),
+  which follows a drifting mean gradient (as theta moves) rather than counting its drift as
+  noise; 1 + S_{t-1} likewise makes it unbiased. Both give V-hat = 0 at the first step.
+  The state (m, v, V-hat) is in optimizer variables, so a checkpoint restores it.
+
+Mass rescaling (only with an estimator, every `mass_rescaling_steps` steps, 0 = never) keeps
+the friction bound of the source document (the SGHMC thesis chapter among the source
+documents). In its notation (Chen et al.'s SGD-with-momentum form, v = eps M^{-1} r):
+eta = eps^2 M^{-1}, alpha = eps C M^{-1}, beta-hat = eps B-hat M^{-1} = eta V-hat / 2. It keeps
+alpha fixed and sets M = M_0 W with W diagonal,
+
+    W_ii = max(1, m_est eta_0 V-hat_ii / (2 alpha)),    eta = eta_0 W^{-1},
+
+m_est = `mass_safety_factor`, so that m_est beta-hat <= alpha. In tati's terms eps stays the
+step width, the mass and the friction become M_0 W and C_0 W (their ratio, the momentum decay,
+is unchanged), and W_ii = max(1, m_est beta B-hat_ii / C_0) with B-hat = eps V-hat / 2; the
+bound reads m_est beta B-hat <= C (at beta = 1 exactly the source's). At a rescaling the
+momentum is multiplied by sqrt(W_new / W_old), which maps N(0, M_old / beta) onto
+N(0, M_new / beta): a momentum in equilibrium stays in equilibrium. Between rescalings an
+estimate above the bound is clamped at it, B-hat = min(eps V-hat / 2, C / (m_est beta)), and
+no extra noise (or friction) makes up for the excess; so the bound holds at every step, and
+the injected noise 2 eps (C / beta - B-hat) is never negative. With m_est = 1 this is the
+source's clamp at alpha.
 """
 
 import math
@@ -30,42 +66,199 @@ from tati.options import default
 from tati.samplers import splitting
 from tati.samplers.base import SamplerBase, parameter_property
 
+ESTIMATORS = ("none", "adam", "adam_centered")
+
 
 @keras.saving.register_keras_serializable(package="tati")
 class SGHMC(SamplerBase):
-    """SGHMC; `step_width` eps, `friction_constant` C, `mass` M, `noise_estimate` B-hat."""
+    """SGHMC; `step_width` eps, `friction_constant` C, `mass` M, `noise_estimate` B-hat (or a
+    `gradient_noise_estimator` with mass rescaling, see the module docstring)."""
 
-    parameters = ("inverse_temperature", "friction_constant", "mass", "noise_estimate")
-    friction_constant = parameter_property("friction_constant", "C, the friction.")
-    mass = parameter_property("mass", "M, the scalar mass of the momenta.")
-    noise_estimate = parameter_property("noise_estimate", "B-hat, the gradient-noise estimate.")
+    parameters = ("inverse_temperature", "friction_constant", "mass", "noise_estimate",
+                  "gradient_noise_estimator", "first_moment_decay", "second_moment_decay",
+                  "mass_rescaling_steps", "mass_safety_factor")
+    # Structure (fixed at construction, Python constants); the other parameters are variables.
+    _STRUCTURE = ("gradient_noise_estimator", "mass_rescaling_steps")
+    friction_constant = parameter_property("friction_constant", "C, the friction (for mass M).")
+    mass = parameter_property("mass", "M, the scalar mass of the momenta (M_0 with mass rescaling).")
+    noise_estimate = parameter_property("noise_estimate", "B-hat, the constant gradient-noise estimate.")
+    first_moment_decay = parameter_property("first_moment_decay", "b1 of the adam estimators.")
+    second_moment_decay = parameter_property("second_moment_decay", "b2 of the adam estimators.")
+    mass_safety_factor = parameter_property("mass_safety_factor", "m_est: m_est beta B-hat <= C.")
 
     def __init__(self, step_width=default("step_width"), friction_constant=default("friction_constant"),
                  inverse_temperature=default("inverse_temperature"), mass=default("mass"),
-                 noise_estimate=default("noise_estimate"), seed=default("seed"), name=None, **kwargs):
+                 noise_estimate=default("noise_estimate"),
+                 gradient_noise_estimator=default("gradient_noise_estimator"),
+                 first_moment_decay=default("first_moment_decay"),
+                 second_moment_decay=default("second_moment_decay"),
+                 mass_rescaling_steps=default("mass_rescaling_steps"),
+                 mass_safety_factor=default("mass_safety_factor"),
+                 seed=default("seed"), name=None, **kwargs):
         super().__init__(step_width, seed, name, dict(
             kwargs, friction_constant=friction_constant, inverse_temperature=inverse_temperature,
-            mass=mass, noise_estimate=noise_estimate))
+            mass=mass, noise_estimate=noise_estimate, gradient_noise_estimator=gradient_noise_estimator,
+            first_moment_decay=first_moment_decay, second_moment_decay=second_moment_decay,
+            mass_rescaling_steps=mass_rescaling_steps, mass_safety_factor=mass_safety_factor))
         values = self._parameter_values
+        self.gradient_noise_estimator = values.pop("gradient_noise_estimator")
+        self.mass_rescaling_steps = values.pop("mass_rescaling_steps")
         limit = values["friction_constant"] / values["inverse_temperature"]
         if values["noise_estimate"] > 0 and values["noise_estimate"] >= limit:
             raise InputError(f"noise_estimate {values['noise_estimate']} must be below "
                              "friction_constant / inverse_temperature")
+        for option in ("first_moment_decay", "second_moment_decay"):
+            if values[option] >= 1:
+                raise InputError(f"{option} must be < 1, got {values[option]!r}")
+        if self.estimating:
+            if values["noise_estimate"] > 0:
+                raise InputError(f"noise_estimate {values['noise_estimate']} is a constant B-hat; it cannot be "
+                                 f"combined with gradient_noise_estimator '{self.gradient_noise_estimator}'")
+            if values["friction_constant"] == 0:
+                raise InputError(f"gradient_noise_estimator '{self.gradient_noise_estimator}' needs "
+                                 "friction_constant > 0: the noise it accounts for replaces part of C / beta")
+
+    @property
+    def estimating(self):
+        return self.gradient_noise_estimator != "none"
+
+    @property
+    def rescaling(self):
+        return self.estimating and self.mass_rescaling_steps > 0
 
     def initial_momentum_scale(self):
         return math.sqrt(self._parameter_values["mass"] / self._parameter_values["inverse_temperature"])
+
+    # -- state ---------------------------------------------------------------------------------
+    def build(self, variables):
+        if self.built:
+            return
+        super().build(variables)
+
+        def slots(name, value):
+            return [self.add_variable_from_reference(
+                v, name=name, initializer=lambda shape, dtype: tf.fill(shape, tf.cast(value, dtype)))
+                for v in variables] if self.estimating else []
+
+        self._first_moments = slots("gradient_mean", 0.0)
+        self._second_moments = slots("gradient_second_moment", 0.0)
+        self._noise_variances = slots("gradient_noise_variance", 0.0)
+        self._mass_weights = slots("mass_weight", 1.0) if self.rescaling else []
+
+    def _walker_state(self):
+        return self._first_moments + self._second_moments + self._noise_variances + self._mass_weights
+
+    def _each(self, slots, fill):
+        """The slots' values, one per variable (a single tensor for a single variable)."""
+        if not self.built:
+            raise ValueError("the sampler is not built yet (it has no state before its first step)")
+        values = [tf.convert_to_tensor(s) for s in slots] if slots else [
+            tf.fill(tf.shape(v), tf.cast(fill(), v.dtype)) for v in self._trainable_variables]
+        return values[0] if len(values) == 1 else values
+
+    @property
+    def gradient_noise_variance(self):
+        """V-hat, the estimated variance of each gradient component, shaped like the parameters
+        ([W, d] for a Simulation's walkers); without an estimator 2 noise_estimate / eps."""
+        return self._each(self._noise_variances, lambda: 2.0 * tf.cast(
+            self._parameter_variables["noise_estimate"], tf.float64) / tf.cast(self.learning_rate, tf.float64))
+
+    @property
+    def mass_weights(self):
+        """W of M = M_0 W, per parameter (ones without mass rescaling)."""
+        return self._each(self._mass_weights, lambda: 1.0)
+
+    @property
+    def noise_term(self):
+        """B-hat as the last step used it, per parameter (after clamping)."""
+        if not self.estimating:
+            return self._each([], lambda: self._parameter_variables["noise_estimate"])
+        b_hats = []
+        for index, variable in enumerate(self._trainable_variables):
+            weight = self._mass_weights[index] if self.rescaling else 1.0
+            b_hats.append(self._clamped_b_hat(self._noise_variances[index], weight, variable.dtype,
+                                              tf.cast(self.learning_rate, variable.dtype)))
+        return b_hats[0] if len(b_hats) == 1 else b_hats
+
+    # -- the step ------------------------------------------------------------------------------
+    def _clamped_b_hat(self, noise_variance, weight, dtype, eps):
+        """min(eps V-hat / 2, C_0 W / (m_est beta)): the friction bound m_est beta B-hat <= C."""
+        bound = (self._parameter("friction_constant", dtype) * weight
+                 / (self._parameter("mass_safety_factor", dtype) * self._parameter("inverse_temperature", dtype)))
+        return tf.minimum(0.5 * eps * noise_variance, bound)
+
+    def _estimate(self, gradient, index, dtype):
+        """Update the moments with this gradient; returns the new V-hat (also stored)."""
+        b1 = tf.cast(self._parameter_variables["first_moment_decay"], tf.float64)
+        b2 = tf.cast(self._parameter_variables["second_moment_decay"], tf.float64)
+        t = tf.cast(self.iterations, tf.float64) + 1.0  # gradients seen, this one included
+
+        def weights_sq(n):  # S_n: sum of squared weights of the bias-corrected mean of n gradients
+            return (1.0 - b1) * (1.0 + b1 ** n) / ((1.0 + b1) * (1.0 - b1 ** n))
+
+        first, second = self._first_moments[index], self._second_moments[index]
+        m, v = tf.convert_to_tensor(first), tf.convert_to_tensor(second)
+        c1, c2 = tf.cast(1.0 - b1, dtype), tf.cast(1.0 - b2, dtype)
+        m_new = m + c1 * (gradient - m)
+        if self.gradient_noise_estimator == "adam":
+            v_new = v + c2 * (tf.square(gradient) - v)
+            excess = tf.maximum(v_new / tf.cast(1.0 - b2 ** t, dtype)
+                                - tf.square(m_new / tf.cast(1.0 - b1 ** t, dtype)), 0.0)
+            scale = tf.where(t > 1.0, 1.0 / (1.0 - weights_sq(tf.maximum(t, 2.0))), 0.0)
+            variance = excess * tf.cast(scale, dtype)
+        else:  # adam_centered: needs a previous mean, so it starts at the second gradient
+            previous = tf.maximum(t - 1.0, 1.0)
+            centred = gradient - m / tf.cast(1.0 - b1 ** previous, dtype)
+            update = tf.square(centred) / tf.cast(1.0 + weights_sq(previous), dtype)
+            started = t > 1.0
+            v_new = tf.where(started, v + c2 * (update - v), v)
+            variance = tf.where(started, v_new / tf.cast(1.0 - b2 ** previous, dtype), tf.zeros_like(v))
+        first.assign(m_new)
+        second.assign(v_new)
+        self._noise_variances[index].assign(variance)
+        return variance
 
     def update_step(self, gradient, variable, learning_rate):
         eps = tf.cast(learning_rate, variable.dtype)
         beta = self._parameter("inverse_temperature", variable.dtype)
         friction = self._parameter("friction_constant", variable.dtype)
         mass = self._parameter("mass", variable.dtype)
-        b_hat = self._parameter("noise_estimate", variable.dtype)
         momentum = self._momentum(variable)
         q, r = tf.convert_to_tensor(variable), tf.convert_to_tensor(momentum)
-        noise = tf.sqrt(2.0 * eps * tf.maximum(friction / beta - b_hat, 0.0)) * self._normal(variable)
+        if not self.estimating:  # the constant B-hat, unchanged from before the estimators
+            b_hat = self._parameter("noise_estimate", variable.dtype)
+            noise = tf.sqrt(2.0 * eps * tf.maximum(friction / beta - b_hat, 0.0)) * self._normal(variable)
+            r_new = splitting.kick(splitting.ornstein_uhlenbeck(r, 1.0 - eps * friction / mass, noise),
+                                   self._force(gradient), eps)
+            variable.assign(splitting.drift(q, self._velocity(r_new) / mass, eps))
+            momentum.assign(r_new)
+            self._report(q, r, noise, mass)
+            return
+        index = self._get_variable_index(variable)
+        noise_variance = self._estimate(gradient, index, variable.dtype)
+        weight = 1.0
+        if self.rescaling:
+            weights = self._mass_weights[index]
+            old = tf.convert_to_tensor(weights)
+            due = tf.equal((self.iterations + 1) % self.mass_rescaling_steps, 0)
+            wanted = tf.maximum(tf.ones_like(old), tf.math.divide_no_nan(
+                self._parameter("mass_safety_factor", variable.dtype) * beta * 0.5 * eps * noise_variance, friction))
+            weight = tf.where(due, wanted, old)
+            r = r * tf.sqrt(weight / old)  # N(0, M_old / beta) -> N(0, M_new / beta)
+            weights.assign(weight)
+        b_hat = self._clamped_b_hat(noise_variance, weight, variable.dtype, eps)
+        noise = tf.sqrt(2.0 * eps * tf.maximum(friction * weight / beta - b_hat, 0.0)) * self._normal(variable)
+        # alpha = eps C / M is unchanged by the weights; the drift uses M = M_0 W.
         r_new = splitting.kick(splitting.ornstein_uhlenbeck(r, 1.0 - eps * friction / mass, noise),
                                self._force(gradient), eps)
-        variable.assign(splitting.drift(q, self._velocity(r_new) / mass, eps))
+        variable.assign(splitting.drift(q, self._velocity(r_new / (mass * weight)), eps))
         momentum.assign(r_new)
-        self._report(q, r, noise, mass)
+        # _report takes a scalar mass: r / sqrt(W) with M_0 gives r^T M^{-1} r / 2.
+        self._report(q, r if not self.rescaling else r / tf.sqrt(weight), noise, mass)
+
+    # -- serialization -------------------------------------------------------------------------
+    def get_config(self):
+        config = super().get_config()
+        config.update(gradient_noise_estimator=self.gradient_noise_estimator,
+                      mass_rescaling_steps=self.mass_rescaling_steps)
+        return config

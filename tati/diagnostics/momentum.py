@@ -1,0 +1,130 @@
+"""Momentum and temperature diagnostics per layer, from readings of momenta and positions.
+
+In equilibrium at inverse temperature beta, momenta p of d degrees of freedom with diagonal
+mass M are N(0, M / beta), so for any group of k of them beta p^T M^{-1} p ~ chi^2(k). Hence:
+
+* T_c (`quantile_fractions`): the fraction of readings whose beta p^T M^{-1} p lies below the
+  c quantile of chi^2(k) is c; its Clopper-Pearson interval (temperature.momentum_chi_square)
+  says whether a measured fraction is compatible. An overheated sampler gives T_c < c, an
+  overcooled one T_c > c (the T_0.99 test of the SGHMC thesis chapter among the source
+  documents, after Wenzel et al. 2020);
+* kinetic temperature (`kinetic_temperatures`): p^T M^{-1} p / k has mean 1 / beta; the mean
+  of n independent readings lies in the chi^2(nk) interval of temperature.kinetic_temperature_interval;
+* configurational temperature (`configurational_temperatures`): q . grad U / k has mean
+  1 / beta for a density exp(-beta U) that confines q (integration by parts); its error bar
+  here is sd / sqrt(n) over the n readings used.
+
+Groups are a dict name -> column indices (e.g. `model.parameter_groups()` of the built-in
+network); "all" (every column) comes first. The intervals assume independent readings: each
+function thins the rows evenly to `readings` of them, by default the number of rows divided
+by the integrated autocorrelation time of the group "all"'s statistic (`independent_readings`),
+and returns how many it used in the column `readings`.
+
+No TensorFlow here: numpy, scipy and pandas.
+"""
+
+import numpy as np
+import pandas as pd
+
+from tati.diagnostics.temperature import kinetic_temperature_interval, momentum_chi_square
+
+
+def integrated_autocorrelation_time(series):
+    """tau = 1 + 2 sum rho_k of a series ([n] or [n, chains], chains independent and pooled),
+    summed by Geyer's initial positive sequence (pairs of lags while their sum is positive)."""
+    x = np.asarray(series, dtype=np.float64)
+    x = x.reshape(len(x), -1)
+    n = len(x)
+    if n < 4:
+        return 1.0
+    x = x - x.mean(axis=0)
+    size = 1 << (2 * n - 1).bit_length()
+    spectrum = np.fft.rfft(x, size, axis=0)
+    covariance = np.fft.irfft(spectrum * np.conj(spectrum), size, axis=0)[:n].mean(axis=1) / n
+    if covariance[0] <= 0:
+        return 1.0
+    rho = covariance / covariance[0]
+    pairs = rho[:n - n % 2].reshape(-1, 2).sum(axis=1)
+    positive = np.nonzero(pairs <= 0)[0]
+    kept = pairs[:positive[0] if len(positive) else len(pairs)]
+    return max(1.0, -1.0 + 2.0 * float(kept.sum()))
+
+
+def independent_readings(series):
+    """Number of readings over the integrated autocorrelation time (per chain, times chains)."""
+    x = np.asarray(series, dtype=np.float64)
+    x = x.reshape(len(x), -1)
+    return max(1, int(x.shape[0] / integrated_autocorrelation_time(x)) * x.shape[1])
+
+
+def _groups(d, groups):
+    result = {"all": np.arange(d)}
+    for name, columns in (groups or {}).items():
+        columns = np.asarray(columns, dtype=np.int64).ravel()
+        if len(columns) == 0 or columns.min() < -d or columns.max() >= d:
+            raise ValueError(f"group '{name}': column indices must lie in [0, {d})")
+        result[name] = columns
+    return result
+
+
+def _thinned(rows, statistic, readings):
+    """Rows thinned evenly to `readings` of them (default: the independent ones of statistic)."""
+    if readings is None:
+        readings = independent_readings(statistic)
+    readings = int(min(max(readings, 1), len(rows)))
+    return np.linspace(0, len(rows) - 1, readings).round().astype(np.int64)
+
+
+def _scaled_squares(momenta, mass, inverse_temperature):
+    p = np.asarray(momenta, dtype=np.float64)
+    if p.ndim != 2:
+        raise ValueError(f"momenta must be [readings, d], got shape {p.shape}")
+    return inverse_temperature * p * p / np.broadcast_to(np.asarray(mass, dtype=np.float64), p.shape[1:])
+
+
+def quantile_fractions(momenta, mass=1.0, inverse_temperature=1.0, groups=None, quantile=0.99,
+                       level=0.99, readings=None):
+    """T_c per group: DataFrame indexed by group with columns dof, fraction (T_c), low, high
+    (Clopper-Pearson at `level`) and readings (the independent readings assumed).
+
+    momenta: [readings, d]; mass: a scalar or the diagonal [d]."""
+    squares = _scaled_squares(momenta, mass, inverse_temperature)
+    rows = _thinned(squares, squares.sum(axis=1), readings)
+    table = {}
+    for name, columns in _groups(squares.shape[1], groups).items():
+        values = squares[rows][:, columns].sum(axis=1)  # beta p^T M^-1 p = 2 beta K, with beta = 1 below
+        fraction, (low, high) = momentum_chi_square(0.5 * values, len(columns), 1.0, quantile, level)
+        table[name] = dict(dof=len(columns), fraction=fraction, low=low, high=high, readings=len(rows))
+    return pd.DataFrame.from_dict(table, orient="index")
+
+
+def kinetic_temperatures(momenta, mass=1.0, inverse_temperature=1.0, groups=None, level=0.99, readings=None):
+    """Mean kinetic temperature p^T M^{-1} p / k per group: DataFrame with columns dof,
+    temperature, low, high (where the mean falls with probability `level` at 1 / beta,
+    chi-square) and readings (the independent readings assumed)."""
+    squares = _scaled_squares(momenta, mass, 1.0)
+    rows = _thinned(squares, squares.sum(axis=1), readings)
+    table = {}
+    for name, columns in _groups(squares.shape[1], groups).items():
+        temperature = float(squares[rows][:, columns].sum(axis=1).mean() / len(columns))
+        low, high = kinetic_temperature_interval(len(columns), len(rows), inverse_temperature, level)
+        table[name] = dict(dof=len(columns), temperature=temperature, low=low, high=high, readings=len(rows))
+    return pd.DataFrame.from_dict(table, orient="index")
+
+
+def configurational_temperatures(positions, gradients, groups=None, readings=None):
+    """Mean configurational temperature q . grad U / k per group (from [readings, d] arrays):
+    DataFrame with columns dof, temperature, standard_error and readings."""
+    q = np.asarray(positions, dtype=np.float64)
+    g = np.asarray(gradients, dtype=np.float64)
+    if q.ndim != 2 or q.shape != g.shape:
+        raise ValueError(f"positions and gradients must be [readings, d] alike, got {q.shape} and {g.shape}")
+    products = q * g
+    rows = _thinned(products, products.sum(axis=1), readings)
+    table = {}
+    for name, columns in _groups(q.shape[1], groups).items():
+        values = products[rows][:, columns].sum(axis=1) / len(columns)
+        error = float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else float("nan")
+        table[name] = dict(dof=len(columns), temperature=float(values.mean()), standard_error=error,
+                           readings=len(rows))
+    return pd.DataFrame.from_dict(table, orient="index")

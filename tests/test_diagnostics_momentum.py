@@ -1,0 +1,84 @@
+"""T_c, kinetic and configurational temperatures per layer (tati/diagnostics/momentum.py).
+
+Budget: each statistical test fails a correct implementation with probability at most 1e-3,
+Bonferroni-split over the groups it checks (the intervals are taken at level 1 - 1e-3 / groups).
+"""
+
+import numpy as np
+import pytest
+
+from stats import seed
+from tati.diagnostics import (configurational_temperatures, integrated_autocorrelation_time,
+                              kinetic_temperatures, quantile_fractions)
+
+GROUPS = {"layer1/weights": list(range(0, 12)), "layer1/biases": list(range(12, 16)),
+          "output/weights": list(range(16, 20))}
+MASS = np.repeat([1.0, 0.5, 3.0], [12, 4, 4])
+LEVEL = 1 - 1e-3 / (len(GROUPS) + 1)
+
+
+def ornstein_uhlenbeck(rng, steps, variance, decay=0.8, noise_times=1):
+    """Momenta [steps, 20] of p <- a p + sqrt(1 - a^2) sqrt(M) G, the noise added `noise_times`
+    times per step: stationary N(0, noise_times M), i.e. overheated for noise_times = 2."""
+    p = np.sqrt(variance * MASS) * rng.standard_normal(20)
+    rows = np.empty((steps, 20))
+    for n in range(steps):
+        p = decay * p + sum(np.sqrt((1 - decay ** 2) * MASS) * rng.standard_normal(20) for _ in range(noise_times))
+        rows[n] = p
+    return rows
+
+
+def test_exact_gaussian_momenta():
+    """Independent draws of N(0, M): T_0.99 inside its interval around 0.99, overall and per
+    layer, with as many readings assumed as rows; kinetic temperature inside its chi-square
+    interval; configurational temperature of a Gaussian U = q^T K q / 2 within z = 3.5
+    standard errors of 1 (Bonferroni over 4 groups at 1e-3 needs 3.3)."""
+    rng = np.random.default_rng(seed(31))
+    momenta = np.sqrt(MASS) * rng.standard_normal((3000, 20))
+    table = quantile_fractions(momenta, mass=MASS, groups=GROUPS, level=LEVEL, readings=3000)
+    print(table)
+    assert list(table.index) == ["all"] + list(GROUPS)
+    assert np.all(table.readings == 3000) and table.loc["layer1/biases", "dof"] == 4
+    assert np.all((table.low <= 0.99) & (0.99 <= table.high))
+    kinetic = kinetic_temperatures(momenta, mass=MASS, groups=GROUPS, level=LEVEL, readings=3000)
+    assert np.all((kinetic.low <= kinetic.temperature) & (kinetic.temperature <= kinetic.high))
+    stiffness = np.linspace(0.5, 4.0, 20)
+    positions = rng.standard_normal((3000, 20)) / np.sqrt(stiffness)
+    configurational = configurational_temperatures(positions, positions * stiffness, groups=GROUPS, readings=3000)
+    assert np.all(np.abs(configurational.temperature - 1) < 3.5 * configurational.standard_error)
+
+
+def test_overheated_momenta_fall_below():
+    """Momenta of a correlated chain with the noise added twice (temperature 2): T_0.99 falls
+    below its interval around 0.99 overall and per layer, the kinetic temperature above its
+    interval; the readings assumed (from the autocorrelation time) are fewer than the rows.
+    The same chain with the noise added once passes (the control)."""
+    rng = np.random.default_rng(seed(32))
+    for times, hot in ((2, True), (1, False)):
+        momenta = ornstein_uhlenbeck(rng, 6000, times, noise_times=times)
+        table = quantile_fractions(momenta, mass=MASS, groups=GROUPS, level=LEVEL)
+        kinetic = kinetic_temperatures(momenta, mass=MASS, groups=GROUPS, level=LEVEL)
+        print(times, table, kinetic, sep="\n")
+        assert np.all(table.readings < 6000 / 4)  # tau of the AR(1) kinetic energy is about 3.6
+        if hot:
+            assert np.all(table.high < 0.99)
+            assert np.all(kinetic.temperature > kinetic.high)
+        else:
+            assert np.all((table.low <= 0.99) & (0.99 <= table.high))
+            assert np.all((kinetic.low <= kinetic.temperature) & (kinetic.temperature <= kinetic.high))
+
+
+def test_autocorrelation_time_of_ar1():
+    """tau of an AR(1) with coefficient a is (1 + a) / (1 - a) = 9 for a = 0.8; from 40 chains
+    of 2000 steps the estimate is within 15% (its relative standard error is about
+    sqrt(2 (2 M + 1) / n) ~ 3% for a window M ~ 5 tau, n = 80000)."""
+    rng = np.random.default_rng(seed(33))
+    x = np.zeros((2000, 40))
+    for n in range(1, 2000):
+        x[n] = 0.8 * x[n - 1] + rng.standard_normal(40)
+    assert integrated_autocorrelation_time(x) == pytest.approx(9.0, rel=0.15)
+
+
+def test_bad_groups():
+    with pytest.raises(ValueError, match="group 'x'"):
+        quantile_fractions(np.zeros((5, 3)), groups={"x": [3]})
