@@ -292,11 +292,11 @@ OPTIONS = [
     Option("max_tree_depth", 10, POSITIVE_INT, "sampler",
            "NUTS: largest tree depth k of a step (at most 2^k - 1 leapfrog steps)."),
     Option("adapt_step_width", True, Boolean(), "sampler",
-           "NUTS, RWMH: adapt step_width during burn_in_steps by dual averaging towards "
-           "target_acceptance_rate, then keep the averaged width (step_width is the start)."),
+           "NUTS, RWMH, HMC1, HMC2: adapt step_width during burn_in_steps by dual averaging "
+           "towards target_acceptance_rate, then keep the averaged width (step_width is the start)."),
     Option("target_acceptance_rate", None, Optional(Number(minimum=0.0, strict=True)), "sampler",
-           "NUTS, RWMH: the mean acceptance the step width adapts to, in (0, 1); none means 0.8 "
-           "for NUTS and 0.234 for RWMH."),
+           "NUTS, RWMH, HMC1, HMC2: the mean acceptance the step width adapts to, in (0, 1); none "
+           "means 0.8, for RWMH 0.234."),
     Option("adapt_mass", True, Boolean(), "sampler",
            "NUTS, RWMH: estimate a diagonal metric (each parameter's scale, for NUTS the inverse "
            "mass) from the draws of burn-in in Stan's windows; needs burn_in_steps >= 20."),

@@ -41,7 +41,7 @@ from tati.recording.columns import (INTEGER_COLUMNS, PROPOSAL_RUN_INFO, averages
                                     proposal_averages_columns, proposal_run_info_columns,
                                     run_info_columns, trajectory_columns)
 from tati.recording.table import Table, check_header
-from tati.samplers import SamplerBase, get_sampler
+from tati.samplers import HamiltonianMonteCarlo, SamplerBase, get_sampler
 from tati.samplers.proposal import ProposalKernel
 
 
@@ -234,8 +234,12 @@ class Simulation:
                 self._sampler = cls(self.model, step_width=o["step_width"], seed=o["seed"],
                                     burn_in_steps=o["burn_in_steps"], **{name: o[name] for name in cls.parameters})
                 return self._sampler
+            extra = {}
+            if issubclass(cls, HamiltonianMonteCarlo):  # the step width adapts during burn-in
+                extra = dict(adaptation_steps=o["burn_in_steps"] if o["adapt_step_width"] else 0,
+                             target_acceptance_rate=o["target_acceptance_rate"])
             self._sampler = cls(step_width=o["step_width"], seed=o["seed"],
-                                **{name: o[name] for name in cls.parameters})
+                                **{name: o[name] for name in cls.parameters}, **extra)
             self._sampler.walker_axis = self.model.walker_axis
             if self.ensemble is not None and self.ensemble.blending:
                 self._sampler.preconditioner = self.ensemble

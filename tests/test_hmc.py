@@ -280,3 +280,28 @@ def test_one_walker_fast_path_is_exact():
     error = batches.std(ddof=1) / np.sqrt(20)
     assert abs(batches.mean() - 1.0) < t_critical(1e-4, 19) * error
     assert 0.067 / error > t_critical(1e-4, 19)  # the unadjusted bias would not pass
+
+
+@pytest.mark.parametrize("name", ["HMC1", "HMC2"])
+def test_step_width_adapts_during_burn_in(name):
+    """From a width 100 times too small and from one where most legs are rejected, burn-in
+    (the default adapt_step_width) brings the acceptance after burn-in to within 0.05 of the
+    target 0.8 (with about 1000 decisions its binomial error is 0.013: the 0.05 is the
+    adaptation's quality, not a statistical bound), and the width stays fixed after it."""
+    scales = tf.constant(np.linspace(0.5, 2.0, 10))
+    for start in (0.01, 1.5):
+        sim = tati.Simulation(potential=lambda x: 0.5 * tf.reduce_sum((x / scales) ** 2, axis=-1),
+                              potential_batched=True, initial_parameters=np.zeros(10), number_walkers=4,
+                              dtype="float64", sampler=name, step_width=start, hamiltonian_dynamics_time=2.0,
+                              burn_in_steps=2000, max_steps=2000, seed=seed(47))
+        sim.sample()
+        before = sim.sampler.chain_report()
+        sim.sample()
+        after = sim.sampler.chain_report()
+        width = float(sim.sampler.learning_rate.numpy())  # frozen at the first evaluation after burn-in
+        accepted, rejected = (float(tf.reduce_sum(after[k] - before[k])) for k in ("accepted", "rejected"))
+        assert accepted + rejected > 500
+        assert abs(accepted / (accepted + rejected) - 0.8) < 0.05, (start, accepted / (accepted + rejected))
+        sim.sample()
+        assert float(sim.sampler.learning_rate.numpy()) == width
+        assert 0.1 < width < 1.0, width

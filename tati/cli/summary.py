@@ -58,7 +58,13 @@ def summarise(prog, simulation, result, sampler, seconds=None):
         if proposal:
             lines += _kernel_lines(o, run_info)
         elif "average_rejection_rate" in run_info:
-            lines.append(_hmc_line(run_info))
+            adapted = o["adapt_step_width"] and o["burn_in_steps"] > 0
+            lines.append(_hmc_line(run_info, "raise target_acceptance_rate" if adapted else "lower step_width"))
+            if adapted:
+                width = float(simulation.sampler.learning_rate.numpy())
+                target = o["target_acceptance_rate"] or 0.8
+                lines.append(f"  step_width adapted to {width:.3g} (started at {o['step_width']:g}; target "
+                             f"acceptance {target:g})")
         if walkers >= 2:
             lines += _convergence_lines(result.trajectory, walkers, o["burn_in_steps"],
                                         "run longer (max_steps, burn_in_steps)" if proposal else None)
@@ -219,7 +225,7 @@ def _plus_minus(value, error):
 
 
 # -- HMC --------------------------------------------------------------------------------------------
-def _hmc_line(run_info):
+def _hmc_line(run_info, hint="lower step_width"):
     """Rejection rate (mean over walkers of their last row) and divergences (the column counts
     each walker's divergent legs so far, so the sum of the last rows)."""
     last = run_info.groupby("id").tail(1)
@@ -227,7 +233,7 @@ def _hmc_line(run_info):
     divergent = int(last["divergences"].sum())
     text = f"  rejected {rate:.0%} of HMC proposals, {divergent} divergent (energy error > 1000/beta)"
     if rate > REJECTION_MAX or divergent > 0:
-        return text + ": lower step_width"
+        return text + f": {hint}"
     return text + ": ok"
 
 

@@ -62,6 +62,15 @@ standing half's chain states, is fixed during every leg and independent of the m
 The loss must be given before each call: `sampler.set_loss(loss)` (the Simulation does so);
 `model.fit` cannot, so HMC is for the Simulation or a user's own loop.
 
+Step width adaptation (`adaptation_steps` > 0; the Simulation gives burn_in_steps when
+adapt_step_width is on): at every evaluation during the first `adaptation_steps` calls, the
+mean acceptance probability min(1, exp(-beta (H_new - H_old))) of the walkers that decide
+there drives log h by dual averaging towards `target_acceptance_rate` (0.8;
+samplers/adaptation.py, as NUTS and RWMH), one h for all walkers; new legs take the current
+iterate, and after the adaptation the average of the iterates. The leg length in time,
+`hamiltonian_dynamics_time`, stays: a leg takes about T / h steps. The state is an optimizer
+variable, so a checkpoint continues it.
+
 The chain's state and its report (`chain_report`) change only at evaluations: loss, accuracy,
 positions q_a and gradient grad_a of the current state, kinetic energy of the redrawn momenta,
 the energies of the last decision, and counts of accepted, rejected and divergent legs. The
@@ -73,9 +82,11 @@ import keras
 import tensorflow as tf
 
 from tati.errors import InputError
+from tati import options as option_table
 from tati.options import default
+from tati.samplers import adaptation
 from tati.samplers.base import SamplerBase, parameter_property
-from tati.samplers.metropolis import metropolis
+from tati.samplers.metropolis import acceptance_probability, metropolis
 
 STEP_WIDTH_JITTER = (0.7, 1.3)
 # What the evaluation at a leg's end does: the first call (or the first after restart()) takes the
@@ -109,11 +120,14 @@ class HamiltonianMonteCarlo(SamplerBase):
     def __init__(self, step_width=default("step_width"),
                  hamiltonian_dynamics_time=default("hamiltonian_dynamics_time"),
                  inverse_temperature=default("inverse_temperature"), seed=default("seed"),
-                 name=None, **kwargs):
+                 adaptation_steps=0, target_acceptance_rate=None, name=None, **kwargs):
         super().__init__(step_width, seed, name, dict(
             kwargs, hamiltonian_dynamics_time=hamiltonian_dynamics_time,
             inverse_temperature=inverse_temperature))
         self._loss_given = False
+        self.adaptation_steps = option_table.check("burn_in_steps", adaptation_steps)
+        target = option_table.check("target_acceptance_rate", target_acceptance_rate)
+        self.target_acceptance_rate = adaptation.HMC_TARGET if target is None else target
 
     def build(self, variables):
         if self.built:
@@ -124,6 +138,11 @@ class HamiltonianMonteCarlo(SamplerBase):
                        for group in _STATE_GROUPS]
         self._start_positions = [self.add_variable_from_reference(v, name="start_position") for v in variables]
         self._start_gradients = [self.add_variable_from_reference(v, name="start_gradient") for v in variables]
+        if self.adaptation_steps:
+            start = adaptation.dual_averaging_start(float(tf.convert_to_tensor(self.learning_rate).numpy()))
+            self._dual_averaging = self.add_variable(
+                (len(adaptation.DUAL_AVERAGING),), dtype="float64", name="dual_averaging",
+                initializer=lambda shape, dtype: tf.cast(start, dtype))
 
     def _rows(self):
         """The per-walker state as a dict of [W] tensors."""
@@ -266,6 +285,8 @@ class HamiltonianMonteCarlo(SamplerBase):
         u_length = tf.broadcast_to(u_length[0], tf.shape(u_length))  # one leg length for all walkers
         accepted, divergent = metropolis(energy_error, u_accept)
         accept = (accepted & decides) | first  # where the chain's state becomes q
+        if self.adaptation_steps:  # the new legs take the adapted width
+            h = self._adapt(energy_error, decides & evaluate)
 
         # The state of a walker that evaluates: the decision (only after a leg), the chain's
         # state and the new leg. The end of a pause repeats a state: no row, no average.
@@ -329,6 +350,26 @@ class HamiltonianMonteCarlo(SamplerBase):
         for variable, group in zip(self._state, _STATE_GROUPS):
             variable.assign(tf.where(evaluate, tf.stack([evaluating[name] for name in group]),
                                      tf.stack([integrating[name] for name in group])))
+
+    def _adapt(self, energy_error, deciding):
+        """Dual averaging of the step width with this evaluation's decisions (during the first
+        adaptation_steps calls); sets and returns the width of the new legs."""
+        weight = tf.cast(deciding, tf.float64)
+        decisions = tf.reduce_sum(weight)
+        acceptance = tf.reduce_sum(acceptance_probability(energy_error) * weight) / tf.maximum(decisions, 1.0)
+        adapting = tf.cast(self.iterations, tf.float64) < float(self.adaptation_steps)
+        state = tf.convert_to_tensor(self._dual_averaging)
+        updated = adaptation.dual_averaging_update(state, acceptance, self.target_acceptance_rate)
+        state = tf.where(adapting & (decisions > 0), updated, state)
+        self._dual_averaging.assign(state)
+        h = adaptation.adapted_width(state, tf.logical_not(adapting))
+        self._learning_rate.assign(tf.cast(h, self._learning_rate.dtype))
+        return tf.cast(tf.cast(h, self._learning_rate.dtype), tf.float64)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(adaptation_steps=self.adaptation_steps, target_acceptance_rate=self.target_acceptance_rate)
+        return config
 
     # -- what the tables read ------------------------------------------------------------------
     def chain_report(self):
