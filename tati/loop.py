@@ -41,6 +41,7 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
                                      has_accuracy, every_nth, jit_compile, ensemble)
     variables = model.variables
     is_sampler = isinstance(optimizer, SamplerBase)
+    estimating = getattr(optimizer, "estimating", False)
     walkers = model.num_walkers
 
     def per_walker(products):
@@ -102,6 +103,8 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
             row["noise_sq"] = info["noise_sq"]
             if optimizer.has_momentum:
                 row.update(kinetic_energy=kinetic, momentum_sq=info["momentum_sq"])
+        if estimating:  # SGHMC's V-hat, averaged over each walker's parameters
+            row["gradient_noise_variance"] = per_walker(optimizer._noise_variances) / model.num_parameters
         return row
 
     fields = {"loss": [walkers], "parameters": [walkers, model.num_parameters], "scaled_gradient": [walkers],
@@ -112,6 +115,8 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
         fields["noise_sq"] = [walkers]
         if optimizer.has_momentum:
             fields.update(kinetic_energy=[walkers], momentum_sq=[walkers])
+    if estimating:
+        fields["gradient_noise_variance"] = [walkers]
     rows = block_rows(walkers, model.num_parameters)
 
     @tf.function(autograph=True, jit_compile=jit_compile)

@@ -61,4 +61,6 @@ def is_proposal(short):
 def canonical_optimizer(name):
     """A case-folded optimizer name with tati's GradientDescent aliases merged, for comparisons."""
     lower = str(name).lower()
+    if lower in ("l-bfgs", "lbfgs"):
+        return "l-bfgs"
     return "gradientdescent" if lower in ("gradientdescent", "gd") else lower

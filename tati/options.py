@@ -302,7 +302,8 @@ OPTIONS = [
            "mass) from the draws of burn-in in Stan's windows; needs burn_in_steps >= 20."),
     # optimizer
     Option("optimizer", "GradientDescent", Text(), "optimizer",
-           "Optimizer of fit(): GradientDescent or any Keras optimizer name (adam, sgd, ...)."),
+           "Optimizer of fit(): GradientDescent, L-BFGS (TensorFlow Probability's, on the whole "
+           "dataset, no learning_rate; stops when converged) or any Keras optimizer name (adam, sgd, ...)."),
     Option("learning_rate", 0.03, POSITIVE, "optimizer", "Learning rate of the optimizer."),
     # walkers
     Option("number_walkers", 1, POSITIVE_INT, "walkers",

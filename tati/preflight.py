@@ -64,6 +64,9 @@ def _check_combinations(o):
         raise InputError("loss must be one of the built-in names for the built-in network")
     if o["target_acceptance_rate"] is not None and not o["target_acceptance_rate"] < 1:
         raise InputError(f"target_acceptance_rate must be < 1, got {o['target_acceptance_rate']:g}")
+    if canonical_optimizer(o["optimizer"]) == "l-bfgs" and o["batch_size"] is not None:
+        raise InputError("batch_size: optimizer L-BFGS minimises on the whole dataset (its line search "
+                         "needs one function); drop batch_size")
     if is_proposal(o["sampler"]):
         if o["batch_size"] is not None:
             raise InputError(f"batch_size: {o['sampler']} evaluates the whole dataset at every step (a "

@@ -36,6 +36,7 @@ from tati.errors import InputError, Interrupted, SamplingError
 from tati.loop import make_chunk
 from tati.models import MLP, KerasNetwork, Potential
 from tati.optimizers import make_optimizer
+from tati.optimizers.lbfgs import LBFGS, make_lbfgs_chunk
 from tati.recording.averages import RunningAverages
 from tati.recording.columns import (INTEGER_COLUMNS, PROPOSAL_RUN_INFO, averages_columns,
                                     proposal_averages_columns, proposal_run_info_columns,
@@ -74,6 +75,7 @@ class _Run:
         self.method = method
         self.optimizer = optimizer
         self.proposal = isinstance(optimizer, ProposalKernel)  # NUTS, RWMH: TFP kernels
+        self.lbfgs = isinstance(optimizer, LBFGS)
         self.is_sampler = self.proposal or isinstance(optimizer, SamplerBase)
         self.metropolis = getattr(optimizer, "metropolis", False)  # HMC
         self.step = tf.Variable(tf.constant(0, tf.int64), trainable=False, name="step")
@@ -84,7 +86,10 @@ class _Run:
             simulation.restored = True
             if checkpoint.restore(o["restore_model"], simulation, self):
                 self.calls = 1  # continue the saved run: append to its files
-        if self.proposal:
+        if self.lbfgs:
+            self.chunk = make_lbfgs_chunk(simulation.model, simulation.data, optimizer, self.step, self.averages,
+                                          simulation.has_accuracy, o["every_nth"])
+        elif self.proposal:
             from tati.loop_proposal import make_proposal_chunk
             self.chunk = make_proposal_chunk(simulation.model, simulation.data, optimizer, self.step,
                                              self.averages, o["burn_in_steps"], simulation.has_accuracy,
@@ -249,6 +254,10 @@ class Simulation:
 
     @property
     def optimizer(self):
+        if self._optimizer is None:  # L-BFGS
+            self._optimizer = LBFGS(self.model)
+        if isinstance(self._optimizer, LBFGS):
+            return self._optimizer
         if not self._optimizer.built:
             self._optimizer.build(self.model.variables)
         return self._optimizer
@@ -274,7 +283,8 @@ class Simulation:
             columns = {"run_file": proposal_run_info_columns(optimizer.name, self.has_accuracy),
                        "averages_file": proposal_averages_columns(optimizer.name)}
         else:
-            columns = {"run_file": run_info_columns(run.is_sampler, self.has_accuracy, momentum, run.metropolis),
+            columns = {"run_file": run_info_columns(run.is_sampler, self.has_accuracy, momentum, run.metropolis,
+                                                    getattr(optimizer, "estimating", False)),
                        "averages_file": averages_columns(run.is_sampler, momentum, run.metropolis)}
         columns["trajectory_file"] = trajectory_columns(self.model.parameter_names)
         append = {}
@@ -302,6 +312,8 @@ class Simulation:
                 elapsed = time.perf_counter() - start
                 step = int(run.step.numpy())
                 self._append_rows(tables, block, first, step, elapsed)
+                if step == first:  # nothing left to do (L-BFGS converged)
+                    break
                 if block["nonfinite_step"] >= 0:
                     raise self._nonfinite(block, run)
                 done += step - first
@@ -382,6 +394,8 @@ class Simulation:
             columns.update(total_energy=pick("total_energy"), old_total_energy=pick("old_total_energy"),
                            average_rejection_rate=pick("rejection_rate"),
                            divergences=pick("divergences").astype(np.int64))
+        if "gradient_noise_variance" in block:
+            columns["gradient_noise_variance"] = pick("gradient_noise_variance")
         parameters = np.asarray(block["parameters"][:rows], dtype=np.float64)[r, w]  # [K, d]
         columns.update(zip(self.model.parameter_names, parameters.T))
         kept = steps[r] > self.options["burn_in_steps"]
@@ -446,8 +460,9 @@ class Simulation:
     @parameters.setter
     def parameters(self, values):
         self.model.set_parameters(values)
-        if self._sampler is not None and hasattr(self._sampler, "restart"):
-            self._sampler.restart()  # the new values are the chain's state, not a leg's middle
+        for kernel in (self._sampler, self._optimizer):  # the new values are the state, not a leg's middle
+            if kernel is not None and hasattr(kernel, "restart"):
+                kernel.restart()
 
     @property
     def momenta(self):

@@ -254,3 +254,16 @@ def test_double_well_noise_correction():
     print(f"n_eff {effective}, bound {bound:.4f}, TV corrected {tv_corrected:.4f}, uncorrected {tv_uncorrected:.4f}")
     assert tv_corrected < bound
     assert tv_uncorrected > tv_corrected
+
+
+def test_run_info_has_the_mean_estimated_noise_variance():
+    """With an estimator, run info's gradient_noise_variance is each walker's V-hat averaged over
+    its parameters (at the last row: the sampler's state after the call); without, no column."""
+    options = dict(sampler="SGHMC", batch_size=50, hidden_dimension=[4], max_steps=60, every_nth=20,
+                   number_walkers=2, step_width=0.01, inverse_temperature=100.0, seed=seed(48))
+    sim = tati.Simulation(gradient_noise_estimator="adam", **options)
+    run_info = sim.sample().run_info
+    last = run_info.groupby("id").tail(1)["gradient_noise_variance"].to_numpy()
+    np.testing.assert_allclose(last, sim.sampler.gradient_noise_variance.numpy().mean(axis=1), rtol=1e-6)
+    assert np.all(last > 0)
+    assert "gradient_noise_variance" not in tati.Simulation(**options).sample().run_info

@@ -140,6 +140,7 @@ def _known_columns():
         names.update(table_columns.proposal_averages_columns(sampler))
         for accuracy in (True, False):
             names.update(table_columns.proposal_run_info_columns(sampler, accuracy))
+    names.add("gradient_noise_variance")
     return names - {"id", "step", "loss"}
 
 

@@ -17,7 +17,7 @@ tati/diagnostics/convergence.py, the only part that imports TensorFlow (Probabil
 import math
 
 from tati.diagnostics.equipartition import equipartition_verdict, table_batch_means
-from tati.names import is_proposal
+from tati.names import canonical_optimizer, is_proposal
 
 # Stan's rule (Vehtari et al. 2021, "Rank-normalization, folding, and localization"): use the
 # draws when R-hat < 1.01 and the bulk ESS is above 100 per chain. Our ESS is of all walkers
@@ -91,6 +91,9 @@ def _header(prog, o, steps, walkers, sampler):
     if sampler:
         what = (f"{steps} steps of {o['sampler']} (step_width {o['step_width']:g}) "
                 f"at inverse temperature {o['inverse_temperature']:g}")
+    elif canonical_optimizer(o["optimizer"]) == "l-bfgs":
+        stopped = " (converged or stopped early)" if steps < o["max_steps"] else ""
+        what = f"{steps} iterations of L-BFGS{stopped}"
     else:
         what = f"{steps} steps of {o['optimizer']} (learning_rate {o['learning_rate']:g})"
     return f"{prog}: {what}" + (f", {walkers} walkers" if walkers > 1 else "")

@@ -5,10 +5,14 @@ import tensorflow as tf
 
 from tati.errors import InputError
 from tati.optimizers.gradient_descent import GradientDescent
+from tati.optimizers.lbfgs import NAMES as LBFGS_NAMES
 
 
 def make_optimizer(name, learning_rate):
-    """GradientDescent for 'GradientDescent' (or 'gd'), else the Keras optimizer of that name."""
+    """GradientDescent for 'GradientDescent' (or 'gd'), None for L-BFGS (optimizers/lbfgs.py,
+    made on the model), else the Keras optimizer of that name."""
+    if str(name).lower() in LBFGS_NAMES:
+        return None
     if str(name).lower() in ("gradientdescent", "gd"):
         return GradientDescent(learning_rate=learning_rate)
     try:
@@ -23,6 +27,7 @@ def make_optimizer(name, learning_rate):
                          f"{error}") from None
     optimizer.learning_rate = learning_rate
     return optimizer
+
 
 
 __all__ = ["GradientDescent", "make_optimizer"]

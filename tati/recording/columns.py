@@ -6,8 +6,11 @@ chain's state at evaluation steps. The proposal kernels (NUTS, RWMH) list their 
 """
 
 
-def run_info_columns(sampler, accuracy, momentum=True, metropolis=False):
+def run_info_columns(sampler, accuracy, momentum=True, metropolis=False, noise_estimate=False):
+    """`noise_estimate`: SGHMC with a gradient_noise_estimator, whose mean V-hat is a column."""
     head = ["id", "step", "epoch"] + (["accuracy"] if accuracy else []) + ["loss", "time_per_nth_step"]
+    if noise_estimate:
+        return run_info_columns(sampler, accuracy, momentum) + ["gradient_noise_variance"]
     if metropolis:
         return head + ["total_energy", "old_total_energy", "kinetic_energy", "scaled_momentum",
                        "scaled_gradient", "virial", "average_rejection_rate", "divergences"]
