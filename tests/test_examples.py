@@ -103,3 +103,18 @@ def test_order_of_accuracy_quick_and_baoab(tmp_path):
     exact_slope = re.search(r"transfer operator, last column\) has slope ([\d.]+)", out)
     assert exact_slope and abs(float(exact_slope.group(1)) - 2) < 0.1, out
     check_plot(out, png)
+
+
+def test_choosing_a_sampler(tmp_path):
+    """Reduced run: NUTS, adapting its metric, gives the most independent draws per evaluation
+    (by far: 200 against at most 15 at full length, doc/choosing_a_sampler.md) and its sampled
+    standard deviations are right within 10% (about 6 of its standard errors)."""
+    png = tmp_path / "choose.png"
+    out = run("choosing_a_sampler.py", "--draws", "600", "--burn-in", "500", "--seed", str(seed(750)),
+              "--plot", str(png))
+    rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()
+            if line.split() and line.split()[0] in ("BAOAB", "HMC2", "NUTS", "RWMH")}
+    per_evaluation = {name: float(values[3]) for name, values in rows.items()}
+    assert max(per_evaluation, key=per_evaluation.get) == "NUTS", per_evaluation
+    assert float(rows["NUTS"][5]) < 0.1, rows["NUTS"]
+    check_plot(out, png)
