@@ -211,6 +211,16 @@ OPTIONS = [
     Option("loss", "mean_squared", TextOrCallable(LOSS_NAMES), "network",
            "Loss of the network: " + ", ".join(LOSS_NAMES) + "; in Python also a callable "
            "(labels, outputs) -> scalar for a user's Keras model."),
+    Option("likelihood", "none", Text(("none", "gaussian", "heteroscedastic_gaussian", "bernoulli", "categorical")),
+           "network",
+           "Bayesian units: U = the data's negative log-likelihood (N / n times a mini-batch's sum) + the "
+           "prior's, replacing the mean loss, so inverse_temperature 1 samples the posterior and "
+           "prior_standard_deviation is in the parameters' units (on biases too): gaussian with "
+           "noise_standard_deviation, heteroscedastic_gaussian (outputs a mean and a raw variance v per "
+           "label, variance softplus(v)), bernoulli (logits, labels 0/1 or -1/+1), categorical (logits); "
+           "none keeps loss."),
+    Option("noise_standard_deviation", 1.0, POSITIVE, "network",
+           "likelihood gaussian: the noise sigma of y = f(x) + N(0, sigma^2)."),
     Option("dtype", "float32", Text(("float32", "float64")), "network",
            "Floating-point type of parameters and data."),
     Option("model", None, PythonObject(), "network",
@@ -247,7 +257,8 @@ OPTIONS = [
     Option("prior_power", 1.0, POSITIVE, "prior", "n: the power of the walls' and tethering's force."),
     Option("prior_standard_deviation", None, Optional(POSITIVE), "prior",
            "s of a Gaussian prior, energy |w|^2 / (2 s^2) over a network's weights (not its "
-           "biases) or over every parameter of a potential; none means no Gaussian prior."),
+           "biases; with a likelihood over all its parameters) or over every parameter of a "
+           "potential; none means no Gaussian prior."),
     # sampler
     Option("sampler", "BAOAB", SamplerName(), "sampler",
            "Sampler by short or full name, any case: SGLD, GLA1, GLA2, BAOAB, CCAdL, SGHMC, HMC1, "

@@ -53,6 +53,9 @@ def _check_combinations(o):
     if o["potential"] is not None:
         for name in sources + (["model"] if o["model"] is not None else []):
             raise InputError(f"{name} cannot be combined with potential (a potential uses no data)")
+    if o["likelihood"] != "none" and o["potential"] is not None:
+        raise InputError(f"likelihood {o['likelihood']} needs a network and data; a potential is already "
+                         "its negative log-density")
     if len(sources) > 1:
         raise InputError("give either dataset or batch_data_files, not both")
     if o["parse_steps"] is not None and o["parse_parameters_file"] is None:

@@ -115,6 +115,7 @@ class Simulation:
         o = self.options
         self.data = self._make_data()
         self.model = self._make_model()
+        self._likelihood()
         self._fix_and_prior()
         if o["parse_parameters_file"] is not None:
             from tati.models.start import parameters_from_trajectory
@@ -152,15 +153,20 @@ class Simulation:
         elif o["input_dimension"] != features.shape[1]:
             raise InputError(f"input_dimension {o['input_dimension']} does not match the "
                              f"{features.shape[1]} feature columns of the data")
-        classes = o["loss"] == "softmax_cross_entropy" and labels.shape[1] == 1
+        classes = (o["loss"] == "softmax_cross_entropy" or o["likelihood"] == "categorical") and labels.shape[1] == 1
         if classes and not (np.all(labels >= 0) and np.all(labels == np.round(labels))):
             raise InputError("loss softmax_cross_entropy with one label column takes class indices 0, 1, ...; "
                              "these labels are not (e.g. the built-in datasets' -1/+1: use another loss, "
                              "or one-hot label columns)")
         implied = int(labels.max()) + 1 if classes else labels.shape[1]
+        if o["likelihood"] == "heteroscedastic_gaussian":  # a mean and a variance per label column
+            implied = 2 * labels.shape[1]
         if o["output_dimension"] is None:
             o["output_dimension"] = implied
         elif o["output_dimension"] != implied and not classes:
+            if o["likelihood"] == "heteroscedastic_gaussian":
+                raise InputError(f"output_dimension {o['output_dimension']} must be {implied} with likelihood "
+                                 "heteroscedastic_gaussian (a mean and a variance per label column)")
             raise InputError(f"output_dimension {o['output_dimension']} does not match the "
                              f"{labels.shape[1]} label column(s) of the data")
         return Batches(features, labels, o["batch_size"], o["seed"])
@@ -188,6 +194,16 @@ class Simulation:
                    o["hidden_activation"], o["output_activation"], o["loss"], o["seed"],
                    o["dtype"], o["initial_parameters"], o["number_walkers"])
 
+    def _likelihood(self):
+        """With `likelihood`, the potential in Bayesian units: the data's negative log-likelihood
+        (N / n x a batch's sum) replaces the mean loss."""
+        o = self.options
+        if o["likelihood"] == "none":
+            return
+        from tati.models.losses import LIKELIHOOD_ACCURACY, likelihood_loss
+        self.model.loss_function = likelihood_loss(o["likelihood"], self.data.size, o["noise_standard_deviation"])
+        self.model.loss_name = LIKELIHOOD_ACCURACY[o["likelihood"]]
+
     def _fix_and_prior(self):
         """fix_parameters (models/fixed.py), then the prior on the remaining parameters."""
         o = self.options
@@ -196,7 +212,9 @@ class Simulation:
             groups = self.model.parameter_groups() if hasattr(self.model, "parameter_groups") else {}
             self.model.fix(parse_fixed(o["fix_parameters"], self.model.parameter_names, groups))
         from tati.models.priors import Prior
-        self.model.prior = Prior.from_options(o, self.model.parameter_names, self.model.uses_data)
+        # In Bayesian units (a likelihood) the Gaussian prior covers the biases too.
+        self.model.prior = Prior.from_options(o, self.model.parameter_names,
+                                              self.model.uses_data and o["likelihood"] == "none")
 
     def _make_ensemble(self):
         """The walkers' preconditioner and collapse (samplers/ensemble.py), or None."""
@@ -433,6 +451,13 @@ class Simulation:
             raise InputError("predict needs a network; this simulation samples a potential")
         features = np.asarray(features, dtype=tf.as_dtype(self.model.dtype).as_numpy_dtype)
         return self._walker_view(self.model.outputs(tf.constant(features)).numpy())
+
+    def predictive(self, features, labels=None, trajectory=None, burn_in=None, draws=1000, level=0.95, seed=0):
+        """The posterior predictive at `features` from a trajectory's draws (tati/predictive.py):
+        (DataFrame of mean_k, lower_k, upper_k per point, and log_predictive_density with
+        labels; the summed log predictive density or None)."""
+        from tati.predictive import predictive
+        return predictive(self, features, labels, trajectory, burn_in, draws, level, seed)
 
     def score(self):
         """Accuracy of the network on the whole dataset (an array of W with several walkers)."""

@@ -126,6 +126,8 @@ class KerasNetwork(FlatModel):
         values = check_walkers("initial_parameters", values, walkers, self.view.num_parameters, dtype)
         super().__init__(values, self.view.parameter_names, dtype)
         self.loss_name = self.view.loss_name
+        # (labels, outputs) -> [W] for a built-in loss (a likelihood replaces it), else None
+        self.loss_function = LOSSES[self.loss_name] if self.loss_name is not None else None
 
     def _initial(self, walkers, seed):
         """[W, d]: walker 0 the model's values, walker w > 0 drawn by each variable's initializer
@@ -164,15 +166,15 @@ class KerasNetwork(FlatModel):
     def outputs(self, features, theta=None):
         """[W, batch, outputs]: every walker's model on the same features."""
         theta = self.full_parameters(theta)
-        if self.num_walkers == 1:
+        if theta.shape[0] == 1:
             return self._network(theta[0], features)[None]
         if not self.vectorize:
-            return tf.stack([self._network(theta[w], features) for w in range(self.num_walkers)])
+            return tf.stack([self._network(theta[w], features) for w in range(theta.shape[0])])
         return tf.vectorized_map(lambda vector: self._network(vector, features), theta)
 
     def _losses(self, labels, outputs):
-        if self.loss_name is not None:
-            return LOSSES[self.loss_name](labels, outputs)
+        if self.loss_function is not None:
+            return self.loss_function(labels, outputs)
         loss = self.view._loss  # the user's callable, on one walker's outputs
         return tf.stack([tf.cast(tf.reshape(loss(labels, outputs[w]), []), self.dtype)
                          for w in range(self.num_walkers)])

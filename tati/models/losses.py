@@ -8,6 +8,8 @@ output as logits (use `output_activation="linear"` with them), `log_loss` as pro
 `softmax_cross_entropy` takes one-hot labels or a single column of class indices.
 """
 
+import math
+
 import tensorflow as tf
 
 _EPS = 1e-7
@@ -40,6 +42,50 @@ LOSSES = {
     "softmax_cross_entropy": _softmax,
     "cosine_distance": lambda y, f: _mean(1.0 - tf.reduce_sum(y * f, axis=-1)),
 }
+
+# Negative log-likelihoods per point, averaged over the batch per walker (option `likelihood`).
+# The model's potential is then size x this mean: the data's whole negative log-likelihood, or
+# its unbiased estimate N / n x sum over a mini-batch of n.
+_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+def mean_and_variance(name, f, noise=1.0):
+    """The predictive mean and variance of y given the outputs f, for the Gaussian likelihoods."""
+    if name == "gaussian":
+        return f, tf.fill(tf.shape(f), tf.cast(noise, f.dtype) ** 2)
+    columns = tf.shape(f)[-1] // 2  # heteroscedastic: (mu, raw variance) per label column
+    return f[..., :columns], tf.nn.softplus(f[..., columns:]) + 1e-6
+
+
+def point_nll(name, noise=1.0):
+    """(labels, outputs [W, batch, outputs]) -> [W, batch]: each point's negative log-likelihood."""
+    if name in ("gaussian", "heteroscedastic_gaussian"):
+        def nll(y, f):
+            mu, variance = mean_and_variance(name, f, noise)
+            terms = 0.5 * tf.square(y - mu) / variance + 0.5 * tf.math.log(variance) + _HALF_LOG_2PI
+            return tf.reduce_sum(terms, axis=-1)
+    elif name == "bernoulli":
+        def nll(y, f):
+            y = tf.broadcast_to(_as01(y), tf.shape(f))
+            return tf.reduce_sum(tf.nn.sigmoid_cross_entropy_with_logits(y, f), axis=-1)
+    else:  # categorical
+        def nll(y, f):
+            y = tf.broadcast_to(y, tf.concat([tf.shape(f)[:1], tf.shape(y)], 0))
+            if y.shape[-1] == 1 and f.shape[-1] != 1:
+                return tf.nn.sparse_softmax_cross_entropy_with_logits(tf.cast(y[..., 0], tf.int32), f)
+            return tf.nn.softmax_cross_entropy_with_logits(y, f)
+    return nll
+
+
+def likelihood_loss(name, size, noise=1.0):
+    """(labels, outputs) -> [W]: size x the mean negative log-likelihood of the batch."""
+    nll = point_nll(name, noise)
+    return lambda y, f: tf.cast(size, f.dtype) * tf.reduce_mean(nll(y, f), axis=1)
+
+
+# The rule of `accuracy` for each likelihood (None: a regression, no accuracy column).
+LIKELIHOOD_ACCURACY = {"gaussian": None, "heteroscedastic_gaussian": None, "bernoulli": "sigmoid_cross_entropy",
+                       "categorical": "softmax_cross_entropy"}
 
 ACTIVATIONS = {
     "tanh": tf.tanh, "sigmoid": tf.sigmoid, "softplus": tf.nn.softplus,

@@ -35,6 +35,7 @@ class MLP(FlatModel):
         self.activations = ([ACTIVATIONS[hidden_activation]] * (len(widths) - 2)
                             + [ACTIVATIONS[output_activation]])
         self.loss_name = loss
+        self.loss_function = LOSSES[loss]  # (labels, outputs) -> [W]; a likelihood replaces it
         n_weights = sum(a * b for a, b in self.weight_shapes)
         n_biases = sum(self.bias_sizes)
         check_size(walkers, n_weights + n_biases, dtype)
@@ -65,11 +66,11 @@ class MLP(FlatModel):
         return h
 
     def loss(self, features, labels, theta=None):
-        return self.with_prior(LOSSES[self.loss_name](labels, self.outputs(features, theta)), theta)
+        return self.with_prior(self.loss_function(labels, self.outputs(features, theta)), theta)
 
     def loss_and_accuracy(self, features, labels, theta=None):
         outputs = self.outputs(features, theta)
-        return (self.with_prior(LOSSES[self.loss_name](labels, outputs), theta),
+        return (self.with_prior(self.loss_function(labels, outputs), theta),
                 accuracy(self.loss_name, labels, outputs))
 
     def parameter_groups(self):

@@ -1,0 +1,85 @@
+"""The posterior predictive distribution of a network from sampled parameters.
+
+Given n parameter draws theta_i (a trajectory's rows after burn-in, all walkers, thinned evenly
+to at most `draws`), and the Simulation's `likelihood`:
+
+    mean:    (1/n) sum_i E[y | x, theta_i]            (the Gaussian's mean; a class probability)
+    bands:   quantiles of y~ drawn once per theta_i   (Gaussian likelihoods: y~ ~ N(mu_i, v_i), so
+             the band holds both the parameters' and the noise's spread; classifiers: quantiles
+             of the class probabilities over the draws)
+    log predictive density of held-out (x, y):
+             lpd(x, y) = log (1/n) sum_i p(y | x, theta_i) = LogSumExp_i log p(y | x, theta_i) - log n
+
+LogSumExp subtracts the largest term first, so the lpd stays finite where every p(y | x, theta_i)
+underflows (below 1e-308). Without a likelihood (the thermodynamic convention) there is no
+p(y | x, theta): only the network outputs' mean and quantiles are given.
+"""
+
+import math
+
+import numpy as np
+import pandas as pd
+import tensorflow as tf
+
+from tati.errors import InputError
+from tati.models.losses import mean_and_variance, point_nll
+
+
+def parameter_draws(trajectory, parameter_names, burn_in, draws):
+    """[n, d] parameters of the rows after burn_in, all walkers, thinned evenly to <= draws."""
+    missing = [name for name in parameter_names if name not in trajectory]
+    if missing:
+        raise InputError(f"trajectory has no column {missing[0]} of this model's parameters")
+    kept = trajectory[trajectory["step"] > burn_in]
+    if kept.empty:
+        raise InputError(f"trajectory has no row after burn_in {burn_in}")
+    rows = np.unique(np.linspace(0, len(kept) - 1, min(draws, len(kept))).round().astype(int))
+    return kept[list(parameter_names)].to_numpy(np.float64)[rows]
+
+
+def predictive(simulation, features, labels=None, trajectory=None, burn_in=None, draws=1000, level=0.95,
+               seed=0):
+    """(table, lpd): a DataFrame with one row per point and output column k: `mean_k`,
+    `lower_k` and `upper_k` (the central `level` band), and with `labels` the point's
+    `log_predictive_density`; lpd is their sum (None without labels)."""
+    o = simulation.options
+    model = simulation.model
+    if not model.uses_data:
+        raise InputError("predictive needs a network; this simulation samples a potential")
+    if trajectory is None:
+        raise InputError("predictive needs a trajectory (a Result's trajectory or tati.load_run's)")
+    theta = parameter_draws(trajectory, model.parameter_names, o["burn_in_steps"] if burn_in is None else burn_in,
+                            draws)
+    dtype = tf.as_dtype(model.dtype)
+    x = tf.constant(np.asarray(features, dtype=dtype.as_numpy_dtype))
+    outputs = model.outputs(x, theta=tf.constant(theta, dtype))  # [n, points, outputs]
+    name, noise = o["likelihood"], o["noise_standard_deviation"]
+    low, high = (1.0 - level) / 2.0, (1.0 + level) / 2.0
+    rng = np.random.default_rng(seed)
+    if name in ("gaussian", "heteroscedastic_gaussian"):
+        mu, variance = (t.numpy().astype(np.float64) for t in mean_and_variance(name, outputs, noise))
+        mean = mu.mean(axis=0)
+        drawn = mu + np.sqrt(variance) * rng.standard_normal(mu.shape)
+    else:
+        f = outputs.numpy().astype(np.float64)
+        if name == "bernoulli":
+            f = 1.0 / (1.0 + np.exp(-f))
+        elif name == "categorical":
+            f = np.exp(f - f.max(axis=-1, keepdims=True))
+            f /= f.sum(axis=-1, keepdims=True)
+        mean, drawn = f.mean(axis=0), f
+    lower, upper = np.quantile(drawn, low, axis=0), np.quantile(drawn, high, axis=0)
+    table = {}
+    for k in range(mean.shape[-1]):
+        table.update({f"mean_{k}": mean[:, k], f"lower_{k}": lower[:, k], f"upper_{k}": upper[:, k]})
+    table = pd.DataFrame(table)
+    if labels is None:
+        return table, None
+    if name == "none":
+        raise InputError("the log predictive density needs a likelihood (option likelihood)")
+    y = tf.constant(np.asarray(labels, dtype=dtype.as_numpy_dtype).reshape(len(table), -1))
+    log_p = -point_nll(name, noise)(y, outputs).numpy().astype(np.float64)  # [n, points]
+    largest = log_p.max(axis=0)
+    density = largest + np.log(np.exp(log_p - largest).sum(axis=0)) - math.log(len(theta))
+    table["log_predictive_density"] = density
+    return table, float(density.sum())

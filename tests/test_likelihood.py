@@ -1,0 +1,118 @@
+"""Bayesian units (option `likelihood`): U = the data's negative log-likelihood + the prior's,
+so that inverse_temperature 1 samples the posterior with the prior in the parameters' units.
+
+False-failure budget: 1e-3 split (Bonferroni) over each test's moment assertions."""
+
+import math
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from scipy import stats as sps
+
+import tati
+from stats import seed
+from test_proposal import first_and_second_moments, mcse_deviations
+
+
+def conjugate_regression():
+    """y = w . x + b + N(0, sigma^2), prior N(0, s^2) on w and b: (features, labels, sigma, s,
+    posterior mean, posterior covariance)."""
+    rng = np.random.default_rng(seed(4600))
+    n, sigma, s = 40, 0.5, 1.0
+    features = rng.normal(size=(n, 2))
+    labels = features @ [0.7, -0.4] + 0.3 + sigma * rng.normal(size=n)
+    design = np.hstack([features, np.ones((n, 1))])
+    covariance = np.linalg.inv(design.T @ design / sigma ** 2 + np.eye(3) / s ** 2)
+    mean = covariance @ design.T @ labels / sigma ** 2
+    return features, labels[:, None], sigma, s, mean, covariance
+
+
+@pytest.mark.parametrize("sampler, options", [("NUTS", {}), ("BAOAB", dict(step_width=0.02, friction_constant=5.0))])
+def test_gaussian_likelihood_samples_the_conjugate_posterior(sampler, options):
+    """4 walkers after burn-in: means and covariances of (w, b) within the MCSE bound."""
+    features, labels, sigma, s, mean, covariance = conjugate_regression()
+    burn_in = 1000 if sampler == "NUTS" else 4000
+    sim = tati.Simulation(dataset=(features, labels), hidden_dimension=[], output_activation="linear",
+                          likelihood="gaussian", noise_standard_deviation=sigma, prior_standard_deviation=s,
+                          sampler=sampler, number_walkers=4, burn_in_steps=burn_in,
+                          max_steps=burn_in + (2000 if sampler == "NUTS" else 40000),
+                          every_nth=1 if sampler == "NUTS" else 10, dtype="float64", seed=seed(46), **options)
+    trajectory = sim.sample().trajectory
+    columns = ["weight0", "weight1", "bias0"]
+    moments, (i, j) = first_and_second_moments(trajectory, columns, burn_in)
+    x = moments[..., :3]
+    centred = np.concatenate([x, (x - mean)[..., i] * (x - mean)[..., j]], axis=-1)
+    exact = np.concatenate([mean, covariance[i, j]])
+    deviations = mcse_deviations(centred, exact)
+    assert np.all(deviations < sps.norm.ppf(1 - 1e-3 / (2 * len(exact)))), deviations
+
+
+def test_the_loss_is_the_negative_log_posterior():
+    """U at given parameters equals the closed form: the Gaussian log-likelihood of every point
+    plus the prior on weights and bias, also through mini-batches (N / n x a batch's sum: the
+    whole-data value when the batch is the dataset), and heteroscedastic outputs."""
+    features, labels, sigma, s, _, _ = conjugate_regression()
+    theta = np.array([0.5, -0.2, 0.1])
+    sim = tati.Simulation(dataset=(features, labels), hidden_dimension=[], output_activation="linear",
+                          likelihood="gaussian", noise_standard_deviation=sigma, prior_standard_deviation=s,
+                          dtype="float64")
+    sim.parameters = theta
+    residual = labels[:, 0] - features @ theta[:2] - theta[2]
+    expected = (np.sum(0.5 * (residual / sigma) ** 2 + math.log(sigma) + 0.5 * math.log(2 * math.pi))
+                + np.sum(theta ** 2) / (2 * s ** 2))
+    assert sim.loss() == pytest.approx(expected, rel=1e-12)
+
+    hetero = tati.Simulation(dataset=(features, labels), hidden_dimension=[], output_activation="linear",
+                             likelihood="heteroscedastic_gaussian", dtype="float64")
+    assert hetero.num_parameters == 2 * 2 + 2  # a mean and a raw variance per label
+    hetero.parameters = np.array([0.5, 0.0, -0.2, 0.0, 0.1, 0.3])  # weights [2, 2] row-major, biases
+    variance = np.log1p(np.exp(0.3)) + 1e-6
+    mu = features @ [0.5, -0.2] + 0.1
+    expected = np.sum(0.5 * (labels[:, 0] - mu) ** 2 / variance + 0.5 * np.log(variance) + 0.5 * math.log(2 * math.pi))
+    assert hetero.loss() == pytest.approx(expected, rel=1e-12)
+
+
+def test_likelihood_needs_a_network():
+    with pytest.raises(tati.InputError, match="likelihood gaussian needs a network"):
+        tati.Simulation(potential=lambda x: tf.reduce_sum(x * x), initial_parameters=[0.0], likelihood="gaussian")
+
+
+def test_predictive_interval_and_log_density():
+    """NUTS draws of the conjugate posterior: the 95% predictive band covers held-out points
+    drawn from the exact posterior predictive at a rate inside the binomial bounds (two-sided,
+    false-failure rate 1e-3) around 0.95, and the log predictive density equals the direct float64 computation. Then, scaled
+    so far out that every p(y | x, theta_i) underflows, it stays finite and matches the
+    closed form of the largest term."""
+    features, labels, sigma, s, mean, covariance = conjugate_regression()
+    sim = tati.Simulation(dataset=(features, labels), hidden_dimension=[], output_activation="linear",
+                          likelihood="gaussian", noise_standard_deviation=sigma, prior_standard_deviation=s,
+                          sampler="NUTS", number_walkers=4, burn_in_steps=500, max_steps=1500, dtype="float64",
+                          seed=seed(49))
+    trajectory = sim.sample().trajectory
+    rng = np.random.default_rng(seed(4601))
+    held_out = rng.normal(size=(400, 2))
+    # each point from the exact posterior predictive: its own posterior draw, then the noise,
+    # so that each is covered with probability 0.95, independently
+    truth = rng.multivariate_normal(mean, covariance, size=400)
+    y = np.sum(held_out * truth[:, :2], axis=1) + truth[:, 2] + sigma * rng.normal(size=400)
+    table, lpd = sim.predictive(held_out, y, trajectory=trajectory, draws=2000)
+    covered = int(np.sum((table["lower_0"] <= y) & (y <= table["upper_0"])))
+    low, high = sps.binom.ppf([5e-4, 1 - 5e-4], 400, 0.95)
+    assert low <= covered <= high, covered
+
+    theta = trajectory[trajectory.step > 500][["weight0", "weight1", "bias0"]].to_numpy()
+    rows = np.unique(np.linspace(0, len(theta) - 1, 2000).round().astype(int))
+    mu = held_out @ theta[rows, :2].T + theta[rows, 2]  # [points, n]
+    direct = np.log(np.mean(sps.norm.pdf(y[:, None], mu, sigma), axis=1))
+    np.testing.assert_allclose(table["log_predictive_density"], direct, rtol=1e-10)
+    assert lpd == pytest.approx(direct.sum(), rel=1e-10)
+
+    far = y + 1000.0  # 2000 sigma away: every density is exp(-2e6), zero in float64
+    assert np.all(sps.norm.pdf(far[:, None], mu, sigma) == 0.0)
+    table, lpd = sim.predictive(held_out, far, trajectory=trajectory, draws=2000)
+    log_p = sps.norm.logpdf(far[:, None], mu, sigma)
+    largest = log_p.max(axis=1)
+    exact = largest + np.log(np.exp(log_p - largest[:, None]).sum(axis=1)) - np.log(log_p.shape[1])
+    assert np.all(np.isfinite(table["log_predictive_density"]))
+    np.testing.assert_allclose(table["log_predictive_density"], exact, rtol=1e-10)
