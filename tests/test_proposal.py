@@ -177,3 +177,6 @@ def test_options_that_do_not_apply_are_refused_in_one_line():
         tati.Simulation(sampler="NUTS", target_acceptance_rate=1.0, **common)
     with pytest.raises(InputError, match="momenta"):
         tati.Simulation(sampler="NUTS", **common).momenta
+    for kernel in (tati.samplers.NUTS, tati.samplers.RWMH):  # as model.compile(optimizer=...) would take it
+        with pytest.raises(InputError, match=f"{kernel.__name__} is not a Keras optimizer for model.fit"):
+            kernel(step_width=0.1)

@@ -165,11 +165,12 @@ class KerasNetwork(FlatModel):
 
     def outputs(self, features, theta=None):
         """[W, batch, outputs]: every walker's model on the same features."""
+        rows = self.num_walkers if theta is None else (theta.shape[0] or self.num_walkers)
         theta = self.full_parameters(theta)
-        if theta.shape[0] == 1:
+        if rows == 1:
             return self._network(theta[0], features)[None]
         if not self.vectorize:
-            return tf.stack([self._network(theta[w], features) for w in range(theta.shape[0])])
+            return tf.stack([self._network(theta[w], features) for w in range(rows)])
         return tf.vectorized_map(lambda vector: self._network(vector, features), theta)
 
     def _losses(self, labels, outputs):

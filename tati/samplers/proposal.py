@@ -31,6 +31,7 @@ import math
 import numpy as np
 import tensorflow as tf
 
+from tati.errors import InputError
 from tati.options import default
 from tati.samplers import adaptation
 
@@ -49,11 +50,14 @@ class ProposalKernel:
     default_acceptance = 0.8
     name = None  # the short name: its columns are recording/columns.py's PROPOSAL_* entries
 
-    def __init__(self, model, step_width=default("step_width"), seed=default("seed"), burn_in_steps=0,
+    def __init__(self, model=None, step_width=default("step_width"), seed=default("seed"), burn_in_steps=0,
                  inverse_temperature=default("inverse_temperature"),
                  adapt_step_width=default("adapt_step_width"),
                  target_acceptance_rate=default("target_acceptance_rate"),
                  adapt_mass=default("adapt_mass")):
+        if not hasattr(model, "flat_parameters"):  # e.g. model.compile(optimizer=NUTS(...))
+            raise InputError(f"{type(self).__name__} is not a Keras optimizer for model.fit: it evaluates the "
+                             f"model itself; use tati.Simulation(model=..., sampler=\"{type(self).__name__}\")")
         self.model = model
         self.initial_step_width = float(step_width)
         self.seed = int(seed)
@@ -107,7 +111,7 @@ class NUTS(ProposalKernel):
     name = "NUTS"
     parameters = ProposalKernel.parameters + ("max_tree_depth",)
 
-    def __init__(self, model, max_tree_depth=default("max_tree_depth"), **options):
+    def __init__(self, model=None, max_tree_depth=default("max_tree_depth"), **options):
         super().__init__(model, **options)
         self.max_tree_depth = int(max_tree_depth)
 
