@@ -1,9 +1,9 @@
 """FlatModel: a model whose parameters are one variable theta of shape [W, d]: W walkers, each
 a flat vector of d parameters.
 
-This is the parameter view every table and sampler works with. The built-in network and user
-potentials store theta directly, so one vectorised operation moves all walkers; a user's
-Keras model (one walker) is mapped onto the same view by `KerasModel`.
+This is the parameter view every table and sampler works with. The built-in network, user
+potentials and a user's Keras model (`KerasNetwork`, evaluated by Keras 3's stateless call)
+store theta directly, so one vectorised operation moves all walkers.
 
 Interface the Simulation relies on (all models):
     variables          trainable variables handed to the optimizer

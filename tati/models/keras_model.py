@@ -1,9 +1,9 @@
 """A user's Keras model with a loss, seen through the flat parameter view.
 
-`KerasModel` is the view of the model's own variables (one walker, [1, d] parameters, [1]
-losses), as the recording callback of `model.fit` reads it: the flat vector concatenates the
-variables, weight variables first and bias variables (named ``bias``) after, each flattened
-row-major. Columns are weight0.., bias0.. as for the built-in network.
+`KerasModel` is the view of the model's own variables ([1, d] parameters), as the recording
+callback of `model.fit` reads it: the flat vector concatenates the variables, weight variables
+first and bias variables (named ``bias``) after, each flattened row-major. Columns are
+weight0.., bias0.. as for the built-in network.
 
 `KerasNetwork` is how the Simulation samples a Keras model: a FlatModel whose [W, d] parameters
 are W walkers of that vector, evaluated by Keras 3's stateless call (the model run with given
@@ -24,10 +24,8 @@ from tati.models.losses import LOSSES, accuracy
 
 
 class KerasModel:
-    uses_data = True
-    walker_axis = False
-    num_walkers = 1
-    prior = None  # a priors.Prior whose energy the losses include
+    """The flat view of a Keras model's own variables (names, order, values); it also checks
+    the model and its loss for KerasNetwork."""
 
     def __init__(self, model, loss=None, input_dimension=None):
         """loss None: only the flat parameter view (as the Keras callback uses it)."""
@@ -64,53 +62,11 @@ class KerasModel:
     def get_parameters(self):
         return self.flat_parameters().numpy()
 
-    def set_parameters(self, values):
-        values = check_walkers("parameters", values, 1, self.num_parameters, self.dtype)[0]
-        start = 0
-        for v in self.variables:
-            size = int(np.prod(v.shape))
-            v.assign(values[start:start + size].reshape(v.shape))
-            start += size
-
-    def outputs(self, features, theta=None):
-        if theta is None:
-            return self.model(features, training=False)[None]
-        # Keras 3's stateless call: the model evaluated with the given values for its variables.
-        values = dict(zip((id(v) for v in self.variables), self._split(theta[0])))
-        trainable = [values[id(v)] for v in self.model.trainable_variables]
-        non_trainable = [tf.convert_to_tensor(v) for v in self.model.non_trainable_variables]
-        return self.model.stateless_call(trainable, non_trainable, features, training=False)[0][None]
-
     def _split(self, vector):
         """One flat parameter vector [d] as tensors shaped as self.variables."""
         sizes = [int(np.prod(v.shape)) for v in self.variables]
         return [tf.reshape(tf.cast(piece, v.dtype), v.shape)
                 for piece, v in zip(tf.split(vector, sizes), self.variables)]
-
-    def assign_flat(self, theta):
-        """Set the variables from a [1, d] tensor (in a compiled graph too)."""
-        for v, value in zip(self.variables, self._split(theta[0])):
-            v.assign(value)
-
-    def _losses(self, labels, outputs):
-        if self.loss_name is None:  # the user's callable on one walker's outputs
-            return tf.reshape(tf.cast(self._loss(labels, outputs[0]), self.dtype), [1])
-        return self._loss(labels, outputs)
-
-    def _with_prior(self, losses, theta=None):
-        if self.prior is None:
-            return losses
-        return self.prior.add(losses, self.flat_parameters() if theta is None else theta)
-
-    def loss(self, features, labels, theta=None):
-        return self._with_prior(self._losses(labels, self.outputs(features, theta)), theta)
-
-    def loss_and_accuracy(self, features, labels, theta=None):
-        outputs = self.outputs(features, theta)
-        loss = self._with_prior(self._losses(labels, outputs), theta)
-        if self.loss_name is None:
-            return loss, tf.constant([np.nan], self.dtype)
-        return loss, accuracy(self.loss_name, labels, outputs)
 
 
 class KerasNetwork(FlatModel):
