@@ -18,6 +18,14 @@ BLOCK_NUMBERS = 2 ** 21
 MAX_BLOCK_ROWS = 4096
 
 
+def value_and_gradient(function, x):
+    """function(x) and its gradient with respect to the tensor x (zeros where x does not enter)."""
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        value = function(x)
+    return value, tape.gradient(value, x, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+
+
 def block_rows(walkers, parameters):
     """Rows of one block: every row holds the parameters and about 16 numbers per walker."""
     return int(max(1, min(MAX_BLOCK_ROWS, BLOCK_NUMBERS // (walkers * (parameters + 16)))))

@@ -9,7 +9,7 @@ like loop.make_chunk's. The model's parameters are set to theta = s z at the end
 
 import tensorflow as tf
 
-from tati.loop import block_rows
+from tati.loop import block_rows, value_and_gradient
 from tati.recording.columns import PROPOSAL_RUN_INFO
 from tati.samplers import adaptation
 
@@ -40,10 +40,7 @@ def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_
         target = log_prob_at(scale)
         if not kernel.uses_gradient:
             return target(z), tf.zeros_like(z)
-        with tf.GradientTape() as tape:
-            tape.watch(z)
-            value = target(z)
-        return value, tape.gradient(value, z, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+        return value_and_gradient(target, z)
 
     def start():
         """The chain's state from the model's parameters, where the kernel is fresh."""

@@ -58,6 +58,15 @@ def is_proposal(short):
     return short in PROPOSAL_KERNELS
 
 
+def target_acceptance(short, value=None):
+    """The acceptance rate the step width adapts to: `value` (the option target_acceptance_rate)
+    or the sampler's default, 0.234 for RWMH (optimal as d -> infinity, Roberts, Gelman & Gilks
+    1997) and 0.8 for NUTS, HMC1 and HMC2 (Stan's delta)."""
+    if value is not None:
+        return float(value)
+    return 0.234 if short == "RWMH" else 0.8
+
+
 def canonical_optimizer(name):
     """A case-folded optimizer name with tati's GradientDescent aliases merged, for comparisons."""
     lower = str(name).lower()

@@ -17,7 +17,7 @@ tati/diagnostics/convergence.py, the only part that imports TensorFlow (Probabil
 import math
 
 from tati.diagnostics.equipartition import equipartition_verdict, table_batch_means
-from tati.names import canonical_optimizer, is_proposal
+from tati.names import canonical_optimizer, is_proposal, target_acceptance
 
 # Stan's rule (Vehtari et al. 2021, "Rank-normalization, folding, and localization"): use the
 # draws when R-hat < 1.01 and the bulk ESS is above 100 per chain. Our ESS is of all walkers
@@ -62,7 +62,7 @@ def summarise(prog, simulation, result, sampler, seconds=None):
             lines.append(_hmc_line(run_info, "raise target_acceptance_rate" if adapted else "lower step_width"))
             if adapted:
                 width = float(simulation.sampler.learning_rate.numpy())
-                target = o["target_acceptance_rate"] or 0.8
+                target = target_acceptance(o["sampler"], o["target_acceptance_rate"])
                 lines.append(f"  step_width adapted to {width:.3g} (started at {o['step_width']:g}; target "
                              f"acceptance {target:g})")
         if walkers >= 2:
@@ -250,7 +250,7 @@ def _kernel_lines(o, run_info):
     after = max(int(last["step"].max()) - burn_in, 0)
     transitions = after * len(last) if after else int(last["step"].max()) * len(last)
     span = "after burn-in" if after else "so far (all in burn-in)"
-    target = o["target_acceptance_rate"] or (0.8 if o["sampler"] == "NUTS" else 0.234)
+    target = target_acceptance(o["sampler"], o["target_acceptance_rate"])
     acceptance = 1.0 - float(last["average_rejection_rate"].mean())
     width = float(last["step_width"].iloc[-1])
     adapted = o["adapt_step_width"] and burn_in > 0

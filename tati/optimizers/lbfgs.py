@@ -12,7 +12,7 @@ so a checkpoint continues it.
 
 import tensorflow as tf
 
-from tati.loop import block_rows
+from tati.loop import block_rows, value_and_gradient
 
 CORRECTION_PAIRS = 10
 TOLERANCE = 1e-8
@@ -59,10 +59,7 @@ def make_lbfgs_chunk(model, data, lbfgs, step, averages, has_accuracy, every_nth
     rows = block_rows(walkers, d)
 
     def value_and_gradients(theta):
-        with tf.GradientTape() as tape:
-            tape.watch(theta)
-            losses = model.loss(features, labels, theta=theta)
-        return losses, tape.gradient(losses, theta, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+        return value_and_gradient(lambda t: model.loss(features, labels, theta=t), theta)
 
     def from_model():  # the first call, or after the user set the parameters
         start = model.flat_parameters()

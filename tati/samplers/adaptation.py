@@ -28,8 +28,6 @@ Everything here is a pure function of tensors; the kernel keeps the state in var
 import tensorflow as tf
 
 GAMMA, T0, KAPPA = 0.1, 10.0, 0.75
-# The default target acceptance of HMC1 and HMC2 (as of NUTS; Stan's delta).
-HMC_TARGET = 0.8
 INITIAL_BUFFER, TERMINAL_BUFFER, BASE_WINDOW = 75, 50, 25
 # Fewer burn-in steps than this leave the metric at 1 (a window needs some draws).
 MIN_METRIC_BURN_IN = 20

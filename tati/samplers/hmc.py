@@ -82,6 +82,7 @@ import keras
 import tensorflow as tf
 
 from tati.errors import InputError
+from tati.names import target_acceptance
 from tati import options as option_table
 from tati.options import default
 from tati.samplers import adaptation
@@ -126,8 +127,8 @@ class HamiltonianMonteCarlo(SamplerBase):
             inverse_temperature=inverse_temperature))
         self._loss_given = False
         self.adaptation_steps = option_table.check("burn_in_steps", adaptation_steps)
-        target = option_table.check("target_acceptance_rate", target_acceptance_rate)
-        self.target_acceptance_rate = adaptation.HMC_TARGET if target is None else target
+        self.target_acceptance_rate = target_acceptance(
+            type(self).__name__, option_table.check("target_acceptance_rate", target_acceptance_rate))
 
     def build(self, variables):
         if self.built:

@@ -32,6 +32,7 @@ import numpy as np
 import tensorflow as tf
 
 from tati.errors import InputError
+from tati.names import target_acceptance
 from tati.options import default
 from tati.samplers import adaptation
 
@@ -47,7 +48,6 @@ class ProposalKernel:
     has_momentum = False
     uses_gradient = True
     parameters = ("inverse_temperature", "adapt_step_width", "target_acceptance_rate", "adapt_mass")
-    default_acceptance = 0.8
     name = None  # the short name: its columns are recording/columns.py's PROPOSAL_* entries
 
     def __init__(self, model=None, step_width=default("step_width"), seed=default("seed"), burn_in_steps=0,
@@ -63,8 +63,7 @@ class ProposalKernel:
         self.seed = int(seed)
         self.burn_in_steps = int(burn_in_steps)
         self.inverse_temperature = float(inverse_temperature)
-        self.target_acceptance_rate = (self.default_acceptance if target_acceptance_rate is None
-                                       else float(target_acceptance_rate))
+        self.target_acceptance_rate = target_acceptance(self.name, target_acceptance_rate)
         self.adapt_step_width = bool(adapt_step_width) and self.burn_in_steps > 0
         self.metric_start, self.metric_ends = (adaptation.metric_windows(self.burn_in_steps)
                                                if adapt_mass else (0, []))
@@ -89,10 +88,6 @@ class ProposalKernel:
     def variables(self):
         return [self.position, self.log_prob, self.gradient, self.scale, self.step_width,
                 self.dual_averaging, self.welford, self.counters, self.fresh]
-
-    @property
-    def learning_rate(self):
-        return self.step_width
 
     def restart(self):
         """The next step starts from the model's current parameters (the user set them)."""
@@ -144,7 +139,6 @@ class RWMH(ProposalKernel):
 
     name = "RWMH"
     uses_gradient = False
-    default_acceptance = 0.234  # optimal for d -> infinity (Roberts, Gelman & Gilks 1997)
 
     def transition(self, target, z, log_prob, gradient, width, seed):
         import tensorflow_probability as tfp
