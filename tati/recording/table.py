@@ -1,10 +1,12 @@
 """Table: rows kept for a DataFrame and, optionally, streamed to a CSV file as they come.
 
 Rows come in blocks of columns (`extend`, one numpy array per column) or one at a time
-(`append`). Each block is written as complete lines in writes of at most WRITE_LINES lines,
-each flushed, so a run killed at any moment leaves a file whose lines are complete rows, a
-prefix of the uninterrupted run. Floats are written with repr (shortest round trip), so
-reading the file back with pandas gives exactly the DataFrame's values.
+(`append`). Each block goes to the file unbuffered, as complete lines in one write call (a
+buffered writer splits a long write into two system calls, and a SIGKILL between them left
+a partial line), so a run killed at any moment leaves a file whose lines are complete rows, a
+prefix of the uninterrupted run. Appending to a file that a killed writer nevertheless left
+with a partial last line first cuts that line off. Floats are written with repr (shortest
+round trip), so reading the file back with pandas gives exactly the DataFrame's values.
 """
 
 import numpy as np
@@ -12,9 +14,6 @@ import pandas as pd
 
 from tati.errors import InputError
 from tati.recording.columns import INTEGER_COLUMNS
-
-
-WRITE_LINES = 256
 
 
 def _strings(name, values):
@@ -38,6 +37,23 @@ def check_header(name, path, columns):
                          "be appended; give another file name")
 
 
+def _cut_partial_line(file):
+    """Truncate a file opened to append after its last newline (nothing if it ends in one)."""
+    end = position = file.seek(0, 2)
+    with open(file.name, "rb") as reader:
+        while position > 0:
+            start = max(0, position - 4096)
+            reader.seek(start)
+            newline = reader.read(position - start).rfind(b"\n")
+            if newline >= 0:
+                position = start + newline + 1
+                break
+            position = start
+    if position != end:
+        file.truncate(position)
+        file.seek(position)
+
+
 class Table:
     def __init__(self, columns, path=None, append=False):
         """A file is opened for appending or replaced as the caller says; the caller checked
@@ -47,16 +63,18 @@ class Table:
         self._file = None
         if path is not None:
             try:
-                self._file = open(path, "a" if append else "w", encoding="utf-8", newline="")
+                self._file = open(path, "ab" if append else "wb", buffering=0)
+                if append:
+                    _cut_partial_line(self._file)
             except OSError as error:
                 raise InputError(f"cannot write '{path}': {error.strerror}") from None
             if self._file.tell() == 0:  # a new file, or appending to one that is not there yet
                 self._write([",".join(self.columns)])
 
     def _write(self, lines):
-        for start in range(0, len(lines), WRITE_LINES):
-            self._file.write("".join(line + "\n" for line in lines[start:start + WRITE_LINES]))
-            self._file.flush()
+        data = "".join(line + "\n" for line in lines).encode("utf-8")
+        while data:  # a regular file takes it in one call; the loop covers a short write
+            data = data[self._file.write(data):]
 
     def append(self, row):
         """row: one value per column, ints for id/step/epoch."""
