@@ -7,6 +7,11 @@ preconditioner, and the position of the mini-batches (data/pipeline.py). A resto
 therefore continues bitwise on the same machine and versions. The file is written to a temporary name and renamed,
 so an interruption during the write leaves the previous checkpoint intact. Reading a file's
 description (`load`) needs no TensorFlow, so the tools check a checkpoint before importing it.
+
+Format 2 stores each variable under "group/name": the variable's own name (a Keras
+optimizer's without its prefix) for the model and the optimizer, the attribute name for the
+run's averages, the data batches and the ensemble, so reordering or adding attributes keeps old
+checkpoints readable. Format 1 (the first release) stored them by position and still restores.
 """
 
 import json
@@ -19,27 +24,42 @@ import numpy as np
 from tati.errors import InputError
 from tati.preflight import compare_checkpoint, saved_options
 
-FORMAT = 1
+FORMAT = 2
+READS = (1, 2)
 _META_FIELDS = {"method": str, "sampler": str, "optimizer": str, "walkers": int, "parameters": list}
 
 
 def object_variables(obj):
-    """The tf.Variables among an object's attributes (alone or in a list), in attribute-name order."""
+    """(attribute name, tf.Variable) of an object's variables (alone, or in a list as name_i),
+    in attribute-name order."""
     import tensorflow as tf
     if obj is None:
         return []
     found = []
-    for _, value in sorted(vars(obj).items()):
-        for item in value if isinstance(value, list) else [value]:
+    for name, value in sorted(vars(obj).items()):
+        items = value if isinstance(value, list) else [value]
+        for i, item in enumerate(items):
             if isinstance(item, tf.Variable):
-                found.append(item)
+                found.append((name.lstrip("_") + (f"_{i}" if isinstance(value, list) else ""), item))
     return found
 
 
+def _own_names(variables):
+    """(name, variable): a Keras variable's name without the optimizer's or layer's prefix, a
+    tf.Variable's without ':0'; a repeated name gets _2, _3, ... in order."""
+    named, seen = [], {}
+    for variable in variables:
+        name = getattr(variable, "path", variable.name).split("/", 1)[-1].split(":")[0]
+        seen[name] = seen.get(name, 0) + 1
+        named.append((name if seen[name] == 1 else f"{name}_{seen[name]}", variable))
+    return named
+
+
 def _groups(simulation, run):
-    return {"model": list(simulation.model.variables),
-            "optimizer": list(run.optimizer.variables),
-            "run": [run.step] + object_variables(run.averages),
+    """{group: [(name, variable)]} of everything a checkpoint holds."""
+    return {"model": _own_names(simulation.model.variables),
+            "optimizer": _own_names(run.optimizer.variables),
+            "run": [("step", run.step)] + object_variables(run.averages),
             "data": object_variables(simulation.data),
             "ensemble": object_variables(simulation.ensemble)}
 
@@ -54,8 +74,8 @@ def _meta(simulation, run):
 def save(path, simulation, run):
     arrays = {"meta": np.array(json.dumps(_meta(simulation, run)))}
     for group, variables in _groups(simulation, run).items():
-        for i, variable in enumerate(variables):
-            arrays[f"{group}/{i}"] = variable.numpy()
+        for name, variable in variables:
+            arrays[f"{group}/{name}"] = variable.numpy()
     temporary = f"{path}.partial"
     try:
         with open(temporary, "wb") as file:
@@ -81,12 +101,13 @@ def load(path):
         raise InputError(f"restore_model '{path}' is not a tati checkpoint ({type(error).__name__})") from None
     if not isinstance(meta, dict) or "format" not in meta:
         raise InputError(f"restore_model '{path}' is not a tati checkpoint")
-    if meta["format"] != FORMAT:
+    if meta["format"] not in READS:
         raise InputError(f"restore_model '{path}' has checkpoint format {meta['format']!r:.20}; this "
-                         f"version of tati reads format {FORMAT}")
-    # What restore reads: the fields of meta and state arrays named group/index.
+                         f"version of tati reads formats {' and '.join(map(str, READS))}")
+    # What restore reads: the fields of meta and state arrays named group/name (format 1: group/index).
+    key = r"[A-Za-z_]+/[0-9]+" if meta["format"] == 1 else r"[A-Za-z_]+/[A-Za-z0-9_./-]+"
     if any(not isinstance(meta.get(field), kind) for field, kind in _META_FIELDS.items()) or not all(
-            re.fullmatch(r"[A-Za-z_]+/[0-9]+", key) for key in arrays):
+            re.fullmatch(key, name) for name in arrays):
         raise InputError(f"restore_model '{path}' is a damaged tati checkpoint")
     return meta, arrays
 
@@ -107,10 +128,16 @@ def restore(path, simulation, run):
         groups = {"model": groups["model"]}
     pairs = []
     for group, variables in groups.items():
-        saved = sorted((key for key in arrays if key.startswith(group + "/")), key=lambda k: int(k.split("/")[1]))
-        if len(saved) != len(variables):
+        saved = sorted(key for key in arrays if key.startswith(group + "/"))
+        if meta["format"] == 1:  # by position
+            saved.sort(key=lambda k: int(k.split("/")[1]))
+            wanted = saved if len(saved) == len(variables) else None
+        else:
+            wanted = [f"{group}/{name}" for name, _ in variables]
+            wanted = wanted if sorted(wanted) == saved else None
+        if wanted is None:
             raise InputError(f"restore_model '{path}' was saved with other options ({group} state differs)")
-        for key, variable in zip(saved, variables):
+        for key, (_, variable) in zip(wanted, variables):
             value = arrays[key]
             if tuple(value.shape) != tuple(variable.shape) or value.dtype != tf.as_dtype(variable.dtype).as_numpy_dtype:
                 raise InputError(f"restore_model '{path}' was saved with other options ({group} state differs)")

@@ -76,6 +76,42 @@ def test_restore_continues_mini_batches_and_refuses_other_options(tmp_path):
         tati.Simulation(restore_model=str(tmp_path / "none.npz"), **options).sample()
 
 
+def first_release_layout(path):
+    """Rewrite a checkpoint as the first release stored it: format 1, each group's arrays by
+    position in the order the run lists them (tati.checkpoint._groups)."""
+    from tati import checkpoint as module
+    with np.load(path) as file:
+        arrays = {key: file[key] for key in file.files}
+    meta = json.loads(str(arrays.pop("meta")))
+    simulation = tati.Simulation(restore_model=None, **meta_options)
+    simulation.sample()
+    old = {"meta": np.array(json.dumps(dict(meta, format=1)))}
+    for group, variables in module._groups(simulation, simulation._run).items():
+        for i, (name, _) in enumerate(variables):
+            old[f"{group}/{i}"] = arrays.pop(f"{group}/{name}")
+    assert not arrays
+    np.savez(path, **old)
+
+
+meta_options = dict(potential=quartic, initial_parameters=[0.3, -0.2], sampler="HMC2", number_walkers=4,
+                    step_width=0.3, seed=5, covariance_blending=0.5, covariance_after_steps=7, max_steps=1)
+
+
+def test_checkpoints_name_their_arrays_and_the_first_release_layout_restores(tmp_path):
+    checkpoint = str(tmp_path / "state.npz")
+    options = {k: v for k, v in meta_options.items() if k != "max_steps"}
+    full = tati.Simulation(max_steps=30, **options).sample()
+    tati.Simulation(max_steps=12, save_model=checkpoint, **options).sample()
+    with np.load(checkpoint) as file:
+        names = set(file.files)
+    assert {"model/parameters", "optimizer/iteration", "optimizer/hmc_state_0", "run/step",
+            "ensemble/matrices_0", "ensemble/moving"} <= names
+    first_release_layout(checkpoint)
+    resumed = tati.Simulation(max_steps=18, restore_model=checkpoint, **options).sample()
+    tail = full.trajectory[full.trajectory.step > 12].reset_index(drop=True)
+    pd.testing.assert_frame_equal(tail, resumed.trajectory, check_exact=True)
+
+
 def cli(options, extra=()):
     argv = [sys.executable, "-m", "tati.cli.sample"]
     for key, value in options.items():

@@ -190,5 +190,5 @@ def test_a_checkpoint_of_an_unknown_format_is_refused_naming_the_version(tmp_pat
     meta = json.loads(str(arrays["meta"]))
     arrays["meta"] = np.array(json.dumps(dict(meta, format=7)))
     np.savez(checkpoint, **arrays)
-    with pytest.raises(InputError, match=r"has checkpoint format 7; this version of tati reads format 1$"):
+    with pytest.raises(InputError, match=r"has checkpoint format 7; this version of tati reads formats 1 and 2$"):
         tati.Simulation(restore_model=checkpoint, **options)

@@ -135,8 +135,8 @@ class HamiltonianMonteCarlo(SamplerBase):
             return
         super().build(variables)
         size = 1 if self._walkers is None else self._walkers
-        self._state = [self.add_variable((len(group), size), dtype="float64", name="hmc_state")
-                       for group in _STATE_GROUPS]
+        self._state = [self.add_variable((len(group), size), dtype="float64", name=f"hmc_state_{k}")
+                       for k, group in enumerate(_STATE_GROUPS)]
         self._start_positions = [self.add_variable_from_reference(v, name="start_position") for v in variables]
         self._start_gradients = [self.add_variable_from_reference(v, name="start_gradient") for v in variables]
         if self.adaptation_steps:
