@@ -22,13 +22,20 @@ setup(
     extras_require={
         "progress": ["tqdm>=4.60"],
         "plots": ["matplotlib>=3.7"],
-        "test": ["pytest>=7.4", "hypothesis>=6.80", "matplotlib>=3.7"],  # the figures are tested
+        # ArviZ 1.0 replaces InferenceData by xarray's DataTree: to_inference_data is written for 0.x.
+        "arviz": ["arviz>=0.17,<1"],
+        "tensorboard": ["tensorboard>=2.18"],  # to view summaries_path; writing needs only TensorFlow
+        # the figures, the ArviZ export and the event files (read back by TensorBoard) are tested
+        "test": ["pytest>=7.4", "pytest-xdist>=3.5", "hypothesis>=6.80", "matplotlib>=3.7", "arviz>=0.17,<1", "tensorboard>=2.18"],
     },
     entry_points={
         "console_scripts": [
             "tati-sample=tati.cli.sample:main",
             "tati-optimize=tati.cli.optimize:main",
             "tati-analyse=tati.cli.analyse:main",
+            "tati-lossfunction-sampler=tati.cli.lossfunction:main",
+            "tati-predictive=tati.cli.predictive:main",
+            "tati-dataset-writer=tati.cli.dataset_writer:main",
         ],
     },
 )

@@ -90,6 +90,8 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
             optimizer.report_details = True
         elif optimizer is not None:
             optimizer.apply(grads, variables)
+            if record and hasattr(optimizer, "scaled_gradients"):  # Barzilai-Borwein: its own step width
+                scaled_gradient = tf.sqrt(per_walker([tf.square(x) for x in optimizer.scaled_gradients(grads)]))
         step.assign_add(1)
         zeros = tf.zeros_like(virial)
         if is_sampler:

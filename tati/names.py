@@ -67,9 +67,16 @@ def target_acceptance(short, value=None):
     return 0.234 if short == "RWMH" else 0.8
 
 
+# Accepted names of the Barzilai-Borwein optimizer (optimizers/barzilai_borwein.py), any case.
+BARZILAI_BORWEIN_NAMES = ("barzilaiborweingradientdescent", "barzilaiborwein", "bb")
+
+
 def canonical_optimizer(name):
-    """A case-folded optimizer name with tati's GradientDescent aliases merged, for comparisons."""
+    """A case-folded optimizer name with tati's GradientDescent, L-BFGS and Barzilai-Borwein
+    aliases merged, for comparisons."""
     lower = str(name).lower()
     if lower in ("l-bfgs", "lbfgs"):
         return "l-bfgs"
+    if lower in BARZILAI_BORWEIN_NAMES:
+        return BARZILAI_BORWEIN_NAMES[0]
     return "gradientdescent" if lower in ("gradientdescent", "gd") else lower

@@ -145,6 +145,15 @@ class Dataset(Kind):
                          f"got {value!r:.60}")
 
 
+class InputColumns(Kind):
+    """Terms such as 'x1 x2 x1^2 sin(x2)' (tati/data/input_columns.py), kept as a list of strings."""
+    metavar = "TERMS"
+
+    def __call__(self, option, value):
+        from tati.data.input_columns import parse
+        return parse(value, option)
+
+
 class SamplerName(Kind):
     """A sampler's short or full name in any case, converted to its short name (tati/names.py)."""
     metavar = "NAME"
@@ -159,6 +168,19 @@ class TextOrCallable(Text):
 
     def __call__(self, option, value):
         return value if callable(value) else super().__call__(option, value)
+
+
+class RateOrSchedule(Number):
+    """A positive number or, in Python, a Keras LearningRateSchedule (recognised by its class
+    name, so that checking options needs no TensorFlow; tati/optimizers/schedules.py)."""
+
+    def __init__(self):
+        super().__init__(minimum=0, strict=True)
+
+    def __call__(self, option, value):
+        if any(cls.__name__ == "LearningRateSchedule" for cls in type(value).__mro__):
+            return value
+        return super().__call__(option, value)
 
 
 POSITIVE = Number(minimum=0, strict=True)
@@ -199,6 +221,11 @@ OPTIONS = [
     Option("input_dimension", None, Optional(POSITIVE_INT), "data",
            "Number of feature columns; none means taken from the data (CSV: all columns but the "
            "last)."),
+    Option("input_columns", None, InputColumns(), "data",
+           "Inputs of the network computed from the feature columns, e.g. 'x1 x2 x1^2 sin(x2)': "
+           "terms separated by spaces, each xK (feature column K, from 1), sin(xK), cos(xK), any of "
+           "them to a positive integer power (^n) or a product of them (x1*x2); none means the "
+           "feature columns as they are."),
     Option("output_dimension", None, Optional(POSITIVE_INT), "data",
            "Number of network outputs; none means taken from the labels."),
     # model
@@ -313,9 +340,25 @@ OPTIONS = [
            "mass) from the draws of burn-in in Stan's windows; needs burn_in_steps >= 20."),
     # optimizer
     Option("optimizer", "GradientDescent", Text(), "optimizer",
-           "Optimizer of fit(): GradientDescent, L-BFGS (TensorFlow Probability's, on the whole "
+           "Optimizer of fit(): GradientDescent, BarzilaiBorweinGradientDescent (step width "
+           "s.s / s.y from the last two steps, learning_rate only for the first; whole dataset), "
+           "L-BFGS (TensorFlow Probability's, on the whole "
            "dataset, no learning_rate; stops when converged) or any Keras optimizer name (adam, sgd, ...)."),
-    Option("learning_rate", 0.03, POSITIVE, "optimizer", "Learning rate of the optimizer."),
+    Option("learning_rate", 0.03, RateOrSchedule(), "optimizer",
+           "Learning rate of the optimizer; in Python also a keras.optimizers.schedules.LearningRateSchedule "
+           "of the optimizer's step count."),
+    Option("learning_rate_decay_rate", None, Optional(POSITIVE), "optimizer",
+           "Exponential decay r (Keras' ExponentialDecay): after k steps the learning rate is "
+           "learning_rate * r^(k / learning_rate_decay_steps); none keeps it constant."),
+    Option("learning_rate_decay_steps", 1000, POSITIVE_INT, "optimizer",
+           "Steps s over which the learning rate decays by the factor learning_rate_decay_rate."),
+    Option("learning_rate_cycle_steps", None, Optional(POSITIVE_INT), "optimizer",
+           "Cyclic schedule (for SWAG): within each cycle of c steps the learning rate falls linearly "
+           "from learning_rate to learning_rate_cycle_minimum, reached at the cycle's last step; "
+           "with every_nth = c the rows are the cycle ends. None means no cycles."),
+    Option("learning_rate_cycle_minimum", None, Optional(POSITIVE), "optimizer",
+           "The learning rate at the end of each cycle (learning_rate_cycle_steps); none means "
+           "learning_rate / 10."),
     # walkers
     Option("number_walkers", 1, POSITIVE_INT, "walkers",
            "Number of walkers W, advanced together in one vectorised step; each has its own noise "
@@ -361,6 +404,11 @@ OPTIONS = [
     Option("run_file", None, Optional(Text()), "output", "CSV file for the run-info table."),
     Option("trajectory_file", None, Optional(Text()), "output", "CSV file for the trajectory table."),
     Option("averages_file", None, Optional(Text()), "output", "CSV file for the averages table."),
+    Option("summaries_path", None, Optional(Text()), "output",
+           "Directory for TensorBoard summaries written as the run goes: at every row, a scalar of "
+           "every run-info column and histograms of the parameters, one TensorBoard run per walker "
+           "(walker0, walker1, ...). Each call adds event files; an existing directory is kept. "
+           "View with tensorboard --logdir (pip install tati[tensorboard])."),
     Option("overwrite", False, Boolean(), "output",
            "Replace existing output files (run_file, trajectory_file, averages_file). Without it a "
            "run refuses to start if one exists, unless restore_model continues the run that wrote "

@@ -4,9 +4,10 @@ Given n parameter draws theta_i (a trajectory's rows after burn-in, all walkers,
 to at most `draws`), and the Simulation's `likelihood`:
 
     mean:    (1/n) sum_i E[y | x, theta_i]            (the Gaussian's mean; a class probability)
-    bands:   quantiles of y~ drawn once per theta_i   (Gaussian likelihoods: y~ ~ N(mu_i, v_i), so
-             the band holds both the parameters' and the noise's spread; classifiers: quantiles
-             of the class probabilities over the draws)
+    bands:   Gaussian likelihoods: the quantiles of y~ under the mixture (1/n) sum_i N(mu_i, v_i),
+             computed exactly by bisection of its CDF, so the band holds both the parameters'
+             and the noise's spread (also for a single network, n = 1); classifiers: quantiles of
+             the class probabilities over the draws
     log predictive density of held-out (x, y):
              lpd(x, y) = log (1/n) sum_i p(y | x, theta_i) = LogSumExp_i log p(y | x, theta_i) - log n
 
@@ -20,6 +21,7 @@ import math
 import numpy as np
 import pandas as pd
 import tensorflow as tf
+from scipy import special
 
 from tati.errors import InputError
 from tati.models.losses import mean_and_variance, point_nll
@@ -37,8 +39,20 @@ def parameter_draws(trajectory, parameter_names, burn_in, draws):
     return kept[list(parameter_names)].to_numpy(np.float64)[rows]
 
 
-def predictive(simulation, features, labels=None, trajectory=None, burn_in=None, draws=1000, level=0.95,
-               seed=0):
+def mixture_quantile(mu, sd, probability, halvings=60):
+    """The `probability` quantile of the equal mixture of N(mu_i, sd_i^2) over axis 0 (the
+    predictive of y, noise included), by bisection of its CDF between 10 sd below the lowest
+    and above the highest component: exact to the bracket's width / 2^60, also for one draw."""
+    sd = np.maximum(sd, np.finfo(np.float64).tiny)
+    a, b = (mu - 10.0 * sd).min(axis=0), (mu + 10.0 * sd).max(axis=0)
+    for _ in range(halvings):
+        middle = 0.5 * (a + b)
+        below = special.ndtr((middle - mu) / sd).mean(axis=0) < probability
+        a, b = np.where(below, middle, a), np.where(below, b, middle)
+    return 0.5 * (a + b)
+
+
+def predictive(simulation, features, labels=None, trajectory=None, burn_in=None, draws=1000, level=0.95):
     """(table, lpd): a DataFrame with one row per point and output column k: `mean_k`,
     `lower_k` and `upper_k` (the central `level` band), and with `labels` the point's
     `log_predictive_density`; lpd is their sum (None without labels)."""
@@ -51,15 +65,14 @@ def predictive(simulation, features, labels=None, trajectory=None, burn_in=None,
     theta = parameter_draws(trajectory, model.parameter_names, o["burn_in_steps"] if burn_in is None else burn_in,
                             draws)
     dtype = tf.as_dtype(model.dtype)
-    x = tf.constant(np.asarray(features, dtype=dtype.as_numpy_dtype))
+    x = tf.constant(simulation.inputs(np.asarray(features, dtype=dtype.as_numpy_dtype)))
     outputs = model.outputs(x, theta=tf.constant(theta, dtype))  # [n, points, outputs]
     name, noise = o["likelihood"], o["noise_standard_deviation"]
     low, high = (1.0 - level) / 2.0, (1.0 + level) / 2.0
-    rng = np.random.default_rng(seed)
     if name in ("gaussian", "heteroscedastic_gaussian"):
         mu, variance = (t.numpy().astype(np.float64) for t in mean_and_variance(name, outputs, noise))
         mean = mu.mean(axis=0)
-        drawn = mu + np.sqrt(variance) * rng.standard_normal(mu.shape)
+        lower, upper = (mixture_quantile(mu, np.sqrt(variance), p) for p in (low, high))
     else:
         f = outputs.numpy().astype(np.float64)
         if name == "bernoulli":
@@ -67,8 +80,8 @@ def predictive(simulation, features, labels=None, trajectory=None, burn_in=None,
         elif name == "categorical":
             f = np.exp(f - f.max(axis=-1, keepdims=True))
             f /= f.sum(axis=-1, keepdims=True)
-        mean, drawn = f.mean(axis=0), f
-    lower, upper = np.quantile(drawn, low, axis=0), np.quantile(drawn, high, axis=0)
+        mean = f.mean(axis=0)
+        lower, upper = np.quantile(f, low, axis=0), np.quantile(f, high, axis=0)
     table = {}
     for k in range(mean.shape[-1]):
         table.update({f"mean_{k}": mean[:, k], f"lower_{k}": lower[:, k], f"upper_{k}": upper[:, k]})

@@ -11,19 +11,20 @@ import os
 
 from tati import options as option_table
 from tati.errors import InputError
-from tati.data.csv import check_file
-from tati.names import canonical_optimizer, canonical_sampler, is_metropolis, is_proposal
+from tati.data.csv import check_file, header_columns
+from tati.names import BARZILAI_BORWEIN_NAMES, canonical_optimizer, canonical_sampler, is_metropolis, is_proposal
 
 OUTPUT_FILES = ("run_file", "trajectory_file", "averages_file")
 
 # Options that shape the saved state: a checkpoint resumes only with the values it was saved with.
 STRUCTURE = ("number_walkers", "dtype", "hidden_dimension", "hidden_activation", "output_activation",
-             "input_dimension", "output_dimension", "loss", "fix_parameters", "covariance_blocks",
-             "collapse_walkers")
+             "input_dimension", "input_columns", "output_dimension", "loss", "fix_parameters",
+             "covariance_blocks", "collapse_walkers")
 # Options of one call, not of the run, and starts that a resumed run does not use: changing
 # them on resume says nothing.
 PER_CALL = ("max_steps", "every_nth", "save_model", "restore_model", "overwrite", "progress",
-            "jit_compile", "on_nan", "initial_parameters", "parse_parameters_file", "parse_steps") + OUTPUT_FILES
+            "jit_compile", "on_nan", "initial_parameters", "parse_parameters_file", "parse_steps",
+            "summaries_path") + OUTPUT_FILES
 
 
 def check(options, method=None):
@@ -34,6 +35,7 @@ def check(options, method=None):
     values = option_table.resolve(options)
     _check_combinations(values)
     _check_input_files(values)
+    _check_input_columns(values)
     notes, continuing = [], False
     if values["restore_model"] is not None:
         from tati.checkpoint import load
@@ -44,6 +46,7 @@ def check(options, method=None):
         # else the Simulation checks when the run starts and knows whether it continues
         for name in OUTPUT_FILES:
             check_output_file(name, values[name], continuing, values["overwrite"])
+    _check_summaries_path(values["summaries_path"])
     _check_distinct_outputs(values)
     return values, notes
 
@@ -70,6 +73,10 @@ def _check_combinations(o):
     if canonical_optimizer(o["optimizer"]) == "l-bfgs" and o["batch_size"] is not None:
         raise InputError("batch_size: optimizer L-BFGS minimises on the whole dataset (its line search "
                          "needs one function); drop batch_size")
+    if canonical_optimizer(o["optimizer"]) == BARZILAI_BORWEIN_NAMES[0] and o["batch_size"] is not None:
+        raise InputError(f"batch_size: optimizer {o['optimizer']} needs the whole dataset (its step compares "
+                         "the gradients of two steps, which mini-batches make gradients of different "
+                         "functions); drop batch_size")
     if is_proposal(o["sampler"]):
         if o["batch_size"] is not None:
             raise InputError(f"batch_size: {o['sampler']} evaluates the whole dataset at every step (a "
@@ -100,6 +107,25 @@ def _check_input_files(o):
         _check_directory("save_model", o["save_model"])
 
 
+def _check_input_columns(o):
+    """input_columns needs data, and its terms the feature columns that the data will have, where
+    these are known without reading the data: a built-in dataset's 2, input_dimension, or the
+    first CSV file's header (all columns but the last)."""
+    if o["input_columns"] is None:
+        return
+    if o["potential"] is not None:
+        raise InputError("input_columns needs data; a potential uses none")
+    columns = o["input_dimension"]
+    if columns is None and o["batch_data_files"]:
+        columns = header_columns(o["batch_data_files"][0])
+        columns = None if columns is None else columns - 1
+    elif columns is None and not isinstance(o["dataset"], tuple):
+        columns = 2  # every built-in dataset
+    if columns is not None and columns >= 1:
+        from tati.data.input_columns import check_columns
+        check_columns(o["input_columns"], columns)
+
+
 def _check_directory(name, path):
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
@@ -108,23 +134,38 @@ def _check_directory(name, path):
         raise InputError(f"{name} '{path}' is a directory, not a file")
 
 
-def check_output_file(name, path, continuing, overwrite):
+def check_output_file(name, path, continuing, overwrite, resumable=True):
     """An output file may be written: a new file, or one continued by restore_model, or one the
-    user asked to replace (overwrite). Returns whether to append."""
+    user asked to replace (overwrite). Returns whether to append. `resumable` False: a tool
+    without restore_model (the hint leaves it out)."""
     if path is None:
         return False
     _check_directory(name, path)
     if continuing:
         return True
     if os.path.exists(path) and not overwrite:
-        raise InputError(f"{name} '{path}' exists: give overwrite=true (--overwrite true) to replace it, "
-                         "or restore_model to continue the run that wrote it")
+        hint = ", or restore_model to continue the run that wrote it" if resumable else ""
+        raise InputError(f"{name} '{path}' exists: give overwrite=true (--overwrite true) to replace it{hint}")
     return False
+
+
+def _check_summaries_path(path):
+    """summaries_path is a directory, new or existing (TensorBoard adds event files to it), and
+    a new one can be made: the nearest existing directory above it is one."""
+    if path is None:
+        return
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise InputError(f"summaries_path '{path}' is a file; TensorBoard summaries need a directory")
+    above = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(above):
+        above = os.path.dirname(above)
+    if not os.path.isdir(above):
+        raise InputError(f"summaries_path '{path}': '{above}' is a file, not a directory")
 
 
 def _check_distinct_outputs(o):
     seen = {}
-    for name in OUTPUT_FILES + ("save_model",):
+    for name in OUTPUT_FILES + ("save_model", "summaries_path"):
         if o[name] is None:
             continue
         path = os.path.realpath(o[name])
@@ -159,7 +200,8 @@ def compare_checkpoint(path, meta, o, method):
             refuse("optimizer", meta["optimizer"], o["optimizer"])
     saved = meta.get("options", {})  # checkpoints of the first release do not record them
     for name in STRUCTURE:
-        if name in saved and o[name] is not None and saved[name] != o[name]:
+        # none means "from the data" for the dimensions, but "the columns as they are" for input_columns
+        if name in saved and (o[name] is not None or name == "input_columns") and saved[name] != o[name]:
             refuse(name, _show(saved[name]), _show(o[name]))
     changed = [f"{name} {_show(saved[name])} -> {_show(value)}" for name, value in saved_options(o).items()
                if name in saved and name not in STRUCTURE + ("sampler", "optimizer") and saved[name] != value]

@@ -67,6 +67,19 @@ class Result:
         from tati.diagnostics.convergence import convergence, equal_rows
         return convergence(equal_rows(self.trajectory, burn_in))
 
+    def momentum_test(self, inverse_temperature=1.0, burn_in=0, quantile=0.99, level=0.99):
+        """T_quantile of the whole momentum vector from the run info's kinetic energies after
+        burn_in, with its Clopper-Pearson interval (tati.diagnostics.momentum.momentum_test)."""
+        from tati.diagnostics.momentum import momentum_test
+        return momentum_test(self.run_info, len(self.trajectory.columns) - 3, inverse_temperature, burn_in,
+                             quantile, level)
+
+    def to_inference_data(self, burn_in=0, inverse_temperature=None):
+        """ArviZ's InferenceData: walkers as chains, rows as draws, run info as sample_stats
+        (tati/export/arviz.py; needs the extra: pip install tati[arviz])."""
+        from tati.export.arviz import to_inference_data
+        return to_inference_data(self, burn_in, inverse_temperature)
+
 
 class _Run:
     """State of one run: its optimizer, step counter, running averages and compiled chunk."""
@@ -129,7 +142,8 @@ class Simulation:
         self._sampler_class = get_sampler(o["sampler"])
         self.ensemble = self._make_ensemble()
         self._sampler = None
-        self._optimizer = make_optimizer(o["optimizer"], o["learning_rate"])
+        from tati.optimizers.schedules import learning_rate_of  # a number or a schedule
+        self._optimizer = make_optimizer(o["optimizer"], learning_rate_of(o))
         self._run = None
         self._ensemble_failures = 0
 
@@ -153,6 +167,8 @@ class Simulation:
         elif o["input_dimension"] != features.shape[1]:
             raise InputError(f"input_dimension {o['input_dimension']} does not match the "
                              f"{features.shape[1]} feature columns of the data")
+        features = self.inputs(features)
+        self.network_inputs = features.shape[1]  # the input width of the network
         classes = (o["loss"] == "softmax_cross_entropy" or o["likelihood"] == "categorical") and labels.shape[1] == 1
         if classes and not (np.all(labels >= 0) and np.all(labels == np.round(labels))):
             raise InputError("loss softmax_cross_entropy with one label column takes class indices 0, 1, ...; "
@@ -188,9 +204,9 @@ class Simulation:
             return Potential(o["potential"], o["initial_parameters"], o["dtype"], o["number_walkers"],
                              o["potential_batched"])
         if o["model"] is not None:
-            return KerasNetwork(o["model"], o["loss"], o["input_dimension"], o["dtype"], o["number_walkers"],
+            return KerasNetwork(o["model"], o["loss"], self.network_inputs, o["dtype"], o["number_walkers"],
                                 o["initial_parameters"], o["seed"], vectorize=not o["jit_compile"])
-        return MLP(o["input_dimension"], o["output_dimension"], o["hidden_dimension"],
+        return MLP(self.network_inputs, o["output_dimension"], o["hidden_dimension"],
                    o["hidden_activation"], o["output_activation"], o["loss"], o["seed"],
                    o["dtype"], o["initial_parameters"], o["number_walkers"])
 
@@ -277,6 +293,8 @@ class Simulation:
         if isinstance(self._optimizer, LBFGS):
             return self._optimizer
         if not self._optimizer.built:
+            if hasattr(self._optimizer, "walker_axis"):  # Barzilai-Borwein: a step per walker
+                self._optimizer.walker_axis = self.model.walker_axis
             self._optimizer.build(self.model.variables)
         return self._optimizer
 
@@ -314,7 +332,9 @@ class Simulation:
         run.calls += 1
         bar = _progress_bar(o["progress"], o["max_steps"])
         stop = _StopSignals()
+        summaries = None
         try:
+            summaries = _summaries(o["summaries_path"], columns["run_file"], self.model)
             done, budget = 0, o["every_nth"]  # the first call: one row's steps (it also compiles)
             while done < o["max_steps"] and stop.signal is None:
                 first = int(run.step.numpy())
@@ -329,7 +349,7 @@ class Simulation:
                     block = {k: v.numpy() for k, v in run.chunk(tf.constant(n, tf.int64)).items()}
                 elapsed = time.perf_counter() - start
                 step = int(run.step.numpy())
-                self._append_rows(tables, block, first, step, elapsed)
+                self._append_rows(tables, block, first, step, elapsed, summaries)
                 if step == first:  # nothing left to do (L-BFGS converged)
                     break
                 if block["nonfinite_step"] >= 0:
@@ -345,6 +365,8 @@ class Simulation:
             stop.release()
             for table in tables:
                 table.close()
+            if summaries is not None:
+                summaries.close()
             if bar is not None:
                 bar.close()
         if hasattr(self.model, "sync"):  # a Keras model's own variables: walker 0
@@ -363,7 +385,7 @@ class Simulation:
         which = f"walker {walkers[0]}" if len(walkers) == 1 else f"walkers {', '.join(map(str, walkers[:5]))}"
         width = "step_width" if run.is_sampler else "learning_rate"
         return SamplingError(f"non-finite loss or gradient at step {row['nonfinite_step']} ({which}): "
-                             f"{width} {self.options[width]:g} is probably too large for this "
+                             f"{width} {_shown(self.options[width])} is probably too large for this "
                              "potential; every row before is kept (on_nan=continue runs on)")
 
     def _warn_ensemble(self):
@@ -372,10 +394,11 @@ class Simulation:
             warnings.warn(f"ensemble preconditioner: Cholesky factorisation not finite, "
                           f"covariance_blending reduced to {float(self.ensemble.eta.numpy()):g}")
 
-    def _append_rows(self, tables, block, first, last, elapsed):
+    def _append_rows(self, tables, block, first, last, elapsed, summaries=None):
         """The block's rows, one per walker and table (HMC: per walker whose row is due); rows
         at or after a non-finite step are left out. `elapsed` seconds were spent on the steps
-        first+1 ... last, shared out over the rows by their steps."""
+        first+1 ... last, shared out over the rows by their steps. `summaries`: TensorBoard's
+        writers (summaries_path), which get every row."""
         rows = int(block["rows"])
         steps = np.asarray(block["step"][:rows], dtype=np.int64)
         due = np.asarray(block.get("due", np.ones((rows, self.model.num_walkers), bool))[:rows], bool)
@@ -421,6 +444,8 @@ class Simulation:
             table.extend({c: columns[c] for c in table.columns})
         if kept.any():
             tables[2].extend({c: columns[c][kept] for c in tables[2].columns})
+        if summaries is not None:
+            summaries.write(columns)
 
     # -- evaluation ----------------------------------------------------------------------------
     def _full_data(self):
@@ -449,15 +474,23 @@ class Simulation:
         """The network's outputs for the given features ([W, points, outputs] with several walkers)."""
         if not self.model.uses_data:
             raise InputError("predict needs a network; this simulation samples a potential")
-        features = np.asarray(features, dtype=tf.as_dtype(self.model.dtype).as_numpy_dtype)
+        features = self.inputs(np.asarray(features, dtype=tf.as_dtype(self.model.dtype).as_numpy_dtype))
         return self._walker_view(self.model.outputs(tf.constant(features)).numpy())
 
-    def predictive(self, features, labels=None, trajectory=None, burn_in=None, draws=1000, level=0.95, seed=0):
+    def inputs(self, features):
+        """The network's inputs for rows of feature columns: the input_columns terms computed from
+        them (tati/data/input_columns.py), or the features as they are."""
+        if self.options["input_columns"] is None:
+            return features
+        from tati.data.input_columns import apply
+        return apply(self.options["input_columns"], features)
+
+    def predictive(self, features, labels=None, trajectory=None, burn_in=None, draws=1000, level=0.95):
         """The posterior predictive at `features` from a trajectory's draws (tati/predictive.py):
         (DataFrame of mean_k, lower_k, upper_k per point, and log_predictive_density with
         labels; the summed log predictive density or None)."""
         from tati.predictive import predictive
-        return predictive(self, features, labels, trajectory, burn_in, draws, level, seed)
+        return predictive(self, features, labels, trajectory, burn_in, draws, level)
 
     def score(self):
         """Accuracy of the network on the whole dataset (an array of W with several walkers)."""
@@ -539,6 +572,20 @@ class _StopSignals:
         for number, handler in self._previous.items():
             signal.signal(number, handler)
         self._previous = {}
+
+
+def _shown(rate):
+    """A step width or learning rate in a message: a number, or a schedule (fit's learning_rate)."""
+    return f"{rate:g}" if isinstance(rate, float) else f"(a {type(rate).__name__})"
+
+
+def _summaries(path, run_info_columns, model):
+    """TensorBoard's writers of one call (tati/export/tensorboard.py), or None without summaries_path."""
+    if path is None:
+        return None
+    from tati.export.tensorboard import Summaries
+    groups = model.parameter_groups() if hasattr(model, "parameter_groups") else None
+    return Summaries(path, run_info_columns, model.parameter_names, model.num_walkers, groups)
 
 
 _progress_warned = []

@@ -82,3 +82,26 @@ def test_autocorrelation_time_of_ar1():
 def test_bad_groups():
     with pytest.raises(ValueError, match="group 'x'"):
         quantile_fractions(np.zeros((5, 3)), groups={"x": [3]})
+
+
+def test_result_momentum_test_and_the_summary_line():
+    """NUTS draws exact momenta: T_0.99 of its kinetic energies lies in its interval (level
+    1 - 1e-3); read as if the run were at beta = 1.5 (momenta too hot for it) it falls below."""
+    import tensorflow as tf
+
+    import tati
+    from tati.cli.summary import summarise
+    sim = tati.Simulation(potential=lambda q: 0.5 * tf.reduce_sum(q ** 2), initial_parameters=[0.0] * 10,
+                          sampler="NUTS", number_walkers=2, max_steps=1500, burn_in_steps=300, seed=1)
+    result = sim.sample()
+    exact = result.momentum_test(1.0, burn_in=300, level=1 - 1e-3)
+    assert exact["dof"] == 10 and exact["readings"] > 1500
+    assert exact["low"] <= 0.99 <= exact["high"], exact
+    hot = result.momentum_test(1.5, burn_in=300, level=1 - 1e-3)
+    assert hot["high"] < 0.99, hot
+    lines = [line for line in summarise("tati-sample", sim, result, True).splitlines() if "momentum test" in line]
+    assert len(lines) == 1 and lines[0].endswith(": consistent"), lines
+    sgld = tati.Simulation(potential=lambda q: 0.5 * tf.reduce_sum(q ** 2), initial_parameters=[0.0] * 3,
+                           sampler="SGLD", max_steps=20).sample()
+    with pytest.raises(tati.errors.InputError, match="no momenta"):
+        sgld.momentum_test()

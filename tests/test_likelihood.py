@@ -116,3 +116,20 @@ def test_predictive_interval_and_log_density():
     exact = largest + np.log(np.exp(log_p - largest[:, None]).sum(axis=1)) - np.log(log_p.shape[1])
     assert np.all(np.isfinite(table["log_predictive_density"]))
     np.testing.assert_allclose(table["log_predictive_density"], exact, rtol=1e-10)
+
+
+def test_mixture_quantile_is_exact():
+    """The band's quantiles: one Gaussian gives mu + z sd (a single network's band is its noise's),
+    a mixture's quantile has CDF exactly p (float64 rounding)."""
+    from scipy import special, stats as scipy_stats
+
+    from tati.predictive import mixture_quantile
+    mu, sd = np.array([[0.3, -2.0]]), np.array([[0.5, 1e-3]])
+    for p in (0.025, 0.5, 0.975):
+        np.testing.assert_allclose(mixture_quantile(mu, sd, p), mu[0] + scipy_stats.norm.ppf(p) * sd[0],
+                                   rtol=0, atol=1e-12)
+    rng = np.random.default_rng(4)
+    mu, sd = rng.normal(size=(50, 7)), rng.uniform(0.1, 2.0, size=(50, 7))
+    for p in (0.025, 0.975):
+        q = mixture_quantile(mu, sd, p)
+        np.testing.assert_allclose(special.ndtr((q - mu) / sd).mean(axis=0), p, rtol=0, atol=1e-12)

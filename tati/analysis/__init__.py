@@ -15,6 +15,7 @@ DataFrame, with a plot function writing a PNG (matplotlib, the extra `plots`).
 | autocorrelation.py | autocorrelation time, ESS, R-hat, verdict | autocorrelation |
 | temperature.py | kinetic and configurational temperature | temperature |
 | free_energy.py | free energy along eigenvectors or parameters | free_energy |
+| diffusion_map.py | diffusion coordinates, vanilla or target-measure reweighted | diffusion_map |
 
 The command-line tool is tati-analyse (tati/cli/analyse.py, doc/analysis.md). Importing this
 package imports neither TensorFlow nor matplotlib: autocorrelation() imports TensorFlow
@@ -25,11 +26,12 @@ Probability (through tati.diagnostics.convergence), load_run() the Result class.
 # the function; its module is sys.modules["tati.analysis.traces"]). None imports TensorFlow.
 from tati.analysis.autocorrelation import autocorrelation  # noqa: E402
 from tati.analysis.covariance import Covariance, covariance  # noqa: E402
+from tati.analysis.diffusion_map import DiffusionMap, diffusion_map  # noqa: E402
 from tati.analysis.free_energy import free_energy  # noqa: E402
 from tati.analysis.moments import moments  # noqa: E402
 from tati.analysis.runs import RunTables, load_run, read_run  # noqa: E402
 from tati.analysis.temperature import temperature  # noqa: E402
 from tati.analysis.traces import traces  # noqa: E402
 
-__all__ = ["Covariance", "RunTables", "autocorrelation", "covariance", "free_energy", "load_run",
-           "moments", "read_run", "temperature", "traces"]
+__all__ = ["Covariance", "DiffusionMap", "RunTables", "autocorrelation", "covariance", "diffusion_map",
+           "free_energy", "load_run", "moments", "read_run", "temperature", "traces"]

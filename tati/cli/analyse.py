@@ -80,6 +80,24 @@ COMMANDS = {
         ("components", POSITIVE_INT, 2, "how many leading eigenvectors, without --parameters"),
         ("bins", Number(integer=True, minimum=2), 40, "histogram bins per coordinate"),
     ]),
+    "diffusion_map": ("diffusion map of the parameters (vanilla or reweighted to the target measure "
+                      "exp(-beta loss)): the leading diffusion coordinates of each point and the "
+                      "eigenvalues", ("trajectory",), [
+        ("method", Text(("vanilla", "target_measure")), "vanilla", "vanilla (Coifman-Lafon with alpha) "
+         "or target_measure (reweighted to exp(-beta loss), Banisch et al. 2020)"),
+        ("components", POSITIVE_INT, 2, "how many diffusion coordinates to write"),
+        ("epsilon", Optional(POSITIVE), None, "kernel width: K = exp(-|x - y|^2 / (2 epsilon))",
+         "the squared longest edge of the points' minimum spanning tree, printed"),
+        ("alpha", Number(minimum=0), 0.5, "the vanilla method's normalisation, 0 to 1: 0.5 for the "
+         "sampled dynamics, 1 for the geometry alone"),
+        ("inverse_temperature", POSITIVE, 1.0, "beta of the target measure exp(-beta loss) "
+         "(method target_measure)"),
+        ("max_points", Number(integer=True, minimum=2), 2000, "at most this many points, evenly spaced "
+         "over the rows (the kernel has points^2 entries)"),
+        ("thin", POSITIVE_INT, 1, "keep every thin-th row of each walker after burn-in"),
+        PARAMETERS,
+        ("eigen_output", Text(), "diffusion_eigenvalues.csv", "the CSV file of the eigenvalues"),
+    ]),
 }
 
 
@@ -165,7 +183,7 @@ def run(command, o):
     if o["plot"] is not None:
         figures.check("--plot")
     outputs = {"output": o["output"], "plot": o["plot"]}
-    if command == "covariance":
+    if "eigen_output" in o:
         outputs["eigen_output"] = o["eigen_output"]
     inputs = {name: o[name] for name in ("run_file", "trajectory_file", "averages_file")}
     if all(path is None for path in inputs.values()) and o["directory"] is None:
@@ -226,8 +244,16 @@ def _free_energy(module, tables, o, burn_in):
     return {"output": table}, lambda path: module.plot(table, path, approximations=harmonic), table
 
 
+def _diffusion_map(module, tables, o, burn_in):
+    found = module.diffusion_map(tables, burn_in, o["method"], o["components"], o["epsilon"], o["alpha"],
+                                 o["inverse_temperature"], o["max_points"], o["thin"], o["parameters"])
+    return ({"output": found.coordinates, "eigen_output": found.eigen}, lambda path: module.plot(found, path),
+            found)
+
+
 ANALYSES = {"traces": _traces, "moments": _moments, "covariance": _covariance,
-            "autocorrelation": _autocorrelation, "temperature": _temperature, "free_energy": _free_energy}
+            "autocorrelation": _autocorrelation, "temperature": _temperature, "free_energy": _free_energy,
+            "diffusion_map": _diffusion_map}
 
 
 def _header(command, tables, burn_in):

@@ -17,7 +17,8 @@ tati/diagnostics/convergence.py, the only part that imports TensorFlow (Probabil
 import math
 
 from tati.diagnostics.equipartition import equipartition_verdict, table_batch_means
-from tati.names import canonical_optimizer, is_proposal, target_acceptance
+from tati.diagnostics.momentum import momentum_test
+from tati.names import BARZILAI_BORWEIN_NAMES, canonical_optimizer, is_proposal, target_acceptance
 
 # Stan's rule (Vehtari et al. 2021, "Rank-normalization, folding, and localization"): use the
 # draws when R-hat < 1.01 and the bulk ESS is above 100 per chain. Our ESS is of all walkers
@@ -35,6 +36,7 @@ DIVERGENT_MAX = 0.01
 MAX_DEPTH_MAX = 0.1
 WIDTH_FLOOR = 1e-3
 WIDTH = 100  # every line is shorter
+MIN_MOMENTUM_READINGS = 100
 FILES = (("run_file", "run info"), ("trajectory_file", "trajectory"), ("averages_file", "averages"))
 
 
@@ -94,6 +96,8 @@ def _header(prog, o, steps, walkers, sampler):
     elif canonical_optimizer(o["optimizer"]) == "l-bfgs":
         stopped = " (converged or stopped early)" if steps < o["max_steps"] else ""
         what = f"{steps} iterations of L-BFGS{stopped}"
+    elif canonical_optimizer(o["optimizer"]) == BARZILAI_BORWEIN_NAMES[0]:
+        what = f"{steps} steps of BarzilaiBorweinGradientDescent (first step learning_rate {o['learning_rate']:g})"
     else:
         what = f"{steps} steps of {o['optimizer']} (learning_rate {o['learning_rate']:g})"
     return f"{prog}: {what}" + (f", {walkers} walkers" if walkers > 1 else "")
@@ -106,7 +110,8 @@ def _model(simulation):
         return f"model: potential U(theta) of {_count(d)}"
     if o["model"] is not None:
         return f"model: Keras model ({_count(d)})"
-    widths = [o["input_dimension"], *o["hidden_dimension"], o["output_dimension"]]
+    inputs = getattr(simulation, "network_inputs", o["input_dimension"])  # input_columns' terms
+    widths = [inputs, *o["hidden_dimension"], o["output_dimension"]]
     total = sum(a * b + b for a, b in zip(widths[:-1], widths[1:]))
     count = _count(d) if d == total else f"{d} free of {total} parameters"
     hidden = o["hidden_dimension"]
@@ -179,7 +184,29 @@ def _temperature_lines(simulation, result):
                          "step_width may be too large, or the run too short (burn_in_steps)", run_info, burn_in)
     if "average_virials" in last:  # not RWMH, which takes no gradients
         lines += _virial_lines(o, last, run_info, expected, burn_in)
+    if "kinetic_energy" in run_info and (run_info["step"] > burn_in).any():
+        lines += _momentum_lines(result, o, simulation.num_parameters)
     return lines
+
+
+def _momentum_lines(result, o, dof):
+    """T_0.99 of the momenta from the kinetic energies (chi-square(d) of 2 beta K), with its
+    99% Clopper-Pearson interval over the independent readings; none below 100 readings, where
+    one reading in a hundred is expected outside and the test has no power."""
+    test = momentum_test(result.run_info, dof, o["inverse_temperature"], o["burn_in_steps"])
+    if test["readings"] < MIN_MOMENTUM_READINGS:  # the line about too few rows is already there
+        return []
+    head = (f"  momentum test T_0.99 {test['fraction']:.4f} in [{test['low']:.4f}, {test['high']:.4f}] "
+            f"({test['readings']} readings of chi-square({dof}))")
+    if test["low"] <= 0.99 <= test["high"]:
+        return [f"{head}: consistent"]
+    if test["high"] < 0.99:
+        hint = "momenta too hot (too few inside): lower step_width"
+        if o["sampler"] == "SGHMC":
+            hint += ", or set gradient_noise_estimator"
+    else:
+        hint = "momenta too cold (too many inside): run longer (burn_in_steps)"
+    return [head, f"    {hint}"]
 
 
 def _virial_lines(o, last, run_info, expected, burn_in):
@@ -327,6 +354,8 @@ def _files(o):
     written = [f"{label} to {o[name]}" for name, label in FILES if o[name]]
     if o.get("save_model"):
         written.append(f"checkpoint to {o['save_model']}")
+    if o.get("summaries_path"):
+        written.append(f"TensorBoard summaries to {o['summaries_path']}")
     if not written:
         return "  wrote no file: give --run_file, --trajectory_file or --averages_file to keep the tables"
     return "  wrote " + ", ".join(written)

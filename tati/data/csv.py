@@ -59,6 +59,36 @@ def check_file(path):
         raise InputError(f"batch_data_files: '{path}' is a directory, not a CSV file")
 
 
+def header_columns(path):
+    """The number of columns of the file's first row, or None if it cannot be read (read_csv_files
+    then names the problem)."""
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as file:
+            return len(next(csv.reader(file))) or None
+    except (OSError, StopIteration, UnicodeDecodeError, csv.Error):
+        return None
+
+
+def write_csv_file(path, features, labels, feature_names=None, label_names=None):
+    """Write (features, labels) as a CSV file that read_csv_files reads back exactly: a header
+    (x1, x2, ..., label or label1, label2, ...), then one row per point. Features are written as
+    the shortest decimal that parses to the same float64 (so reading them as float64, or as
+    float32 after rounding, gives what rounding the float64 array gives); labels that are whole
+    numbers are written as integers."""
+    features, labels = np.asarray(features, dtype=np.float64), np.asarray(labels, dtype=np.float64)
+    if labels.ndim == 1:
+        labels = labels[:, None]
+    feature_names = feature_names or [f"x{i + 1}" for i in range(features.shape[1])]
+    label_names = label_names or (["label"] if labels.shape[1] == 1 else
+                                  [f"label{i + 1}" for i in range(labels.shape[1])])
+    integral = bool(np.all(labels == np.round(labels)) and np.all(np.abs(labels) < 2 ** 53))
+    with open(path, "w", encoding="utf-8", newline="") as file:
+        writer = csv.writer(file, lineterminator="\n")
+        writer.writerow(feature_names + label_names)
+        for x, y in zip(features.tolist(), labels.tolist()):
+            writer.writerow([repr(v) for v in x] + [str(int(v)) if integral else repr(v) for v in y])
+
+
 def _read_rows(path):
     """(header, line numbers, rows of cell strings) of one file; the rows all have the header's length."""
     check_file(path)

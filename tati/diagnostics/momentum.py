@@ -26,7 +26,9 @@ No TensorFlow here: numpy, scipy and pandas.
 import numpy as np
 import pandas as pd
 
+from tati.diagnostics.convergence import equal_rows
 from tati.diagnostics.temperature import kinetic_temperature_interval, momentum_chi_square
+from tati.errors import InputError
 
 
 def integrated_autocorrelation_time(series):
@@ -96,6 +98,34 @@ def quantile_fractions(momenta, mass=1.0, inverse_temperature=1.0, groups=None, 
         fraction, (low, high) = momentum_chi_square(0.5 * values, len(columns), 1.0, quantile, level)
         table[name] = dict(dof=len(columns), fraction=fraction, low=low, high=high, readings=len(rows))
     return pd.DataFrame.from_dict(table, orient="index")
+
+
+def kinetic_energy_quantile_fraction(kinetic_energy, dof, inverse_temperature=1.0, quantile=0.99,
+                                     level=0.99, readings=None):
+    """T_c of the whole momentum vector from recorded kinetic energies K = p^T M^-1 p / 2 (the
+    run-info column kinetic_energy): [rows] or [rows, walkers], thinned per walker to independent
+    readings. Returns dict(dof, fraction, low, high, readings) as a row of quantile_fractions."""
+    energies = np.asarray(kinetic_energy, dtype=np.float64)
+    energies = energies.reshape(len(energies), -1)
+    n, walkers = energies.shape
+    per_walker = n / integrated_autocorrelation_time(energies) if readings is None else readings / walkers
+    rows = np.linspace(0, n - 1, int(min(max(per_walker, 1), n))).round().astype(np.int64)
+    values = energies[rows].ravel()
+    fraction, (low, high) = momentum_chi_square(values, dof, inverse_temperature, quantile, level)
+    return dict(dof=int(dof), fraction=fraction, low=low, high=high, readings=len(values))
+
+
+def momentum_test(run_info, dof, inverse_temperature=1.0, burn_in=0, quantile=0.99, level=0.99):
+    """T_quantile of the whole momentum vector from a run-info table's kinetic energies after
+    burn_in, each walker's last rows, as many as every walker has (kinetic_energy_quantile_fraction).
+    Samplers without momenta (SGLD, RWMH) have no kinetic energy: InputError."""
+    if "kinetic_energy" not in run_info:
+        raise InputError("momentum_test needs the run info's kinetic_energy: this sampler has no momenta")
+    rows = equal_rows(run_info, burn_in)
+    if rows.empty:
+        raise InputError(f"momentum_test: no run-info row after burn_in {burn_in}")
+    energies = np.stack([g["kinetic_energy"].to_numpy() for _, g in rows.groupby("id")], axis=1)
+    return kinetic_energy_quantile_fraction(energies, dof, inverse_temperature, quantile, level)
 
 
 def kinetic_temperatures(momenta, mass=1.0, inverse_temperature=1.0, groups=None, level=0.99, readings=None):

@@ -59,7 +59,7 @@ class Potential(FlatModel):
         given, theta = theta, self.full_parameters(theta)
         if self.batched:
             energies = self.potential(theta)
-        elif self.num_walkers == 1:
+        elif theta.shape[0] == 1:  # one row (theta may hold more rows than walkers: tati.landscape)
             energies = self.potential(theta[0])[None]
         else:
             energies = tf.vectorized_map(self.potential, theta)

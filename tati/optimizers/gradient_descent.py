@@ -7,7 +7,8 @@ from tati.options import check, default
 
 @keras.saving.register_keras_serializable(package="tati")
 class GradientDescent(keras.optimizers.Optimizer):
-    """Plain (stochastic) gradient descent with no momentum."""
+    """Plain (stochastic) gradient descent with no momentum. `learning_rate`: a positive number
+    or a Keras LearningRateSchedule of the iteration count (tati/optimizers/schedules.py)."""
 
     def __init__(self, learning_rate=default("learning_rate"), name=None, **kwargs):
         if not callable(learning_rate):

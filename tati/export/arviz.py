@@ -1,0 +1,121 @@
+"""A run as ArviZ's InferenceData, the common format of MCMC diagnostics and plots.
+
+    idata = result.to_inference_data(burn_in=1000)     # a sample() Result or a load_run one
+    arviz.summary(idata)                                # mean, sd, HDI, MCSE, ESS, R-hat
+
+* posterior: one variable per parameter column (param0, weight0, bias0, ...), dimensions
+  (chain, draw); the chains are the walkers (coordinate `chain` = the walker ids) and the draws
+  are each walker's trajectory rows with step > burn_in, the last ones, as many as every walker
+  has (HMC's walkers have rows at different steps), as in `Result.convergence`.
+* sample_stats: the `step` of each draw, the trajectory's `loss`, and the run-info columns at
+  the draw's step (without id and step), under ArviZ's names where one means exactly the same:
+  `step_width` -> `step_size`, `leapfrog_steps` -> `n_steps`, `tree_depth` as it is, and
+  `diverging`, whether the walker's count `divergences` (HMC, NUTS) rose since its previous
+  row: with every_nth = 1 whether this very transition diverged, else whether one since the
+  previous row did. Every other column keeps tati's name (see doc/columns.md).
+* With `inverse_temperature` beta given, also `lp` = -beta loss, the log density up to a
+  constant, and for NUTS `energy` = beta total_energy, the Hamiltonian in the units of Stan's
+  energy (for az.bfmi and az.plot_energy). The tables do not record beta, so these need it.
+
+The divergence count starts at 0 with the run, and NUTS starts it again after burn-in (at its
+first trajectory row); a Result of a later sample() call of a run begins with the earlier
+calls' count, so its first draw of each walker may be flagged wrongly: export the whole run
+(tati.load_run) for exact flags there.
+"""
+
+import importlib.util
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from tati.errors import InputError
+from tati.export import MissingExtra
+
+# tati's run-info column -> ArviZ's sample_stats name, only where the meaning is the same.
+RENAMED = {"step_width": "step_size", "leapfrog_steps": "n_steps", "tree_depth": "tree_depth"}
+
+
+def import_arviz(what="to_inference_data"):
+    """The arviz module, imported without its notice about a coming refactor; MissingExtra
+    (an InputError and an ImportError) naming the extra if it is not installed."""
+    if importlib.util.find_spec("arviz") is None:
+        raise MissingExtra(f"{what} needs arviz: pip install tati[arviz]")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        import arviz
+    return arviz
+
+
+def to_inference_data(result, burn_in=0, inverse_temperature=None):
+    """An arviz.InferenceData with groups posterior and sample_stats; see the module docstring.
+    InputError if the result has no trajectory or too few rows after burn_in."""
+    az = import_arviz()
+    from tati.diagnostics.convergence import equal_rows
+    trajectory = result.trajectory
+    if trajectory is None or not {"id", "step", "loss"} <= set(trajectory.columns):
+        raise InputError("to_inference_data needs the trajectory table (id, step, loss and the parameters)")
+    names = list(trajectory.columns[list(trajectory.columns).index("loss") + 1:])
+    if not names:
+        raise InputError("to_inference_data: the trajectory has no parameter columns after loss")
+    if inverse_temperature is not None and not (isinstance(inverse_temperature, (int, float, np.number))
+                                                and inverse_temperature > 0):
+        raise InputError(f"inverse_temperature must be a positive number, got {inverse_temperature!r}")
+    draws = equal_rows(trajectory, burn_in).sort_values(["id", "step"], kind="stable")
+    if draws.empty:
+        raise InputError(f"to_inference_data: no trajectory rows with step > burn_in {burn_in}")
+    walkers = np.unique(draws["id"].to_numpy())
+    shape = (len(walkers), len(draws) // len(walkers))
+
+    def chains(values):
+        return np.asarray(values).reshape(shape)
+
+    posterior = {name: chains(draws[name].to_numpy(dtype=np.float64)) for name in names}
+    stats = {"step": chains(draws["step"].to_numpy(dtype=np.int64)),
+             "loss": chains(draws["loss"].to_numpy(dtype=np.float64))}
+    run_info = _run_info_at(result.run_info, draws, trajectory)
+    for column in run_info.columns:
+        if column not in ("id", "step", "loss"):
+            stats[RENAMED.get(column, column)] = chains(run_info[column].to_numpy())
+    if inverse_temperature is not None:
+        stats["lp"] = -inverse_temperature * stats["loss"]
+        if "tree_depth" in run_info and "total_energy" in run_info:  # NUTS
+            stats["energy"] = inverse_temperature * stats["total_energy"]
+    idata = az.from_dict(posterior=posterior, sample_stats=stats, coords={"chain": walkers})
+    for group in (idata.posterior, idata.sample_stats):
+        group.attrs.update(inference_library="tati", inference_library_version=_version())
+    return idata
+
+
+def _run_info_at(run_info, draws, trajectory):
+    """The run-info rows at the draws' (id, step), in the draws' order, with `diverging` where
+    the table counts divergences; rows the run-info table lacks (an interrupted run's tables may
+    end at different rows) are NaN."""
+    if run_info is None or run_info.empty or not {"id", "step"} <= set(run_info.columns):
+        return pd.DataFrame(index=range(len(draws)))
+    table = run_info.sort_values(["id", "step"], kind="stable")
+    if "divergences" in table:
+        table = table.assign(diverging=_diverging(table, trajectory))
+    table = table.drop_duplicates(["id", "step"], keep="last")
+    merged = draws[["id", "step"]].merge(table, on=["id", "step"], how="left")
+    if "diverging" in merged:
+        merged["diverging"] = merged["diverging"].astype("boolean").fillna(False).astype(bool)
+    return merged
+
+
+def _diverging(table, trajectory):
+    """Whether each row's count of divergences rose since the walker's previous row (a table
+    sorted by id and step). The count starts at 0 at the walker's first row, and for NUTS (it
+    has tree_depth) again at the walker's first trajectory row, the first step after burn-in."""
+    count = table["divergences"].to_numpy(dtype=np.float64)
+    previous = np.array(table.groupby("id")["divergences"].shift(1).fillna(0), dtype=np.float64)
+    if "tree_depth" in table:
+        first = trajectory.groupby("id")["step"].min()
+        restart = table["step"].to_numpy() == table["id"].map(first).to_numpy()
+        previous[restart] = 0
+    return count > previous
+
+
+def _version():
+    from tati import __version__
+    return __version__

@@ -1,0 +1,116 @@
+"""tati-predictive (tati/cli/predictive.py): the CSV file holds what Simulation.predictive
+computes from the same trajectory, the summary line its summed log predictive density, --plot a
+PNG; bad input is one line and exit status 2, an existing output is kept without --overwrite."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import tati
+from stats import read_csv, seed
+from tati.cli.predictive import main
+from tati.data.csv import write_csv_file
+from tati.swag import swag
+
+NETWORK = dict(hidden_dimension=[], output_activation="linear", likelihood="gaussian",
+               noise_standard_deviation=0.3, dtype="float64")
+
+
+def flags(options):
+    return [item for name, value in options.items()
+            for item in (f"--{name}", ",".join(map(str, value)) if isinstance(value, list) else str(value))]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """A deep ensemble of 3 walkers fitting y = 0.8 x - 0.2 + noise, a row every 5 steps, and
+    held-out points beyond the data."""
+    directory = tmp_path_factory.mktemp("predictive")
+    rng = np.random.default_rng(seed(5300))
+    x = rng.uniform(-1, 1, size=(30, 1))
+    write_csv_file(directory / "train.csv", x, 0.8 * x - 0.2 + 0.3 * rng.normal(size=x.shape))
+    x_test = np.linspace(-2, 2, 21)[:, None]
+    y_test = 0.8 * x_test - 0.2 + 0.3 * rng.normal(size=x_test.shape)
+    write_csv_file(directory / "test.csv", x_test, y_test)
+    write_csv_file(directory / "test2d.csv", np.hstack([x_test, x_test]), y_test)
+    options = dict(batch_data_files=[str(directory / "train.csv")], **NETWORK)
+    sim = tati.Simulation(**options, number_walkers=3, learning_rate=0.002, max_steps=200, every_nth=5,
+                          trajectory_file=str(directory / "trajectory.csv"), seed=seed(53))
+    result = sim.fit()
+    return directory, options, sim, result.trajectory, x_test, y_test
+
+
+def tool(capsys, directory, options, *extra):
+    """(exit status, stdout, stderr) of tati-predictive run in this process."""
+    argv = flags(options) + ["--trajectory_file", str(directory / "trajectory.csv"), "--test_data_files",
+                             str(directory / "test.csv"), *map(str, extra)]
+    try:
+        main(argv)
+        status = 0
+    except SystemExit as exit:
+        status = exit.code
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_csv_and_summary_are_the_python_predictive(run, capsys):
+    """The same numbers as sim.predictive on the run's trajectory, exactly (the files hold
+    shortest round-trip floats); with --swag_rank those of predictive on swag(...).sample."""
+    directory, options, sim, trajectory, x_test, y_test = run
+    output, png = directory / "out.csv", directory / "out.png"
+    status, out, err = tool(capsys, directory, options, "--burn_in_steps", 100, "--draws", 50, "--output",
+                            output, "--plot", png)
+    assert status == 0, err
+    table, lpd = sim.predictive(x_test, y_test, trajectory=trajectory, burn_in=100, draws=50)
+    written = read_csv(output)
+    assert list(written.columns) == ["x1", "label", "mean_0", "lower_0", "upper_0", "log_predictive_density"]
+    np.testing.assert_array_equal(written[["x1", "label"]].to_numpy(), np.hstack([x_test, y_test]))
+    pd.testing.assert_frame_equal(written[table.columns], table, check_exact=True)
+    assert out.count("\n") == 1 and f"log predictive density {lpd:.6g}" in out
+    assert "50 draws from trajectory_file" in out and "(3 walkers" in out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    status, out, err = tool(capsys, directory, options, "--burn_in_steps", 100, "--swag_rank", 4, "--draws", 60,
+                            "--output", directory / "swag.csv")
+    assert status == 0, err
+    draws = swag(trajectory, rank=4, burn_in=100).sample(20, seed=0)
+    table, lpd = sim.predictive(x_test, y_test, trajectory=draws, burn_in=200, draws=60)
+    pd.testing.assert_frame_equal(read_csv(directory / "swag.csv")[table.columns], table, check_exact=True)
+    assert "SWAG (rank 4)" in out and f"log predictive density {lpd:.6g}" in out
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--output", "{d}/out.csv"], "output '{d}/out.csv' exists: give overwrite=true"),
+    (["--trajectory_file", "{d}/none.csv"], "trajectory_file '{d}/none.csv' does not exist"),
+    (["--test_data_files", "{d}/none.csv"], "test_data_files: file '{d}/none.csv' does not exist"),
+    (["--burn_in_steps", "500"], "has no row after burn_in_steps 500"),
+    (["--level", "1.5"], "level must be below 1"),
+    (["--output", "{d}/trajectory.csv", "--overwrite", "true"], "is the run's trajectory_file"),
+    (["--test_data_files", "{d}/test2d.csv", "--input_dimension", "2", "--plot", "{d}/x.png"],
+     "plot draws 1-D inputs; the network takes 2 features"),
+    (["--swag_rank", "1"], "rank must be 0"),
+])
+def test_bad_input_is_one_line_and_status_2(run, capsys, extra, message):
+    directory, options, *_ = run
+    (directory / "out.csv").touch()
+    if "--input_dimension" in extra:  # a network of 2 inputs: the held-out file describes it
+        options = {k: v for k, v in options.items() if k != "batch_data_files"}
+    status, out, err = tool(capsys, directory, options, *(e.format(d=directory) for e in extra))
+    assert status == 2 and err.count("\n") == 1 and err.startswith("tati-predictive: error: ")
+    assert message.format(d=directory) in err, err
+
+
+def test_the_module_runs_as_a_tool(run):
+    """As a process: features only (no labels), the held-out file alone describing the network."""
+    directory, *_ = run
+    (directory / "features.csv").write_text("x1\n-1.5\n0.0\n1.5\n")
+    done = subprocess.run([sys.executable, "-m", "tati.cli.predictive", *flags(NETWORK), "--input_dimension", "1",
+                           "--trajectory_file", str(directory / "trajectory.csv"), "--test_data_files",
+                           str(directory / "features.csv"), "--output", str(directory / "features_out.csv")],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "3 points" in done.stdout and "no labels, so no log predictive density" in done.stdout
+    assert list(read_csv(directory / "features_out.csv").columns) == ["x1", "mean_0", "lower_0", "upper_0"]
