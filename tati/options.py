@@ -199,11 +199,19 @@ class Option:
     kind: Kind
     group: str
     help: str
+    samplers: tuple = ()  # the samplers (short names) that take it; () for an option of every run
 
     @property
     def on_command_line(self):
         return not isinstance(self.kind, PythonObject)
 
+
+# Samplers that take an option (Option.samplers): the class of each declares the same names in
+# its `parameters` (tests/test_options.py checks that they agree).
+FRICTION = ("GLA1", "GLA2", "BAOAB", "CCAdL", "SGHMC")
+HMC = ("HMC1", "HMC2")
+PROPOSAL = ("NUTS", "RWMH")
+ADAPTING = HMC + PROPOSAL
 
 OPTIONS = [
     # data
@@ -295,49 +303,64 @@ OPTIONS = [
            "beta: the sampler targets exp(-beta U)."),
     Option("friction_constant", 1.0, NONNEGATIVE, "sampler",
            "gamma: how fast the thermostat replaces momentum by noise (alpha = exp(-gamma h)); "
-           "SGHMC's friction C; CCAdL's initial adaptive friction."),
+           "SGHMC's friction C; CCAdL's initial adaptive friction.",
+           samplers=FRICTION),
     Option("sigma", 1.0, POSITIVE, "sampler",
            "CCAdL: coupling of the adaptive friction xi to the kinetic temperature, "
-           "dxi/dt = sigma (|p|^2 / N - 1 / beta)."),
+           "dxi/dt = sigma (|p|^2 / N - 1 / beta).",
+           samplers=("CCAdL",)),
     Option("sigmaA", None, Optional(NONNEGATIVE), "sampler",
            "CCAdL: amplitude of the additive momentum noise; none means sqrt(2 gamma / beta), "
-           "which makes gamma the equilibrium friction for exact gradients."),
-    Option("mass", 1.0, POSITIVE, "sampler", "SGHMC: the (scalar) mass M of the momenta."),
+           "which makes gamma the equilibrium friction for exact gradients.",
+           samplers=("CCAdL",)),
+    Option("mass", 1.0, POSITIVE, "sampler", "SGHMC: the (scalar) mass M of the momenta.",
+           samplers=("SGHMC",)),
     Option("noise_estimate", 0.0, NONNEGATIVE, "sampler",
            "SGHMC: B-hat, the estimated gradient-noise term (Chen et al. 2014), kept constant; "
-           "must stay below C / beta."),
+           "must stay below C / beta.",
+           samplers=("SGHMC",)),
     Option("gradient_noise_estimator", "none", Text(("none", "adam", "adam_centered")), "sampler",
            "SGHMC: how B-hat = eps V-hat / 2 is found, V-hat the gradient's variance per "
            "parameter: none (the constant noise_estimate), adam (Adam's decaying moments, "
-           "V-hat = v - m^2) or adam_centered (the second moment centred with the first)."),
+           "V-hat = v - m^2) or adam_centered (the second moment centred with the first).",
+           samplers=("SGHMC",)),
     Option("first_moment_decay", 0.9, POSITIVE, "sampler",
            "SGHMC, gradient_noise_estimator adam or adam_centered: decay b1 < 1 of the running "
-           "mean of the gradient."),
+           "mean of the gradient.",
+           samplers=("SGHMC",)),
     Option("second_moment_decay", 0.999, POSITIVE, "sampler",
            "SGHMC, gradient_noise_estimator adam or adam_centered: decay b2 < 1 of the running "
-           "second moment of the gradient."),
+           "second moment of the gradient.",
+           samplers=("SGHMC",)),
     Option("mass_rescaling_steps", 50, NONNEGATIVE_INT, "sampler",
            "SGHMC with a gradient_noise_estimator: steps between two rescalings of the diagonal "
            "mass M = mass W, W = max(1, m_est beta B-hat / C), friction scaled alike; 0 means "
-           "never. No effect without an estimator."),
+           "never. No effect without an estimator.",
+           samplers=("SGHMC",)),
     Option("mass_safety_factor", 2.0, Number(minimum=1), "sampler",
            "SGHMC with a gradient_noise_estimator: m_est, kept as m_est beta B-hat <= C at every "
            "step (B-hat is clamped between rescalings), so at least 1 - 1/m_est of the "
-           "thermostat's noise is injected."),
+           "thermostat's noise is injected.",
+           samplers=("SGHMC",)),
     Option("hamiltonian_dynamics_time", 1.0, POSITIVE, "sampler",
            "HMC: time T of one leg; each leg takes round(u T / step_width) steps, u uniform in "
-           "[0.9, 1.1], of width uniform in [0.7, 1.3] times step_width."),
+           "[0.9, 1.1], of width uniform in [0.7, 1.3] times step_width.",
+           samplers=HMC),
     Option("max_tree_depth", 10, POSITIVE_INT, "sampler",
-           "NUTS: largest tree depth k of a step (at most 2^k - 1 leapfrog steps)."),
+           "NUTS: largest tree depth k of a step (at most 2^k - 1 leapfrog steps).",
+           samplers=("NUTS",)),
     Option("adapt_step_width", True, Boolean(), "sampler",
            "NUTS, RWMH, HMC1, HMC2: adapt step_width during burn_in_steps by dual averaging "
-           "towards target_acceptance_rate, then keep the averaged width (step_width is the start)."),
+           "towards target_acceptance_rate, then keep the averaged width (step_width is the start).",
+           samplers=ADAPTING),
     Option("target_acceptance_rate", None, Optional(Number(minimum=0.0, strict=True)), "sampler",
            "NUTS, RWMH, HMC1, HMC2: the mean acceptance the step width adapts to, in (0, 1); none "
-           "means 0.8, for RWMH 0.234."),
+           "means 0.8, for RWMH 0.234.",
+           samplers=ADAPTING),
     Option("adapt_mass", True, Boolean(), "sampler",
            "NUTS, RWMH: estimate a diagonal metric (each parameter's scale, for NUTS the inverse "
-           "mass) from the draws of burn-in in Stan's windows; needs burn_in_steps >= 20."),
+           "mass) from the draws of burn-in in Stan's windows; needs burn_in_steps >= 20.",
+           samplers=PROPOSAL),
     # optimizer
     Option("optimizer", "GradientDescent", Text(), "optimizer",
            "Optimizer of fit(): GradientDescent, BarzilaiBorweinGradientDescent (step width "
@@ -435,6 +458,16 @@ def resolve(options):
             raise unknown_option(name)
         values[name] = BY_NAME[name].kind(name, value)
     return values
+
+
+def check_sampler_options(given, sampler):
+    """InputError naming the first of the `given` option names that the sampler (short name)
+    does not take: an option of other samplers would be ignored silently."""
+    for name in given:
+        option = BY_NAME.get(name)
+        if option is not None and option.samplers and sampler not in option.samplers:
+            raise InputError(f"{name} applies to {', '.join(option.samplers)}, not to sampler {sampler}: drop it, "
+                             f"or see the options of {sampler} (tati-sample --sampler {sampler} --help)")
 
 
 def default(name):

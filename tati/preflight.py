@@ -33,6 +33,7 @@ def check(options, method=None):
     known (the tools); otherwise the checkpoint's sampler is compared when the run starts
     (`compare_checkpoint`). Raises InputError naming the option or file at fault."""
     values = option_table.resolve(options)
+    option_table.check_sampler_options(options, values["sampler"])
     _check_combinations(values)
     _check_input_files(values)
     _check_input_columns(values)

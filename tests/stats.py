@@ -39,3 +39,13 @@ def read_csv(path):
     if int(pd.__version__.split(".")[0]) >= 3:
         return pd.read_csv(path)
     return pd.read_csv(path, float_precision="round_trip")
+
+
+def for_sampler(name, **options):
+    """The options without those of other samplers than `name` (the option table's declaration),
+    which the Simulation refuses: for tests that give one set of options to several samplers."""
+    from tati.names import canonical_sampler
+    from tati.options import BY_NAME
+    short = canonical_sampler(name)
+    return {name: value for name, value in options.items()
+            if name not in BY_NAME or not BY_NAME[name].samplers or short in BY_NAME[name].samplers}

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from scipy import signal
 
-from stats import seed
+from stats import for_sampler, seed
 from tati.cli.summary import summarise
 from tati.diagnostics.equipartition import (MIN_BATCHES, batch_means, equipartition_verdict,
                                             table_batch_means)
@@ -234,7 +234,7 @@ def gaussian(**changes):
                     dtype="float64", sampler="BAOAB", friction_constant=1.0, every_nth=10,
                     burn_in_steps=200)
     settings.update(changes)
-    return tati.Simulation(**settings)
+    return tati.Simulation(**for_sampler(settings["sampler"], **settings))
 
 
 def kinetic_and_virial(text):

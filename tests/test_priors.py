@@ -14,7 +14,7 @@ import tensorflow as tf
 from scipy import stats
 
 import tati
-from stats import read_csv
+from stats import for_sampler, read_csv
 from tati.errors import InputError
 from tati.models.priors import Prior
 
@@ -35,10 +35,11 @@ def pushed(q):
 
 @pytest.mark.parametrize("sampler", ["GLA1", "GLA2", "BAOAB", "SGLD", "HMC2"])
 def test_walls_hold_parameters_within_a_wall_width(sampler):
-    sim = tati.Simulation(potential=pushed, initial_parameters=[BOUND - 1.0, -BOUND + 1.0], sampler=sampler,
-                          step_width=0.02, friction_constant=1.0, hamiltonian_dynamics_time=0.3,
-                          prior_lower_boundary=-BOUND, prior_upper_boundary=BOUND, prior_factor=FACTOR,
-                          prior_power=1.0, number_walkers=4, max_steps=3000, every_nth=5, seed=11)
+    sim = tati.Simulation(**for_sampler(
+        sampler, potential=pushed, initial_parameters=[BOUND - 1.0, -BOUND + 1.0], sampler=sampler,
+        step_width=0.02, friction_constant=1.0, hamiltonian_dynamics_time=0.3,
+        prior_lower_boundary=-BOUND, prior_upper_boundary=BOUND, prior_factor=FACTOR,
+        prior_power=1.0, number_walkers=4, max_steps=3000, every_nth=5, seed=11))
     q = sim.sample().trajectory[["param0", "param1"]].to_numpy()
     assert q[:, 0].max() <= BOUND + TAU and q[:, 1].min() >= -BOUND - TAU
     # The walls bind: the parameters press into them and are held there, not elsewhere.

@@ -15,6 +15,7 @@ import pytest
 import tensorflow as tf
 
 import tati
+from stats import for_sampler
 from tati.samplers import sampler_names
 
 
@@ -61,8 +62,8 @@ CASES = ([(sampler, "potential") for sampler in sampler_names() if sampler not i
 @pytest.mark.parametrize("sampler, model", CASES)
 def test_first_walkers_do_not_depend_on_the_walker_count(sampler, model):
     def options():
-        return dict(keras_options() if model == "keras" else MODELS[model], sampler=sampler, step_width=0.05,
-                    max_steps=24, hamiltonian_dynamics_time=0.2)
+        return for_sampler(sampler, **(keras_options() if model == "keras" else MODELS[model]), sampler=sampler,
+                           step_width=0.05, max_steps=24, hamiltonian_dynamics_time=0.2)
     assert_same(tables(FEW[model], FEW[model], **options()), tables(8, FEW[model], **options()))
 
 

@@ -9,7 +9,7 @@ from scipy import stats
 
 import tati
 from langevin_harness import exact_draws, linear_scheme, stationary
-from stats import seed, t_critical
+from stats import for_sampler, seed, t_critical
 from test_langevin_exact import A, COVARIANCE
 
 WALKERS, COPIES, H, STEPS, THIN = 8, 16, 0.2, 6000, 3
@@ -45,7 +45,7 @@ def test_walkers_keep_the_exact_stationary_distribution(name):
     rng = np.random.default_rng(seed(700))
     state = exact_draws(sigma, WALKERS * COPIES, rng)
     positions = state[:, :2].reshape(WALKERS, 2 * COPIES)
-    sampler_options = dict(hamiltonian_dynamics_time=1.0) if hmc else dict(friction_constant=1.0)
+    sampler_options = for_sampler(name, hamiltonian_dynamics_time=1.0, friction_constant=1.0)
     sim = tati.Simulation(potential=copies_potential, potential_batched=True, initial_parameters=positions,
                           number_walkers=WALKERS, dtype="float64", sampler=name, step_width=H,
                           max_steps=STEPS, every_nth=1 if hmc else THIN, seed=seed(701), **sampler_options)

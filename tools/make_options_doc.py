@@ -36,6 +36,10 @@ Options marked "no" in the command-line column take Python objects and exist onl
 `tati.Simulation`.
 {tools}
 `tati.Simulation.help("name")` returns one option's help as a string (`print` it).
+
+An option of some samplers only says which ("samplers: ..."); given with another sampler it is
+refused in one line (it would be ignored), and `tati-sample --sampler NAME --help` lists only
+the options that sampler takes.
 """
 
 
@@ -71,7 +75,8 @@ def render():
         lines.append("|---|---|---|---|")
         for option in options:
             lines.append(f"| `{option.name}` | {_default(option.default)} | "
-                         f"{'yes' if option.on_command_line else 'no'} | {_cell(option.help)} |")
+                         f"{'yes' if option.on_command_line else 'no'} | {_cell(option.help)}"
+                         + (f" (samplers: {', '.join(option.samplers)})" if option.samplers else "") + " |")
         lines.append("")
     return "\n".join(lines)
 

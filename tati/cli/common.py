@@ -12,6 +12,7 @@ import sys
 import warnings
 
 from tati.errors import InputError, Interrupted, SamplingError
+from tati.names import canonical_sampler
 from tati.options import OPTIONS
 
 
@@ -33,12 +34,18 @@ def fail(prog, message):
     sys.exit(2)
 
 
-def make_parser(prog, description, groups):
+def make_parser(prog, description, groups, argv=()):
+    """The parser of a tool's options. With `--sampler NAME` among `argv`, --help shows that
+    sampler's options only (the others are still parsed, and refused by the preflight)."""
+    sampler = _sampler_in(argv)
     parser = _Parser(prog=prog, description=description, allow_abbrev=False,
                      argument_default=argparse.SUPPRESS)
     sections = {}
     for option in OPTIONS:
         if not option.on_command_line or option.group not in groups:
+            continue
+        if sampler is not None and option.samplers and sampler not in option.samplers:
+            parser.add_argument(f"--{option.name}", dest=option.name, help=argparse.SUPPRESS)
             continue
         if option.group not in sections:
             sections[option.group] = parser.add_argument_group(option.group)
@@ -49,6 +56,20 @@ def make_parser(prog, description, groups):
             f"--{option.name}", metavar=option.kind.metavar, dest=option.name,
             help=f"{option.help} (default: {default})".replace("%", "%%"))
     return parser
+
+
+def _sampler_in(argv):
+    """The short name of the sampler given by --sampler in argv, or None (none or unknown)."""
+    argv = list(argv)
+    for i, argument in enumerate(argv):
+        value = argument.split("=", 1)[1] if argument.startswith("--sampler=") else (
+            argv[i + 1] if argument == "--sampler" and i + 1 < len(argv) else None)
+        if value is not None:
+            try:
+                return canonical_sampler(value)
+            except InputError:
+                return None
+    return None
 
 
 def parse(parser, argv):

@@ -9,13 +9,15 @@ GROUPS = ("data", "network", "prior", "sampler", "walkers", "run", "output")
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
     parser = make_parser(
         "tati-sample", "Sample exp(-beta U) of a network's loss (or, with priors, its posterior) "
         "with a Langevin or Hamiltonian Monte Carlo sampler and write the run-info, trajectory and "
         "averages tables. With no data option it samples the built-in network (by default a "
         "linear classifier of 3 parameters; give --hidden_dimension for hidden layers) on the "
-        "built-in two_clusters dataset.", GROUPS)
-    options = parse(parser, sys.argv[1:] if argv is None else argv)
+        "built-in two_clusters dataset. With --sampler NAME, --help shows that sampler's options.",
+        GROUPS, argv)
+    options = parse(parser, argv)
 
     def body():
         from tati.cli.summary import summarise

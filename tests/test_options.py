@@ -1,0 +1,52 @@
+"""The option table declares which samplers take each sampler option: it agrees with the
+samplers' own parameters, an option of other samplers is refused in one line, and
+`tati-sample --sampler NAME --help` lists that sampler's options only."""
+
+import pytest
+
+import tati
+from tati.cli.sample import main
+from tati.errors import InputError
+from tati.names import sampler_names
+from tati.options import OPTIONS
+from tati.samplers import HamiltonianMonteCarlo, get_sampler
+
+GENERAL = {"inverse_temperature"}  # every sampler takes it: not declared per sampler
+# HMC's step-width adaptation is passed by the Simulation (adaptation_steps), not by name.
+HMC_ADAPTATION = {"adapt_step_width", "target_acceptance_rate"}
+
+
+@pytest.mark.parametrize("sampler", sampler_names())
+def test_the_table_declares_what_each_sampler_takes(sampler):
+    cls = get_sampler(sampler)
+    takes = set(cls.parameters) - GENERAL
+    if issubclass(cls, HamiltonianMonteCarlo):
+        takes |= HMC_ADAPTATION
+    declared = {option.name for option in OPTIONS if sampler in option.samplers}
+    assert declared == takes
+
+
+def test_an_option_of_other_samplers_is_refused_in_one_line():
+    with pytest.raises(InputError, match=r"^friction_constant applies to GLA1, GLA2, BAOAB, CCAdL, SGHMC, "
+                                         r"not to sampler HMC2: drop it"):
+        tati.Simulation(sampler="HMC2", friction_constant=2.0)
+    with pytest.raises(InputError, match="^max_tree_depth applies to NUTS, not to sampler BAOAB"):
+        tati.Simulation(max_tree_depth=5)  # the default sampler
+    tati.Simulation(sampler="hamiltonianmontecarlo_2ndorder", hamiltonian_dynamics_time=0.5)  # its own: taken
+
+
+def help_options(capsys, *argv):
+    with pytest.raises(SystemExit) as done:
+        main([*argv, "--help"])
+    assert done.value.code == 0
+    return {word[2:] for word in capsys.readouterr().out.split() if word.startswith("--")}
+
+
+def test_help_with_a_sampler_lists_its_options_only(capsys):
+    everything = help_options(capsys)
+    hmc = help_options(capsys, "--sampler", "HMC2")
+    nuts = help_options(capsys, "--sampler=nuts")
+    assert {"friction_constant", "hamiltonian_dynamics_time", "max_tree_depth"} <= everything
+    assert "hamiltonian_dynamics_time" in hmc and not {"friction_constant", "max_tree_depth", "adapt_mass"} & hmc
+    assert {"max_tree_depth", "adapt_mass"} <= nuts and "hamiltonian_dynamics_time" not in nuts
+    assert {"step_width", "inverse_temperature", "seed"} <= hmc & nuts
