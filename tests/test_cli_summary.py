@@ -372,3 +372,13 @@ def test_nuts_and_rwmh_summaries_say_acceptance_width_and_stans_warnings():
     assert "average virial" not in text
     assert line_with(text, "  acceptance")
     assert line_with(text, "    step_width grew").endswith("may not confine theta (prior_standard_deviation)")
+
+
+def test_the_fit_header_states_the_learning_rate_schedule():
+    from tati.cli.summary import _schedule
+    from tati.options import resolve
+    assert _schedule(resolve({"learning_rate": 0.1})) == "0.1"
+    assert _schedule(resolve({"learning_rate": 0.1, "learning_rate_decay_rate": 0.5})) == \
+        "0.1, times 0.5 every 1000 steps"
+    assert _schedule(resolve({"learning_rate": 0.1, "learning_rate_cycle_steps": 50})) == \
+        "0.1 down to 0.01 in cycles of 50 steps"

@@ -99,8 +99,22 @@ def _header(prog, o, steps, walkers, sampler):
     elif canonical_optimizer(o["optimizer"]) == BARZILAI_BORWEIN_NAMES[0]:
         what = f"{steps} steps of BarzilaiBorweinGradientDescent (first step learning_rate {o['learning_rate']:g})"
     else:
-        what = f"{steps} steps of {o['optimizer']} (learning_rate {o['learning_rate']:g})"
+        what = f"{steps} steps of {o['optimizer']} (learning_rate {_schedule(o)})"
     return f"{prog}: {what}" + (f", {walkers} walkers" if walkers > 1 else "")
+
+
+def _schedule(o):
+    """fit()'s learning rate as the header shows it: the number, with its schedule if any."""
+    if not isinstance(o["learning_rate"], float):  # a Keras schedule given in Python
+        return f"from a {type(o['learning_rate']).__name__}"
+    rate = f"{o['learning_rate']:g}"
+    if o["learning_rate_decay_rate"] is not None:
+        return f"{rate}, times {o['learning_rate_decay_rate']:g} every {o['learning_rate_decay_steps']} steps"
+    if o["learning_rate_cycle_steps"] is not None:
+        low = o["learning_rate_cycle_minimum"]
+        low = f"{low:g}" if low is not None else f"{o['learning_rate'] / 10:g}"
+        return f"{rate} down to {low} in cycles of {o['learning_rate_cycle_steps']} steps"
+    return rate
 
 
 def _model(simulation):
