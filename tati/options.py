@@ -201,6 +201,10 @@ class Option:
     help: str
     samplers: tuple = ()  # the samplers (short names) that take it; () for an option of every run
 
+    def takes(self, sampler):
+        """Whether a run with this sampler (short name) takes the option."""
+        return not self.samplers or sampler in self.samplers
+
     @property
     def on_command_line(self):
         return not isinstance(self.kind, PythonObject)
@@ -465,7 +469,7 @@ def check_sampler_options(given, sampler):
     does not take: an option of other samplers would be ignored silently."""
     for name in given:
         option = BY_NAME.get(name)
-        if option is not None and option.samplers and sampler not in option.samplers:
+        if option is not None and not option.takes(sampler):
             raise InputError(f"{name} applies to {', '.join(option.samplers)}, not to sampler {sampler}: drop it, "
                              f"or see the options of {sampler} (tati-sample --sampler {sampler} --help)")
 

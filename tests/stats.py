@@ -47,5 +47,4 @@ def for_sampler(name, **options):
     from tati.names import canonical_sampler
     from tati.options import BY_NAME
     short = canonical_sampler(name)
-    return {name: value for name, value in options.items()
-            if name not in BY_NAME or not BY_NAME[name].samplers or short in BY_NAME[name].samplers}
+    return {name: value for name, value in options.items() if name not in BY_NAME or BY_NAME[name].takes(short)}

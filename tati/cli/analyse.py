@@ -13,9 +13,8 @@ import argparse
 import difflib
 import importlib
 import sys
-import warnings
 
-from tati.cli.common import fail
+from tati.cli.common import fail, run_command
 from tati.errors import InputError
 from tati.options import Boolean, ListOf, Number, Optional, Text
 
@@ -158,21 +157,7 @@ def convert(command, values):
 def main(argv=None):
     args = vars(make_parser().parse_args(sys.argv[1:] if argv is None else argv))
     command = args.pop("command")
-    shown, warnings.showwarning = warnings.showwarning, _show_warning
-    try:
-        options = convert(command, args)
-        print("\n".join(run(command, options)))
-    except InputError as error:
-        fail(PROG, error)
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        sys.exit(130)
-    finally:
-        warnings.showwarning = shown
-
-
-def _show_warning(message, category, filename, lineno, file=None, line=None):
-    print(f"{PROG}: warning: {' '.join(str(message).split())}", file=sys.stderr)
+    run_command(PROG, lambda: print("\n".join(run(command, convert(command, args)))))
 
 
 def run(command, o):

@@ -44,7 +44,7 @@ def make_parser(prog, description, groups, argv=()):
     for option in OPTIONS:
         if not option.on_command_line or option.group not in groups:
             continue
-        if sampler is not None and option.samplers and sampler not in option.samplers:
+        if sampler is not None and not option.takes(sampler):
             parser.add_argument(f"--{option.name}", dest=option.name, help=argparse.SUPPRESS)
             continue
         if option.group not in sections:
@@ -99,6 +99,21 @@ def _show_warning(prog):
     def show(message, category, filename, lineno, file=None, line=None):
         print(f"{prog}: warning: {' '.join(str(message).split())}", file=sys.stderr)
     return show
+
+
+def run_command(prog, work):
+    """work() for a tool that needs no Simulation (tati-analyse, tati-lossfunction-sampler):
+    warnings one line each, InputError one line and exit status 2, SIGINT status 130."""
+    shown, warnings.showwarning = warnings.showwarning, _show_warning(prog)
+    try:
+        work()
+    except InputError as error:
+        fail(prog, error)
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        sys.exit(130)
+    finally:
+        warnings.showwarning = shown
 
 
 def run_tool(prog, options, method, body):

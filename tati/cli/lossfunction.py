@@ -18,7 +18,7 @@ columns are this network's parameters (known once it is built); every bad input 
 import sys
 import warnings
 
-from tati.cli.common import _show_warning, fail, import_tensorflow_quietly
+from tati.cli.common import import_tensorflow_quietly, run_command
 from tati.cli.common import make_parser as tool_parser
 from tati.errors import InputError
 from tati.options import BY_NAME, Boolean, ListOf, Number, Optional, Text
@@ -144,16 +144,7 @@ def _range(text):
 
 def main(argv=None):
     args = vars(make_parser().parse_args(sys.argv[1:] if argv is None else argv))
-    shown, warnings.showwarning = warnings.showwarning, _show_warning(PROG)
-    try:
-        print("\n".join(run(*convert(args))))
-    except InputError as error:
-        fail(PROG, error)
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        sys.exit(130)
-    finally:
-        warnings.showwarning = shown
+    run_command(PROG, lambda: print("\n".join(run(*convert(args)))))
 
 
 def run(mode, o, simulation_options):

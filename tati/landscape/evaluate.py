@@ -38,11 +38,7 @@ class Evaluator:
         """theta [n, d] -> (loss [n], accuracy [n] or None), or None if the model cannot take n rows."""
         model, features, labels = self.model, self.features, self.labels
         if isinstance(model, Potential):
-            def potential(theta):
-                full = model.full_parameters(theta)
-                energies = model.potential(full) if model.batched else tf.vectorized_map(model.potential, full)
-                return model.with_prior(tf.cast(energies, model.dtype), theta), None
-            return potential
+            return lambda theta: (model.loss(theta=theta), None)
         if isinstance(model, MLP) or (isinstance(model, KerasNetwork) and model.loss_function is not None):
             if self.has_accuracy:
                 return lambda theta: model.loss_and_accuracy(features, labels, theta=theta)
