@@ -25,8 +25,11 @@ setup(
         # ArviZ 1.0 replaces InferenceData by xarray's DataTree: to_inference_data is written for 0.x.
         "arviz": ["arviz>=0.17,<1"],
         "tensorboard": ["tensorboard>=2.18"],  # to view summaries_path; writing needs only TensorFlow
-        # the figures, the ArviZ export and the event files (read back by TensorBoard) are tested
-        "test": ["pytest>=7.4", "pytest-xdist>=3.5", "hypothesis>=6.80", "matplotlib>=3.7", "arviz>=0.17,<1", "tensorboard>=2.18"],
+        "examples": ["scikit-learn>=1.3"],  # the diabetes data of examples/bayesian_diabetes.py
+        # the figures, the ArviZ export, the event files (read back by TensorBoard) and the diabetes
+        # example are tested
+        "test": ["pytest>=7.4", "pytest-xdist>=3.5", "hypothesis>=6.80", "matplotlib>=3.7", "arviz>=0.17,<1", "tensorboard>=2.18",
+                 "scikit-learn>=1.3"],
     },
     entry_points={
         "console_scripts": [

@@ -19,8 +19,10 @@ heteroscedastic_gaussian), prior N(0, s^2) on every parameter (s = 1), in Bayesi
 
 Printed: per method, the 95% band's width averaged over the data's x range and at x = -2, 0
 (the gap) and 2, their ratio far / near ("widening"), and the held-out log predictive density
-per point; for the ensemble, how its band compares with its members' own (the mixture adds
-the members' disagreement to their noise; here they learn nearly the same function, as the
+per point; for the ensemble, how its band and standard deviation compare with its mean
+member's and its widest member's, at x = -2, 0, 2 and averaged outside the data (the mixture
+adds the members' disagreement to their mean noise, which beats the widest member only where
+they disagree more than their noises differ; here they learn nearly the same function, as the
 essay found). A network alone (MAP)
 knows only its noise: its band hardly widens away from the data; the posterior's does.
 """
@@ -106,13 +108,39 @@ def compare(methods, prior, quick, seed):
         if name == "ensemble":
             members = [sim.predictive(GRID, trajectory=draws[draws.id == k], burn_in=-1)[0]
                        for k in sorted(draws.id.unique())]
-            width = (table["upper_0"] - table["lower_0"]).to_numpy()
-            own = np.array([(m["upper_0"] - m["lower_0"]).to_numpy() for m in members])
-            away = np.isin(x, FAR)
-            print(f"ensemble band over its members' mean band away from the data: "
-                  f"{float(np.mean(width[away] / own.mean(axis=0)[away])):.4g} (over its widest member's: "
-                  f"{float(np.mean(width[away] / own.max(axis=0)[away])):.4g})")
+            ensemble_spread(table, members, x)
     return pd.DataFrame(rows).set_index("method"), bands, train
+
+
+def ensemble_spread(table, members, x):
+    """Print the ensemble's spread against its members': the 95% band and the standard
+    deviation, at x = -2, 0, 2 (pointwise, then their mean) and averaged over x outside the data.
+
+    A member is one Gaussian N(mu_i, v_i), its band 2 z sqrt(v_i) (z = 1.96); the ensemble is
+    their equal mixture, of variance mean(v_i) + var(mu_i): never below its mean member's, but
+    above its widest member's only where the members' means disagree by more than their
+    variances differ (var(mu_i) > max(v_i) - mean(v_i))."""
+    z = 1.959963984540054
+    width = (table["upper_0"] - table["lower_0"]).to_numpy()
+    own = np.array([(m["upper_0"] - m["lower_0"]).to_numpy() for m in members])
+    mu = np.array([m["mean_0"].to_numpy() for m in members])
+    own_sd = own / (2.0 * z)
+    sd = np.sqrt(np.mean(own_sd ** 2, axis=0) + mu.var(axis=0))
+    far = np.isin(x, FAR)
+    outside = (np.abs(x) < 0.5) | (np.abs(x) > 1.0)
+    print(f"ensemble band over its members' mean band away from the data: "
+          f"{float(np.mean(width[far] / own.mean(axis=0)[far])):.4g} (over its widest member's: "
+          f"{float(np.mean(width[far] / own.max(axis=0)[far])):.4g})")
+    print(f"ensemble sd over its members' mean sd away from the data: "
+          f"{float(np.mean(sd[far] / own_sd.mean(axis=0)[far])):.4g} (over its widest member's: "
+          f"{float(np.mean(sd[far] / own_sd.max(axis=0)[far])):.4g})")
+    print("ensemble over its widest member at x = " + ", ".join(f"{v:g}" for v in FAR) + ": band "
+          + ", ".join(f"{r:.3f}" for r in width[far] / own.max(axis=0)[far]) + "; sd "
+          + ", ".join(f"{r:.3f}" for r in sd[far] / own_sd.max(axis=0)[far]))
+    print(f"ensemble band averaged over x outside the data over the widest member's average: "
+          f"{width[outside].mean() / own[:, outside].mean(axis=1).max():.4g} (sd: "
+          f"{sd[outside].mean() / own_sd[:, outside].mean(axis=1).max():.4g}); wider than the widest "
+          f"member at {np.mean(width[outside] > own.max(axis=0)[outside]):.0%} of those x")
 
 
 def sweep(priors, quick, seed):

@@ -50,6 +50,7 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
     variables = model.variables
     is_sampler = isinstance(optimizer, SamplerBase)
     estimating = getattr(optimizer, "estimating", False)
+    noise_batches = getattr(optimizer, "noise_batches", 0)  # SGHMC's batch estimator: K gradients
     walkers = model.num_walkers
 
     def per_walker(products):
@@ -63,9 +64,33 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
         return tf.reshape(tf.cast(value, tf.float64), [-1]) if model.walker_axis else tf.reshape(
             tf.cast(value, tf.float64), [1])
 
+    def estimate_noise():
+        """At the start of each epoch (without mini-batches, every noise_estimation_steps steps
+        from the first), the sampler's V-hat from the gradients of K batches of their own
+        (data.extra_batch, keyed by the step) at the current parameters: evaluations only, the
+        chain, its noise stream and the training batches do not move."""
+        def gradients_of(k):
+            features, labels = data.extra_batch(step, k)
+            with tf.GradientTape() as tape:
+                total = tf.reduce_sum(model.loss(features, labels))
+            return tape.gradient(total, variables, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+
+        if getattr(data, "full", True):
+            due = tf.equal(tf.math.floormod(step, optimizer.noise_estimation_steps), 0)
+        else:
+            due = data.starts_epoch()
+
+        def estimate():
+            optimizer.estimate_noise(gradients_of)
+            return tf.constant(True)
+
+        tf.cond(due, estimate, lambda: tf.constant(False))
+
     def one_step(record):
         if ensemble is not None:
             ensemble.maybe_refresh(model.theta, step)
+        if noise_batches:
+            estimate_noise()
         features, labels = data.next()
         with tf.GradientTape() as tape:
             if record and has_accuracy:
@@ -115,6 +140,8 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
                 row.update(kinetic_energy=kinetic, momentum_sq=info["momentum_sq"])
         if estimating:  # SGHMC's V-hat, averaged over each walker's parameters
             row["gradient_noise_variance"] = per_walker(optimizer._noise_variances) / model.num_parameters
+        if noise_batches:  # the estimator's gradients besides one per step
+            row["gradient_evaluations"] = tf.fill([walkers], tf.cast(step, tf.float64) + optimizer.noise_evaluations)
         return row
 
     fields = {"loss": [walkers], "parameters": [walkers, model.num_parameters], "scaled_gradient": [walkers],
@@ -127,6 +154,8 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
             fields.update(kinetic_energy=[walkers], momentum_sq=[walkers])
     if estimating:
         fields["gradient_noise_variance"] = [walkers]
+    if noise_batches:
+        fields["gradient_evaluations"] = [walkers]
     rows = block_rows(walkers, model.num_parameters)
 
     @tf.function(autograph=True, jit_compile=jit_compile)
@@ -224,7 +253,7 @@ def make_metropolis_chunk(model, data, sampler, step, averages, burn_in_steps, h
     fields = {"loss": [walkers], "parameters": [walkers, model.num_parameters], "scaled_gradient": [walkers],
               "virial": [walkers], "averages": [4, walkers], "kinetic_energy": [walkers],
               "momentum_sq": [walkers], "total_energy": [walkers], "old_total_energy": [walkers],
-              "rejection_rate": [walkers], "divergences": [walkers], "due": [walkers]}
+              "rejection_rate": [walkers], "divergences": [walkers], "step_width": [walkers], "due": [walkers]}
     if has_accuracy:
         fields["accuracy"] = [walkers]
     rows = block_rows(walkers, model.num_parameters)
@@ -259,7 +288,7 @@ def make_metropolis_chunk(model, data, sampler, step, averages, burn_in_steps, h
                "momentum_sq": report["momentum_sq"], "total_energy": report["total_energy"],
                "old_total_energy": report["old_total_energy"],
                "rejection_rate": report["rejection_rate"], "divergences": report["divergences"],
-               "due": tf.cast(due, tf.float64)}
+               "step_width": tf.fill([walkers], rate), "due": tf.cast(due, tf.float64)}
         if has_accuracy:
             row["accuracy"] = report["accuracy"]
         row = {name: tf.cast(row[name], tf.float64) for name in fields}

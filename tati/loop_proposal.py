@@ -75,7 +75,7 @@ def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_
             collecting = tf.logical_and(step > metric_start, step <= metric_ends[-1])
             draws = tf.where(collecting, adaptation.welford_update(kernel.welford, theta), kernel.welford)
             window_end = tf.reduce_any(tf.equal(step, metric_ends))
-            new_scale = tf.where(window_end, adaptation.welford_scale(draws), scale)
+            new_scale = tf.where(window_end, adaptation.welford_scale(draws, scale), scale)
             ratio = tf.cast(scale / new_scale, dtype)  # theta = s z stays, z and grad log p(z) rescale
             z, gradient = z * ratio, gradient / ratio
             kernel.scale.assign(new_scale)

@@ -271,6 +271,10 @@ OPTIONS = [
     Option("initial_parameters", None, Parameters(), "network",
            "Initial flat parameter vector (length d), or one per walker ([W, d]); for networks "
            "it replaces the seeded initialisation. On the command line: comma-separated."),
+    Option("initial_dispersion", 0.0, NONNEGATIVE, "network",
+           "Half-width r: every walker starts at its initial parameters plus its own uniform(-r, r) "
+           "draw per parameter, keyed by (seed, walker) (Stan starts chains at uniform(-2, 2)), so "
+           "that walkers start dispersed, as R-hat assumes; 0 keeps the starts."),
     Option("potential_batched", False, PythonObject(lambda option, v: Boolean()(option, v)), "network",
            "The potential takes all walkers' parameters [W, d] and returns [W] energies, instead "
            "of being vectorised over walkers by tati (Python only)."),
@@ -323,10 +327,22 @@ OPTIONS = [
            "SGHMC: B-hat, the estimated gradient-noise term (Chen et al. 2014), kept constant; "
            "must stay below C / beta.",
            samplers=("SGHMC",)),
-    Option("gradient_noise_estimator", "none", Text(("none", "adam", "adam_centered")), "sampler",
+    Option("gradient_noise_estimator", "none", Text(("none", "batch", "adam", "adam_centered")), "sampler",
            "SGHMC: how B-hat = eps V-hat / 2 is found, V-hat the gradient's variance per "
-           "parameter: none (the constant noise_estimate), adam (Adam's decaying moments, "
-           "V-hat = v - m^2) or adam_centered (the second moment centred with the first).",
+           "parameter: none (the constant noise_estimate), batch (the sample variance of the "
+           "gradients of noise_estimation_batches random mini-batches at the start of each epoch), "
+           "adam (Adam's decaying moments, V-hat = v - m^2) or adam_centered (the second moment "
+           "centred with the first).",
+           samplers=("SGHMC",)),
+    Option("noise_estimation_batches", 10, Number(integer=True, minimum=2), "sampler",
+           "SGHMC, gradient_noise_estimator batch: K, the mini-batches (drawn at random, apart "
+           "from the training batches) whose gradients at the current parameters give V-hat; its "
+           "relative error is about sqrt(2 / (K - 1)).",
+           samplers=("SGHMC",)),
+    Option("noise_estimation_steps", 50, POSITIVE_INT, "sampler",
+           "SGHMC, gradient_noise_estimator batch, runs without mini-batches (full batch or a "
+           "potential): steps between two estimates, the first at step 1 (with mini-batches "
+           "there is one at the start of every epoch).",
            samplers=("SGHMC",)),
     Option("first_moment_decay", 0.9, POSITIVE, "sampler",
            "SGHMC, gradient_noise_estimator adam or adam_centered: decay b1 < 1 of the running "
@@ -362,9 +378,16 @@ OPTIONS = [
            "means 0.8, for RWMH 0.234.",
            samplers=ADAPTING),
     Option("adapt_mass", True, Boolean(), "sampler",
-           "NUTS, RWMH: estimate a diagonal metric (each parameter's scale, for NUTS the inverse "
-           "mass) from the draws of burn-in in Stan's windows; needs burn_in_steps >= 20.",
-           samplers=PROPOSAL),
+           "NUTS, RWMH, HMC1, HMC2: estimate a diagonal metric (each parameter's scale s; for "
+           "NUTS and HMC the inverse mass s^2) from the draws of burn-in in Stan's windows; needs "
+           "burn_in_steps >= 20 (HMC: >= 200 gradient evaluations, windows counted in legs). "
+           "HMC with covariance_blending: the ensemble preconditioner takes its place.",
+           samplers=ADAPTING),
+    Option("adapt_trajectory_length", True, Boolean(), "sampler",
+           "HMC1, HMC2: adapt hamiltonian_dynamics_time during burn_in_steps by the ChEES "
+           "criterion (gradient ascent on log T), then keep the averaged T "
+           "(hamiltonian_dynamics_time is the start). Not with covariance_blending.",
+           samplers=HMC),
     # optimizer
     Option("optimizer", "GradientDescent", Text(), "optimizer",
            "Optimizer of fit(): GradientDescent, BarzilaiBorweinGradientDescent (step width "

@@ -134,6 +134,8 @@ class Simulation:
             from tati.models.start import parameters_from_trajectory
             self.model.set_parameters(parameters_from_trajectory(
                 o["parse_parameters_file"], o["parse_steps"], self.model.parameter_names, self.model.num_walkers))
+        if o["initial_dispersion"] > 0:
+            self._disperse(o["initial_dispersion"])
         self.restored = False
         self.has_accuracy = self.model.uses_data and getattr(self.model, "loss_name", None) is not None
         if o["jit_compile"] and not getattr(self.data, "full", True):
@@ -210,6 +212,21 @@ class Simulation:
                    o["hidden_activation"], o["output_activation"], o["loss"], o["seed"],
                    o["dtype"], o["initial_parameters"], o["number_walkers"])
 
+    def _disperse(self, radius):
+        """Each walker's start plus uniform(-radius, radius) draws of its own (seed, walker)."""
+        largest = float(np.finfo(tf.as_dtype(self.model.dtype).as_numpy_dtype).max)
+        if not radius < largest / 2:
+            raise InputError(f"initial_dispersion {radius:g} would put initial parameters beyond the range "
+                             f"of {self.options['dtype']}")
+        theta = np.asarray(self.model.get_parameters(), dtype=np.float64).reshape(self.model.num_walkers, -1)
+        for walker in range(len(theta)):
+            theta[walker] += np.random.default_rng((self.options["seed"], walker, 2)).uniform(
+                -radius, radius, theta.shape[1])
+        if not np.all(np.abs(theta) < largest):
+            raise InputError(f"initial_dispersion {radius:g} puts initial parameters beyond the range "
+                             f"of {self.options['dtype']}")
+        self.model.set_parameters(theta)
+
     def _likelihood(self):
         """With `likelihood`, the potential in Bayesian units: the data's negative log-likelihood
         (N / n x a batch's sum) replaces the mean loss."""
@@ -275,8 +292,9 @@ class Simulation:
                 return self._sampler
             extra = {}
             if issubclass(cls, HamiltonianMonteCarlo):  # the step width adapts during burn-in
-                extra = dict(adaptation_steps=o["burn_in_steps"] if o["adapt_step_width"] else 0,
-                             target_acceptance_rate=o["target_acceptance_rate"])
+                extra = dict(adaptation_steps=o["burn_in_steps"], adapt_step_width=o["adapt_step_width"],
+                             target_acceptance_rate=o["target_acceptance_rate"], adapt_mass=o["adapt_mass"],
+                             adapt_trajectory_length=o["adapt_trajectory_length"])
             self._sampler = cls(step_width=o["step_width"], seed=o["seed"],
                                 **{name: o[name] for name in cls.parameters}, **extra)
             self._sampler.walker_axis = self.model.walker_axis
@@ -335,19 +353,21 @@ class Simulation:
         summaries = None
         try:
             summaries = _summaries(o["summaries_path"], columns["run_file"], self.model)
-            done, budget = 0, o["every_nth"]  # the first call: one row's steps (it also compiles)
+            # A run's first call: one row's steps (it also compiles); a later sample() or fit() call
+            # starts at the size its predecessor reached (each call has a fixed cost of a few ms).
+            done, budget = 0, getattr(run, "budget", o["every_nth"])
             while done < o["max_steps"] and stop.signal is None:
                 first = int(run.step.numpy())
                 n = min(o["max_steps"] - done, budget)
                 start = time.perf_counter()
                 if run.metropolis:  # rows where legs end; stops early when its block is full
-                    block = {k: v.numpy() for k, v in run.chunk(tf.constant(n, tf.int32)).items()}
+                    block = {k: np.asarray(v) for k, v in run.chunk(tf.constant(n, tf.int32)).items()}
                 else:  # ends at a row (a multiple of every_nth or the call's last step) or a full block
                     if n < o["max_steps"] - done:  # at least to the next row, at most to the call's end
                         n = min(max((first + n) // o["every_nth"] * o["every_nth"] - first,
                                     o["every_nth"] - first % o["every_nth"]), o["max_steps"] - done)
-                    block = {k: v.numpy() for k, v in run.chunk(tf.constant(n, tf.int64)).items()}
-                elapsed = time.perf_counter() - start
+                    block = {k: np.asarray(v) for k, v in run.chunk(tf.constant(n, tf.int64)).items()}
+                elapsed = time.perf_counter() - start  # np.asarray: read-only views, no copy of the block
                 step = int(run.step.numpy())
                 self._append_rows(tables, block, first, step, elapsed, summaries)
                 if step == first:  # nothing left to do (L-BFGS converged)
@@ -357,7 +377,7 @@ class Simulation:
                 done += step - first
                 # Calls of about CALL_SECONDS: a signal is answered within one call.
                 rate = (step - first) / max(elapsed, 1e-6)
-                budget = max(1, min(8 * budget, int(rate * CALL_SECONDS)))
+                budget = run.budget = max(1, min(8 * budget, int(rate * CALL_SECONDS)))
                 self._warn_ensemble()
                 if bar is not None:
                     bar.update(step - first)
@@ -431,21 +451,32 @@ class Simulation:
                             if name not in columns or name in block})
             columns.update({name: columns[name].astype(np.int64) for name in INTEGER_COLUMNS
                             if name in columns and columns[name].dtype != np.int64})
-        elif "total_energy" in block:  # HMC: the chain's state and its last decision
-            columns.update(total_energy=pick("total_energy"), old_total_energy=pick("old_total_energy"),
-                           average_rejection_rate=pick("rejection_rate"),
-                           divergences=pick("divergences").astype(np.int64))
+        else:  # one gradient per walker and step, and SGHMC's batch estimator's own
+            columns["gradient_evaluations"] = (pick("gradient_evaluations").astype(np.int64)
+                                               if "gradient_evaluations" in block else steps[r])
+            if "total_energy" in block:  # HMC: the chain's state and its last decision
+                columns.update(total_energy=pick("total_energy"), old_total_energy=pick("old_total_energy"),
+                               average_rejection_rate=pick("rejection_rate"),
+                               divergences=pick("divergences").astype(np.int64), step_width=pick("step_width"))
         if "gradient_noise_variance" in block:
             columns["gradient_noise_variance"] = pick("gradient_noise_variance")
-        parameters = np.asarray(block["parameters"][:rows], dtype=np.float64)[r, w]  # [K, d]
-        columns.update(zip(self.model.parameter_names, parameters.T))
+        parameters = np.asarray(block["parameters"][:rows], dtype=np.float64)  # [rows, W, d]
+        # [K, d]: with every walker's row due (not HMC) the rows are the block's in order, a view.
+        parameters = parameters.reshape(len(r), parameters.shape[2]) if due.all() else parameters[r, w]
         kept = steps[r] > self.options["burn_in_steps"]
-        for table in tables[:2]:
-            table.extend({c: columns[c] for c in table.columns})
+        run_table, trajectory, averages_table = tables
+        run_table.extend({c: columns[c] for c in run_table.columns})
+        if trajectory.integer_columns == ["id", "step"] and trajectory.float_columns[0] == "loss":
+            # The parameters as one matrix: 100 column views of it cost more to stack than the rest.
+            floats = np.empty((len(r), 1 + parameters.shape[1]))
+            floats[:, 0], floats[:, 1:] = loss, parameters
+            trajectory.extend_arrays(np.stack([columns["id"], columns["step"]], axis=1), floats)
+        else:  # a parameter named like an integer column
+            trajectory.extend({**columns, **dict(zip(self.model.parameter_names, parameters.T))})
         if kept.any():
-            tables[2].extend({c: columns[c][kept] for c in tables[2].columns})
+            averages_table.extend({c: columns[c][kept] for c in averages_table.columns})
         if summaries is not None:
-            summaries.write(columns)
+            summaries.write({**columns, **dict(zip(self.model.parameter_names, parameters.T))})
 
     # -- evaluation ----------------------------------------------------------------------------
     def _full_data(self):

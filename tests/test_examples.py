@@ -11,7 +11,10 @@ import re
 import subprocess
 import sys
 
+import numpy as np
+import pandas as pd
 import pytest
+from scipy.stats import binom
 
 from stats import seed, t_critical, z_critical
 
@@ -106,17 +109,17 @@ def test_order_of_accuracy_quick_and_baoab(tmp_path):
 
 
 def test_choosing_a_sampler(tmp_path):
-    """Reduced run: NUTS, adapting its metric, gives the most independent draws per evaluation
-    (by far: 200 against at most 15 at full length, doc/choosing_a_sampler.md) and its sampled
-    standard deviations are right within 10% (about 6 of its standard errors)."""
+    """Reduced run: HMC2 and NUTS, adapting their metrics, give the most independent draws per
+    evaluation (at full length 368 and 86 against at most 21, doc/choosing_a_sampler.md) and
+    their sampled standard deviations are right within 10% (about 6 of their standard errors)."""
     png = tmp_path / "choose.png"
     out = run("choosing_a_sampler.py", "--draws", "600", "--burn-in", "500", "--seed", str(seed(750)),
               "--plot", str(png))
     rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()
             if line.split() and line.split()[0] in ("BAOAB", "HMC2", "NUTS", "RWMH")}
     per_evaluation = {name: float(values[3]) for name, values in rows.items()}
-    assert max(per_evaluation, key=per_evaluation.get) == "NUTS", per_evaluation
-    assert float(rows["NUTS"][5]) < 0.1, rows["NUTS"]
+    assert set(sorted(per_evaluation, key=per_evaluation.get)[-2:]) == {"HMC2", "NUTS"}, per_evaluation
+    assert float(rows["NUTS"][5]) < 0.1 and float(rows["HMC2"][5]) < 0.1, rows
     check_plot(out, png)
 
 
@@ -172,7 +175,10 @@ def test_bayesian_regression_1d(tmp_path):
     95% band widens away from the data (far / near width > 2: measured 3.02, 3.50 at full length)
     while the MAP network's, which knows only its noise, does not (< 1.5; measured 1.40), and away
     from the data the ensemble's band is wider than its members' own on average (measured 1.051:
-    the mixture adds their disagreement; issue 19)."""
+    the mixture adds their disagreement; issue 19). Not asserted: wider than its widest member's
+    (measured 0.917, 0.90-0.93 over 6 seeds; the mixture's variance mean(v_i) + var(mu_i) exceeds
+    max(v_i) only where the members' means disagree more than their variances differ, and these
+    members learn nearly the same function; doc/examples.md)."""
     png = tmp_path / "bands.png"
     out = run("bayesian_regression_1d.py", "--quick", "--methods", "MAP,ensemble,HMC2", "--sweep", "",
               "--plot", str(png))
@@ -181,6 +187,47 @@ def test_bayesian_regression_1d(tmp_path):
     assert value(out, "widening HMC2:") > value(out, "widening MAP:") + 1.0, out
     assert value(out, "ensemble band over its members' mean band away from the data:") > 1.0, out
     check_plot(out, png)
+
+
+def test_bayesian_diabetes(tmp_path):
+    """Reduced run on scikit-learn's diabetes data (MAP, ensemble, SWAG and HMC2 with --quick;
+    NUTS only in the full run, for time). Every method's test MSE is below the variance of the
+    test targets, i.e. better than predicting their mean (measured 0.49-0.68 against 1.003 over
+    6 seeds); HMC2's test log predictive density per point is at least the MAP network's minus
+    0.05 (measured: HMC2 -1.017 to -1.031, MAP -1.38 to -2.19; 0.05 is more than 5 times HMC2's
+    spread over the seeds) and above the baseline N(training mean, training variance)'s -1.421;
+    and HMC2's 95% band covers at least binom.ppf(1e-3, 88, 0.95) = 76 of the 88 test points
+    (false-failure budget 1e-3 for a calibrated band; measured 85-86)."""
+    pytest.importorskip("sklearn")
+    png, csv = tmp_path / "diabetes", tmp_path / "diabetes.csv"
+    out = run("bayesian_diabetes.py", "--quick", "--methods", "MAP,ensemble,SWAG,HMC2", "--seed", str(seed(780)),
+              "--plot", str(png), "--table", str(csv))
+    variance = float(re.search(r"variance of the test targets ([\d.]+)", out).group(1))
+    baseline = float(re.search(r"baseline .*test lpd per point (-?[\d.]+)", out).group(1))
+    rows = {name: (float(mse), float(lpd), float(coverage)) for name, mse, lpd, coverage in
+            re.findall(r"^(\w+): test MSE ([\d.]+), test lpd per point (-?[\d.]+), coverage ([\d.]+)$", out, re.M)}
+    assert set(rows) == {"MAP", "ensemble", "SWAG", "HMC2"}, out
+    assert abs(variance - 1.003) < 1e-3, out  # the fixed split
+    for name, (mse, _, _) in rows.items():
+        assert mse < variance, (name, out)
+    assert rows["HMC2"][1] >= rows["MAP"][1] - 0.05, out
+    assert rows["HMC2"][1] > baseline, out
+    assert round(rows["HMC2"][2] * 88) >= binom.ppf(1e-3, 88, 0.95), out
+    table = pd.read_csv(csv, index_col="method")
+    assert list(table.index) == ["MAP", "ensemble", "SWAG", "HMC2"]
+    assert np.allclose(table["test MSE"], [rows[n][0] for n in table.index], atol=1e-4)
+    for name in ("traces", "autocorrelation", "marginals", "residuals"):
+        check_plot(out, pathlib.Path(f"{png}_{name}.png"))
+
+
+def test_bayesian_diabetes_without_scikit_learn():
+    """Without scikit-learn the example stops with one line naming the extra."""
+    code = ("import runpy, sys; sys.modules['sklearn'] = None; sys.argv = ['bayesian_diabetes.py']; "
+            f"runpy.run_path({str(EXAMPLES / 'bayesian_diabetes.py')!r}, run_name='__main__')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and done.stdout == "", done
+    assert done.stderr.strip().splitlines() == [
+        "bayesian_diabetes.py needs scikit-learn for its data: pip install tati[examples]"], done.stderr
 
 
 def test_loss_plane(tmp_path):

@@ -295,11 +295,10 @@ def test_step_width_adapts_during_burn_in(name):
                               dtype="float64", sampler=name, step_width=start, hamiltonian_dynamics_time=2.0,
                               burn_in_steps=2000, max_steps=2000, seed=seed(47))
         sim.sample()
-        before = sim.sampler.chain_report()
         sim.sample()
-        after = sim.sampler.chain_report()
+        after = sim.sampler.chain_report()  # counted anew from the first leg decided after burn-in
         width = float(sim.sampler.learning_rate.numpy())  # frozen at the first evaluation after burn-in
-        accepted, rejected = (float(tf.reduce_sum(after[k] - before[k])) for k in ("accepted", "rejected"))
+        accepted, rejected = (float(tf.reduce_sum(after[k])) for k in ("accepted", "rejected"))
         assert accepted + rejected > 500
         assert abs(accepted / (accepted + rejected) - 0.8) < 0.05, (start, accepted / (accepted + rejected))
         sim.sample()

@@ -13,7 +13,7 @@ from tati.samplers import HamiltonianMonteCarlo, get_sampler
 
 GENERAL = {"inverse_temperature"}  # every sampler takes it: not declared per sampler
 # HMC's step-width adaptation is passed by the Simulation (adaptation_steps), not by name.
-HMC_ADAPTATION = {"adapt_step_width", "target_acceptance_rate"}
+HMC_ADAPTATION = {"adapt_step_width", "target_acceptance_rate", "adapt_mass", "adapt_trajectory_length"}
 
 
 @pytest.mark.parametrize("sampler", sampler_names())
@@ -47,6 +47,7 @@ def test_help_with_a_sampler_lists_its_options_only(capsys):
     hmc = help_options(capsys, "--sampler", "HMC2")
     nuts = help_options(capsys, "--sampler=nuts")
     assert {"friction_constant", "hamiltonian_dynamics_time", "max_tree_depth"} <= everything
-    assert "hamiltonian_dynamics_time" in hmc and not {"friction_constant", "max_tree_depth", "adapt_mass"} & hmc
-    assert {"max_tree_depth", "adapt_mass"} <= nuts and "hamiltonian_dynamics_time" not in nuts
+    assert {"hamiltonian_dynamics_time", "adapt_mass", "adapt_trajectory_length"} <= hmc
+    assert not {"friction_constant", "max_tree_depth"} & hmc
+    assert {"max_tree_depth", "adapt_mass"} <= nuts and not {"hamiltonian_dynamics_time", "adapt_trajectory_length"} & nuts
     assert {"step_width", "inverse_temperature", "seed"} <= hmc & nuts

@@ -90,16 +90,39 @@ def badly_scaled(case):
     return covariance, lambda theta: 0.5 * tf.reduce_sum(theta * tf.linalg.matmul(theta, precision), axis=-1)
 
 
-@pytest.mark.parametrize("case", ["log-spaced 100-D", "correlated 10-D"])
-def test_nuts_needs_no_tuning_on_badly_scaled_gaussians(case):
+def acceptance_after(run_info, burn_in, sampler):
+    """Mean acceptance after burn-in: NUTS counts its statistics anew from there; HMC's
+    cumulative rejection rate is undone with its row counts (a row per decision, but the
+    first row per walker)."""
+    if sampler == "NUTS":
+        return 1.0 - run_info.groupby("id").tail(1)["average_rejection_rate"].mean()
+    rejected = decisions = 0.0
+    for _, rows in run_info.groupby("id"):
+        counts = np.arange(len(rows))  # decisions up to each row
+        before = rows.step.to_numpy() <= burn_in
+        rate = rows["average_rejection_rate"].to_numpy()
+        b = np.flatnonzero(before)[-1]
+        rejected += rate[-1] * counts[-1] - rate[b] * counts[b]
+        decisions += counts[-1] - counts[b]
+    return 1.0 - rejected / decisions
+
+
+# (burn_in_steps, max_steps) per sampler and case: NUTS counts transitions, HMC2 gradient
+# evaluations (the legs of HMC2 before its metric adapts are long on the correlated case).
+BUDGETS = {("NUTS", "log-spaced 100-D"): (1000, 2000), ("NUTS", "correlated 10-D"): (1000, 2000),
+           ("HMC2", "log-spaced 100-D"): (10000, 30000), ("HMC2", "correlated 10-D"): (40000, 200000)}
+
+
+@pytest.mark.parametrize("sampler, case", list(BUDGETS))
+def test_adapted_samplers_need_no_tuning_on_badly_scaled_gaussians(sampler, case):
     """Only burn_in_steps and max_steps given (4 walkers started at 1): after the adaptation
     every mean, variance (and for the 10-D case every covariance) lies within the MCSE bound
     (normal, false-failure budget 1e-3 split over all of them), and the mean acceptance
     statistic after burn-in lies within 0.05 of the target 0.8; no divergence after burn-in."""
     covariance, potential = badly_scaled(case)
-    d, burn_in = len(covariance), 1000
+    d, (burn_in, steps) = len(covariance), BUDGETS[sampler, case]
     sim = tati.Simulation(potential=potential, potential_batched=True, initial_parameters=np.ones(d),
-                          number_walkers=4, sampler="NUTS", burn_in_steps=burn_in, max_steps=2 * burn_in,
+                          number_walkers=4, sampler=sampler, burn_in_steps=burn_in, max_steps=steps,
                           dtype="float64", jit_compile=True, seed=seed(43))
     result = sim.sample()
     columns = [f"param{i}" for i in range(d)]
@@ -111,9 +134,10 @@ def test_nuts_needs_no_tuning_on_badly_scaled_gaussians(case):
     exact = np.concatenate([np.zeros(d), covariance[i, j]])[keep]
     deviations = mcse_deviations(moments[..., keep], exact)
     assert np.all(deviations < sps.norm.ppf(1 - ALPHA / (2 * len(keep)))), deviations.max()
-    acceptance = 1.0 - result.run_info.groupby("id").tail(1)["average_rejection_rate"].mean()
+    acceptance = acceptance_after(result.run_info, burn_in, sampler)
     assert abs(acceptance - 0.8) < 0.05, acceptance
-    assert result.run_info.groupby("id").tail(1)["divergences"].sum() == 0  # counted after burn-in
+    if sampler == "NUTS":  # counted after burn-in
+        assert result.run_info.groupby("id").tail(1)["divergences"].sum() == 0
 
 
 def test_nuts_samples_a_conjugate_bayesian_regression_through_a_keras_model():
@@ -145,26 +169,33 @@ def test_nuts_samples_a_conjugate_bayesian_regression_through_a_keras_model():
     assert np.all(deviations < sps.norm.ppf(1 - ALPHA / (2 * len(exact)))), deviations
 
 
-@pytest.mark.parametrize("name", ["NUTS", "RWMH"])
-def test_resumed_burn_in_continues_bitwise(name, tmp_path):
-    """30 steps, a checkpoint, then 50 more in a new Simulation give the rows of one 80-step run
-    (burn-in 60: the metric's window ends at step 54 and the width freezes at 60)."""
+@pytest.mark.parametrize("name, burn_in, first_steps, steps", [("NUTS", 60, 30, 80), ("RWMH", 60, 30, 80),
+                                                                ("HMC2", 1200, 300, 1600)])
+def test_resumed_burn_in_continues_bitwise(name, burn_in, first_steps, steps, tmp_path):
+    """A run cut inside burn-in by a checkpoint and continued in a new Simulation gives the rows
+    of one whole run: NUTS, RWMH 30 + 50 steps of burn-in 60 (the metric's window ends at step
+    54 and the width freezes at 60); HMC2 300 + 1300 of 1200, inside its metric windows, leg length
+    and width adapting across the cut."""
     def run(steps, **more):
         sim = tati.Simulation(potential=lambda q: 0.5 * tf.reduce_sum(q * q * [1.0, 4.0, 9.0], axis=-1),
                               potential_batched=True, initial_parameters=[1.0, -1.0, 0.5], number_walkers=2,
-                              sampler=name, burn_in_steps=60, max_steps=steps, dtype="float64", seed=seed(45), **more)
-        return sim.sample()
+                              sampler=name, burn_in_steps=burn_in, max_steps=steps, dtype="float64",
+                              seed=seed(45), **more)
+        return sim, sim.sample()
 
-    whole = run(80)
-    first = run(30, save_model=str(tmp_path / "c.npz"))
-    rest = run(50, restore_model=str(tmp_path / "c.npz"))
+    sim, whole = run(steps)
+    _, first = run(first_steps, save_model=str(tmp_path / "c.npz"))
+    _, rest = run(steps - first_steps, restore_model=str(tmp_path / "c.npz"))
     for table in ("run_info", "trajectory", "averages"):
         joined = pd.concat([getattr(first, table), getattr(rest, table)], ignore_index=True)
         expected = getattr(whole, table).reset_index(drop=True)
         pd.testing.assert_frame_equal(joined.drop(columns="time_per_nth_step", errors="ignore"),
                                       expected.drop(columns="time_per_nth_step", errors="ignore"))
     widths = whole.run_info.groupby("step")["step_width"].first()
-    assert widths.loc[61:].nunique() == 1 and widths.loc[:60].nunique() > 10  # adapted, then frozen
+    assert widths.loc[burn_in + 1:].nunique() == 1 and widths.loc[:burn_in].nunique() > 10  # adapted, then frozen
+    if name == "HMC2":  # the metric and the leg length adapted too, the metric's windows across the cut
+        assert sim.sampler.metric_windows() >= 2 and np.all(sim.sampler.metric_scales() != 1.0)
+        assert float(sim.sampler.hamiltonian_dynamics_time) != 1.0
 
 
 def test_options_that_do_not_apply_are_refused_in_one_line():

@@ -45,3 +45,22 @@ def test_appending_to_a_file_ending_in_a_newline_keeps_every_line(tmp_path):
     table.append([1, 2.0])
     table.close()
     assert path.read_text() == "step,loss\n0,1.5\n1,2.0\n"
+
+
+def test_integer_columns_anywhere_are_written_and_framed_in_the_table_order(tmp_path):
+    """Integers by str, floats by repr, in the columns' order however the kinds interleave;
+    the frame has int64 integer columns and shares no memory with the table."""
+    path = tmp_path / "rows.csv"
+    columns = ["loss", "step", "x", "divergences"]
+    table = Table(columns, str(path))
+    table.extend({"loss": np.array([0.1, -0.0]), "step": np.array([3, 4]), "x": np.array([1e-5, np.nan]),
+                  "divergences": np.array([0, 2])})
+    table.append([1e16, 5, 2.5, 1])
+    table.close()
+    assert path.read_text() == "loss,step,x,divergences\n0.1,3,1e-05,0\n-0.0,4,nan,2\n1e+16,5,2.5,1\n"
+    frame = table.frame()
+    assert list(frame.columns) == columns
+    assert [str(t) for t in frame.dtypes] == ["float64", "int64", "float64", "int64"]
+    pd.testing.assert_frame_equal(pd.read_csv(path), frame)
+    frame.iloc[0, 0] = 7.0
+    assert table.frame().iloc[0, 0] == 0.1

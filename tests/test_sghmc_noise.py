@@ -8,11 +8,12 @@ import importlib.util
 import pathlib
 
 import numpy as np
+import pandas as pd
 import pytest
 import tensorflow as tf
 
 import tati
-from stats import seed, z_critical
+from stats import seed, t_critical, z_critical
 from tati.diagnostics import independent_readings
 from tati.errors import InputError
 from tati.samplers import SGHMC
@@ -212,6 +213,9 @@ def test_simulation_walkers_and_config():
     ({"second_moment_decay": 0.0}, "second_moment_decay"),
     ({"mass_safety_factor": 0.5}, "mass_safety_factor"),
     ({"mass_rescaling_steps": -1}, "mass_rescaling_steps"),
+    ({"gradient_noise_estimator": "batch", "noise_estimation_batches": 1}, "noise_estimation_batches"),
+    ({"gradient_noise_estimator": "batch", "noise_estimation_steps": 0}, "noise_estimation_steps"),
+    ({"gradient_noise_estimator": "batch", "noise_estimate": 0.1}, "noise_estimate"),
     ({"gradient_noise_estimator": "adam", "noise_estimate": 0.1}, "noise_estimate"),
     ({"gradient_noise_estimator": "adam", "friction_constant": 0.0}, "friction_constant")])
 def test_bad_input(options, name):
@@ -267,3 +271,161 @@ def test_run_info_has_the_mean_estimated_noise_variance():
     np.testing.assert_allclose(last, sim.sampler.gradient_noise_variance.numpy().mean(axis=1), rtol=1e-6)
     assert np.all(last > 0)
     assert "gradient_noise_variance" not in tati.Simulation(**options).sample().run_info
+
+
+# -- the batch estimator: K mini-batches of its own at the start of each epoch -------------------
+N_POINTS, BATCH = 200, 10  # 20 batches per epoch
+
+
+def regression_options(**options):
+    """Bayesian linear regression y = w.x + b + N(0, 1) on 200 points in mini-batches of 10:
+    U on a batch = N / n sum_batch (w.x + b - y)^2 / 2 + const, whose per-example gradients
+    (f - y) (x, 1) are known. float64, so that numpy recomputes the estimates exactly."""
+    rng = np.random.default_rng(seed(30))
+    x = rng.normal(size=(N_POINTS, 2))
+    y = x @ np.array([1.0, -2.0]) + 0.5 + rng.normal(size=N_POINTS)
+    return dict(dataset=(x, y[:, None]), hidden_dimension=[], output_activation="linear", likelihood="gaussian",
+                batch_size=BATCH, dtype="float64", sampler="SGHMC", gradient_noise_estimator="batch",
+                step_width=0.002, seed=seed(31), **options)
+
+
+def per_example_gradients(features, labels, theta):
+    """[points, 3]: the gradient of each point's (f - y)^2 / 2 with respect to (w0, w1, b)."""
+    residual = features @ theta[:2] + theta[2] - labels[:, 0]
+    return np.column_stack([features * residual[:, None], residual])
+
+
+def test_batch_estimate_is_the_sample_variance_of_its_own_batches():
+    """Exact checks, 2 walkers, 45 steps (estimates at steps 1, 21, 41): V-hat is the sample
+    variance (divisor K - 1) of the gradients of the K batches data.extra_batch(step - 1, k)
+    at the walker's parameters of that step (recomputed in numpy); it stays constant within
+    an epoch (run info); the extra batches leave the training batches' position and
+    permutation, and the sampler's iteration count, as 45 steps have them."""
+    simulation = tati.Simulation(**regression_options(number_walkers=2, every_nth=1, max_steps=45,
+                                                      noise_estimation_batches=7))
+    result = simulation.sample()
+    data = simulation.data  # the training batches: 45 used, the third epoch's permutation
+    assert simulation.sampler.iterations.numpy() == 45 and data.position.numpy() == 45
+    assert data._order_epoch.numpy() == 2
+    np.testing.assert_array_equal(data._order.numpy(), data._permutation(tf.constant(2, tf.int64)).numpy())
+    start = result.trajectory[result.trajectory.step == 41].sort_values("id")
+    thetas = start[["weight0", "weight1", "bias0"]].to_numpy()  # q at step 41, before its update
+    batches = [[a.numpy() for a in simulation.data.extra_batch(40, k)] for k in range(7)]
+    for walker, theta in enumerate(thetas):
+        gradients = [N_POINTS / BATCH * per_example_gradients(x, y, theta).sum(axis=0) for x, y in batches]
+        np.testing.assert_allclose(simulation.sampler.gradient_noise_variance.numpy()[walker],
+                                   np.var(gradients, axis=0, ddof=1), rtol=1e-10)
+    column = result.run_info.pivot(index="step", columns="id", values="gradient_noise_variance").to_numpy()
+    changes = np.flatnonzero(np.any(np.diff(column, axis=0) != 0, axis=1)) + 2  # steps whose value is new
+    assert list(changes) == [21, 41]
+
+
+def test_batch_estimator_matches_minibatch_variance():
+    """Acceptance (issue 20): once it has made its first estimate, the batch estimator estimates
+    the mini-batch gradient variance of every parameter within its own sampling error.
+
+    100 epochs of one walker, K = 20; at each epoch's first step e the estimate V-hat_e and the
+    exact variance V_e = N^2 s_e^2 (N - n) / (n (N - 1)) of a batch's gradient at that step's
+    parameters (s_e^2 the per-example gradients' variance; a batch is n points without
+    replacement). The ratios r_e = V-hat_e / V_e are independent given the path (each estimate
+    has batches of its own) with mean 1 and, the sample variance of K draws, relative sd about
+    sqrt(2 / (K - 1)) = 0.32 (normal gradients; the measured kurtosis of a batch's gradient
+    raises it a little: sqrt(2 / (K - 1) + excess / K), excess the batch gradient's excess
+    kurtosis, about the per-example one over n, with replacement). Checks per parameter, budget
+    1e-3 split by Bonferroni over 3 parameters x 2 checks: the mean of the ratios is 1 within
+    t(1e-3 / 6, 99) standard errors; their sd agrees with the derived one within z(1e-3 / 6)
+    times the sample sd's own relative error sqrt((kappa_r - 1) / (4 E)), kappa_r the ratios'
+    kurtosis."""
+    epochs, k = 100, 20
+    steps = N_POINTS // BATCH
+    simulation = tati.Simulation(**regression_options(every_nth=steps, max_steps=steps, noise_estimation_batches=k))
+    features, labels = (array.numpy() for array in simulation.data.all())
+    ratios, predicted = [], []
+    for _ in range(epochs):  # a call per epoch: V-hat after it is the estimate at its first step
+        theta = simulation.parameters
+        simulation.sample()
+        per_example = per_example_gradients(features, labels, theta)
+        exact = N_POINTS ** 2 * per_example.var(axis=0) * (N_POINTS - BATCH) / (BATCH * (N_POINTS - 1))
+        ratios.append(simulation.sampler.gradient_noise_variance.numpy()[0] / exact)
+        centred = per_example - per_example.mean(axis=0)
+        excess = (centred ** 4).mean(axis=0) / (centred ** 2).mean(axis=0) ** 2 - 3
+        predicted.append(2 / (k - 1) + excess / BATCH / k)
+    ratios, predicted = np.array(ratios), np.sqrt(np.mean(predicted, axis=0))
+    assert simulation.data.position.numpy() == epochs * steps
+    mean, sd = ratios.mean(axis=0), ratios.std(axis=0, ddof=1)
+    kurtosis = ((ratios - mean) ** 4).mean(axis=0) / ((ratios - mean) ** 2).mean(axis=0) ** 2
+    sd_error = np.sqrt((kurtosis - 1) / (4 * epochs))
+    print("mean ratio", np.round(mean, 4), "sd", np.round(sd, 4), "predicted sd", np.round(predicted, 4),
+          "sqrt(2/(K-1))", round(np.sqrt(2 / (k - 1)), 4))
+    assert np.all(np.abs(mean - 1) < t_critical(1e-3, epochs - 1, 6) * sd / np.sqrt(epochs)), mean
+    assert np.all(np.abs(sd / predicted - 1) < z_critical(1e-3, 6) * sd_error), (sd, predicted, sd_error)
+
+
+NETWORK = dict(hidden_dimension=[3], batch_size=100, sampler="SGHMC", gradient_noise_estimator="batch",
+               noise_estimation_batches=4, step_width=0.02, every_nth=1, seed=seed(32))  # 5 batches an epoch
+
+
+def frames(result, walkers=None):
+    """The run info and trajectory, of the first `walkers`, without timings, in (id, step) order."""
+    return [frame[frame.id < (walkers or frame.id.max() + 1)].drop(columns=["time_per_nth_step"], errors="ignore")
+            .sort_values(["id", "step"], kind="stable").reset_index(drop=True)
+            for frame in (result.run_info, result.trajectory)]
+
+
+def test_batch_estimates_do_not_depend_on_the_walker_count():
+    """The extra batches are keyed by (seed, step) only: the first 4 walkers of an 8-walker
+    run are bitwise those of a 4-walker run, run info (with V-hat's mean) and trajectory
+    (a network's rows are whole SIMD packets at 4 walkers, as in test_walker_randomness.py)."""
+    few = frames(tati.Simulation(number_walkers=4, max_steps=12, **NETWORK).sample())
+    many = frames(tati.Simulation(number_walkers=8, max_steps=12, **NETWORK).sample(), 4)
+    for mine, theirs in zip(few, many):
+        pd.testing.assert_frame_equal(mine, theirs, check_exact=True)
+    assert few[0].gradient_noise_variance.nunique() == 4 * 3  # estimates at steps 1, 6, 11
+
+
+def test_batch_estimator_resumes_bitwise(tmp_path):
+    """As tests/test_checkpoint.py's bitwise resume: 23 steps equal 12 steps (mid-epoch),
+    save_model, restore_model in a new Simulation, 11 steps; V-hat (in the state) included."""
+    checkpoint = str(tmp_path / "state.npz")
+    options = dict(NETWORK, number_walkers=3)
+    full = tati.Simulation(max_steps=23, **options)
+    whole = frames(full.sample())
+    first = frames(tati.Simulation(max_steps=12, save_model=checkpoint, **options).sample())
+    resumed = tati.Simulation(max_steps=11, restore_model=checkpoint, **options)
+    second = frames(resumed.sample())
+    for index, (mine, theirs) in enumerate(zip(first, second)):
+        joined = pd.concat([mine, theirs]).sort_values(["id", "step"], kind="stable").reset_index(drop=True)
+        pd.testing.assert_frame_equal(joined, whole[index], check_exact=True)
+    np.testing.assert_array_equal(resumed.sampler.gradient_noise_variance.numpy(),
+                                  full.sampler.gradient_noise_variance.numpy())
+
+
+def quartic(q):
+    return 0.5 * tf.reduce_sum(q ** 2) + 0.1 * tf.reduce_sum(q ** 4)
+
+
+def test_batch_estimator_without_mini_batches():
+    """A potential (no mini-batches): estimates every noise_estimation_steps steps from step 1.
+    A deterministic potential's gradients do not vary, V-hat = 0 exactly, and the run equals
+    one without the estimator bitwise: the extra evaluations do not advance the chain (its
+    iteration count, noise stream, momenta). A potential with noise of its own (a stateful
+    normal, variance 1 per parameter) gets a new V-hat exactly at steps 1, 11, 21."""
+    options = dict(potential=quartic, initial_parameters=[0.3, -0.2, 0.1], number_walkers=2, sampler="SGHMC",
+                   step_width=0.1, every_nth=1, max_steps=25, seed=seed(33), noise_estimation_steps=10,
+                   mass_rescaling_steps=5)
+    estimated = frames(tati.Simulation(gradient_noise_estimator="batch", **options).sample())
+    plain = frames(tati.Simulation(**options).sample())
+    assert np.all(estimated[0].pop("gradient_noise_variance") == 0.0)
+    # K = 10 (the default noise_estimation_batches) more gradients at steps 1, 11 and 21
+    extra = 10 * ((estimated[0].step.to_numpy() - 1) // 10 + 1)
+    np.testing.assert_array_equal(estimated[0].pop("gradient_evaluations"), plain[0].pop("gradient_evaluations") + extra)
+    for mine, theirs in zip(estimated, plain):
+        pd.testing.assert_frame_equal(mine, theirs, check_exact=True)
+
+    def noisy(q):
+        return quartic(q) + tf.reduce_sum(q * tf.random.normal(tf.shape(q), dtype=q.dtype))
+
+    run_info = tati.Simulation(**dict(options, potential=noisy, number_walkers=1, step_width=0.01),
+                               gradient_noise_estimator="batch").sample().run_info
+    values = run_info.gradient_noise_variance.to_numpy()
+    assert list(np.flatnonzero(np.diff(values) != 0) + 2) == [11, 21] and np.all(values > 0)

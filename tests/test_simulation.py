@@ -179,3 +179,23 @@ def test_tables_do_not_depend_on_how_a_call_is_cut_into_compiled_calls(sampler, 
                                       check_exact=True, obj=name)
     if sampler == "BAOAB":
         assert sorted(set(cut.trajectory.step)) == [10, 20, 25]
+
+
+def test_initial_dispersion_spreads_walkers_independently_of_their_number():
+    """initial_dispersion r: walker w starts at its initial parameters plus uniform(-r, r) draws
+    of its own (seed, w): inside the box, different per walker, the same for walkers 0-1 of a
+    run with 2 or with 4 walkers; for a potential and a Keras model alike."""
+    import keras
+    start = np.array([0.0, 1.0, 2.0])
+    runs = [tati.Simulation(potential=lambda x: tf.reduce_sum(x ** 2), initial_parameters=start, number_walkers=w,
+                            initial_dispersion=2.0, seed=3).model.get_parameters() for w in (2, 4)]
+    np.testing.assert_array_equal(runs[0], runs[1][:2])
+    offsets = runs[1] - start
+    assert np.all(np.abs(offsets) <= 2.0) and len({tuple(row) for row in offsets}) == 4
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    options = dict(model=model, loss="mean_squared", dataset=([[0.0, 1.0], [1.0, 0.0]], [[1.0], [0.0]]),
+                   number_walkers=2, seed=3)
+    plain = tati.Simulation(**options).model.get_parameters()
+    spread = tati.Simulation(**options, initial_dispersion=0.5).model.get_parameters()
+    offsets = np.asarray(spread) - np.asarray(plain)
+    assert np.all(np.abs(offsets) <= 0.5) and np.all(offsets != 0.0)

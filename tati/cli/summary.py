@@ -62,11 +62,8 @@ def summarise(prog, simulation, result, sampler, seconds=None):
         elif "average_rejection_rate" in run_info:
             adapted = o["adapt_step_width"] and o["burn_in_steps"] > 0
             lines.append(_hmc_line(run_info, "raise target_acceptance_rate" if adapted else "lower step_width"))
-            if adapted:
-                width = float(simulation.sampler.learning_rate.numpy())
-                target = target_acceptance(o["sampler"], o["target_acceptance_rate"])
-                lines.append(f"  step_width adapted to {width:.3g} (started at {o['step_width']:g}; target "
-                             f"acceptance {target:g})")
+            if o["burn_in_steps"] > 0:
+                lines += _hmc_adaptation_lines(o, simulation.sampler)
         if walkers >= 2:
             lines += _convergence_lines(result.trajectory, walkers, o["burn_in_steps"],
                                         "run longer (max_steps, burn_in_steps)" if proposal else None)
@@ -281,6 +278,29 @@ def _hmc_line(run_info, hint="lower step_width"):
     return text + ": ok"
 
 
+def _hmc_adaptation_lines(o, sampler):
+    """What HMC's burn-in adapted: the step width, the leg length and the metric's scales."""
+    lines = []
+    if sampler.adapt_step_width:
+        width = float(sampler.learning_rate.numpy())
+        target = target_acceptance(o["sampler"], o["target_acceptance_rate"])
+        lines.append(f"  step_width adapted to {width:.3g} (started at {o['step_width']:g}; target "
+                     f"acceptance {target:g})")
+        lines += _width_hints(width, o["step_width"])
+    if sampler.adapt_trajectory_length:
+        lines.append(f"  hamiltonian_dynamics_time adapted to {float(sampler.hamiltonian_dynamics_time):.3g} "
+                     f"(started at {o['hamiltonian_dynamics_time']:g})")
+    if sampler.adapt_mass:
+        scales = sampler.metric_scales()
+        windows = int(sampler.metric_windows())
+        if windows:
+            lines.append(f"  metric adapted in {windows} window{'s' if windows > 1 else ''}: parameter scales "
+                         f"{scales.min():.3g} ... {scales.max():.3g}")
+        else:
+            lines.append("  metric not adapted: too few legs in burn-in (raise burn_in_steps)")
+    return lines
+
+
 # -- NUTS, RWMH ------------------------------------------------------------------------------------
 def _kernel_lines(o, run_info):
     """Acceptance against its target, the (adapted) step width, divergences and, for NUTS, tree
@@ -310,13 +330,20 @@ def _kernel_lines(o, run_info):
         if at_max > MAX_DEPTH_MAX:
             hints.append(f"    max_tree_depth reached in over {MAX_DEPTH_MAX:.0%}: raise burn_in_steps "
                          "(metric) or max_tree_depth")
-    if adapted and width < WIDTH_FLOOR * o["step_width"]:
-        hints.append(f"    step_width shrank to {width / o['step_width']:.1e} of its start: the posterior "
-                     "is far narrower in some direction")
-    if adapted and width > o["step_width"] / WIDTH_FLOOR:
-        hints.append(f"    step_width grew {width / o['step_width']:.1e}-fold: exp(-beta U) may not confine "
-                     "theta (prior_standard_deviation)")
+    if adapted:
+        hints += _width_hints(width, o["step_width"])
     return lines + hints
+
+
+def _width_hints(width, start):
+    """Stan's warning for a width that adapted a thousandfold down (or up)."""
+    if width < WIDTH_FLOOR * start:
+        return [f"    step_width shrank to {width / start:.1e} of its start: the posterior is far narrower "
+                "in some direction"]
+    if width > start / WIDTH_FLOOR:
+        return [f"    step_width grew {width / start:.1e}-fold: exp(-beta U) may not confine theta "
+                "(prior_standard_deviation)"]
+    return []
 
 
 # -- do the walkers agree? ------------------------------------------------------------------------

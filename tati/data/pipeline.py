@@ -3,7 +3,8 @@
 Full batch (batch_size None or at least the dataset size): the data are constants of the graph
 and every step sees all of them. Mini-batches: a seeded permutation per epoch, cut into
 batches and read with `next()` inside the compiled loop; which batch comes next is a variable,
-so checkpoints restore it.
+so checkpoints restore it. `extra_batch` gives evaluations (SGHMC's batch noise estimator)
+batches of their own, keyed by the step, without moving the training batches.
 """
 
 import math
@@ -84,6 +85,24 @@ class Batches:
         """The whole dataset as one batch."""
         return self._all
 
+    def starts_epoch(self):
+        """Whether the next `next()` batch is the first of an epoch (mini-batches only)."""
+        return tf.equal(tf.math.floormod(tf.convert_to_tensor(self.position), self.batches_per_epoch), 0)
+
+    def extra_batch(self, step, index):
+        """The index-th batch of an evaluation at `step` (SGHMC's batch noise estimator): batch_size
+        distinct points drawn at random, keyed by (seed, step, index) alone, so it is the same
+        for any number of walkers and after a restore; neither `position` nor the epoch's
+        permutation moves, so the training batches stay as they are. A full batch: all points."""
+        if self.full:
+            return self._all
+        key = tf.random.experimental.stateless_fold_in(tf.random.experimental.stateless_fold_in(
+            tf.constant([self.seed, 3], tf.int64), tf.cast(step, tf.int64), alg="philox"),
+            tf.cast(index, tf.int64), alg="philox")
+        draws = tf.random.stateless_uniform([self.size], seed=key, alg="philox")
+        indices = tf.math.top_k(draws, k=self.batch_size, sorted=False).indices
+        return tf.gather(self._all[0], indices), tf.gather(self._all[1], indices)
+
     def epoch(self, step):
         """Number of completed passes over the data after `step` steps."""
         return step // self.batches_per_epoch
@@ -95,6 +114,9 @@ class NoData:
     batches_per_epoch = 1
 
     def next(self):
+        return None, None
+
+    def extra_batch(self, step, index):
         return None, None
 
     def epoch(self, step):

@@ -13,11 +13,12 @@ def run_info_columns(sampler, accuracy, momentum=True, metropolis=False, noise_e
         return run_info_columns(sampler, accuracy, momentum) + ["gradient_noise_variance"]
     if metropolis:
         return head + ["total_energy", "old_total_energy", "kinetic_energy", "scaled_momentum",
-                       "scaled_gradient", "virial", "average_rejection_rate", "divergences"]
+                       "scaled_gradient", "virial", "average_rejection_rate", "divergences", "step_width",
+                       "gradient_evaluations"]
     if sampler and momentum:
         return head + ["total_energy", "kinetic_energy", "scaled_momentum", "scaled_gradient",
-                       "virial", "scaled_noise"]
-    return head + ["scaled_gradient", "virial"] + (["scaled_noise"] if sampler else [])
+                       "virial", "scaled_noise", "gradient_evaluations"]
+    return head + ["scaled_gradient", "virial"] + (["scaled_noise", "gradient_evaluations"] if sampler else [])
 
 
 def trajectory_columns(parameter_names):

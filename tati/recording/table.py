@@ -1,26 +1,24 @@
 """Table: rows kept for a DataFrame and, optionally, streamed to a CSV file as they come.
 
-Rows come in blocks of columns (`extend`, one numpy array per column) or one at a time
-(`append`). Each block goes to the file unbuffered, as complete lines in one write call (a
-buffered writer splits a long write into two system calls, and a SIGKILL between them left
-a partial line), so a run killed at any moment leaves a file whose lines are complete rows, a
-prefix of the uninterrupted run. Appending to a file that a killed writer nevertheless left
-with a partial last line first cuts that line off. Floats are written with repr (shortest
-round trip), so reading the file back with pandas gives exactly the DataFrame's values.
+Rows come in blocks (`extend`: one 1-D array per column; `extend_arrays`: the integer and the
+float columns as two matrices) or one at a time (`append`). A block is kept as those two
+matrices, so the DataFrame is built from one float matrix at once, not column by column.
+Each block goes to the file unbuffered, as complete lines in one write call (a buffered
+writer splits a long write into two system calls, and a SIGKILL between them left a partial
+line), so a run killed at any moment leaves a file whose lines are complete rows, a prefix of
+the uninterrupted run. Appending to a file that a killed writer nevertheless left with a
+partial last line first cuts that line off. Floats are written with repr (shortest round
+trip), so reading the file back with pandas gives exactly the DataFrame's values; repr is
+most of a row's cost (about a microsecond per number), the rest is one %-format per line.
 """
+
+from operator import itemgetter
 
 import numpy as np
 import pandas as pd
 
 from tati.errors import InputError
 from tati.recording.columns import INTEGER_COLUMNS
-
-
-def _strings(name, values):
-    """A column's cells as text: integers as they are, floats by repr (via Python floats)."""
-    if name in INTEGER_COLUMNS:
-        return [str(v) for v in np.asarray(values, dtype=np.int64).tolist()]
-    return [repr(v) for v in np.asarray(values, dtype=np.float64).tolist()]
 
 
 def check_header(name, path, columns):
@@ -59,7 +57,19 @@ class Table:
         """A file is opened for appending or replaced as the caller says; the caller checked
         beforehand (tati/preflight.py, check_header) that this loses nothing."""
         self.columns = list(columns)
-        self.blocks = []  # dicts of column arrays
+        integer = [name in INTEGER_COLUMNS for name in self.columns]
+        self.integer_columns = [name for name, flag in zip(self.columns, integer) if flag]
+        self.float_columns = [name for name, flag in zip(self.columns, integer) if not flag]
+        # A line: %d for integers, %r (repr) for floats, in the columns' order. A row comes as its
+        # integers then its floats; _in_order puts them in the columns' order (None: they are).
+        self._line = ",".join("%d" if flag else "%r" for flag in integer) + "\n"
+        order = [i for i, flag in enumerate(integer) if flag] + [i for i, flag in enumerate(integer) if not flag]
+        position = [0] * len(order)
+        for place, column in enumerate(order):
+            position[column] = place
+        self._in_order = None if order == sorted(order) else itemgetter(*position)
+        # (int64 [k, integers], float64 [k, floats]) per block; TrajectoryRecorder shares the list.
+        self.blocks = []
         self._file = None
         if path is not None:
             try:
@@ -69,24 +79,37 @@ class Table:
             except OSError as error:
                 raise InputError(f"cannot write '{path}': {error.strerror}") from None
             if self._file.tell() == 0:  # a new file, or appending to one that is not there yet
-                self._write([",".join(self.columns)])
+                self._write(",".join(self.columns) + "\n")
 
-    def _write(self, lines):
-        data = "".join(line + "\n" for line in lines).encode("utf-8")
+    def _write(self, text):
+        data = text.encode("utf-8")
         while data:  # a regular file takes it in one call; the loop covers a short write
             data = data[self._file.write(data):]
 
     def append(self, row):
         """row: one value per column, ints for id/step/epoch."""
-        self.extend({name: np.asarray([value]) for name, value in zip(self.columns, row)})
+        block = dict(zip(self.columns, row))
+        self.extend_arrays(np.asarray([[block[c] for c in self.integer_columns]], np.int64).reshape(1, -1),
+                           np.asarray([[block[c] for c in self.float_columns]], np.float64).reshape(1, -1))
 
     def extend(self, block):
         """block: one 1-D array per column, all of one length."""
-        block = {name: np.asarray(block[name]) for name in self.columns}
-        self.blocks.append(block)
-        if self._file is not None:
-            cells = [_strings(name, block[name]) for name in self.columns]
-            self._write([",".join(row) for row in zip(*cells)])
+        length = len(block[self.columns[0]]) if self.columns else 0
+        self.extend_arrays(_matrix(block, self.integer_columns, np.int64, length),
+                           _matrix(block, self.float_columns, np.float64, length))
+
+    def extend_arrays(self, integers, floats):
+        """A block as two matrices with one row per table row: the integer columns
+        ([k, len(integer_columns)], cast to int64) and the float columns (cast to float64),
+        each in the table's column order. The table keeps them: do not change them later."""
+        integers, floats = np.asarray(integers, np.int64), np.asarray(floats, np.float64)
+        self.blocks.append((integers, floats))
+        if self._file is not None and len(floats):
+            line, in_order = self._line, self._in_order
+            if in_order is None:
+                self._write("".join([line % tuple(i + f) for i, f in zip(integers.tolist(), floats.tolist())]))
+            else:
+                self._write("".join([line % in_order(i + f) for i, f in zip(integers.tolist(), floats.tolist())]))
 
     def close(self):
         if self._file is not None:
@@ -94,9 +117,18 @@ class Table:
             self._file = None
 
     def frame(self):
-        data = {}
-        for name in self.columns:
-            parts = [block[name] for block in self.blocks]
-            dtype = np.int64 if name in INTEGER_COLUMNS else np.float64
-            data[name] = np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype)
-        return pd.DataFrame(data, columns=self.columns)
+        """The rows so far as a DataFrame: int64 integer columns, float64 the others."""
+        integers = np.concatenate([b[0] for b in self.blocks] or [np.zeros((0, len(self.integer_columns)), np.int64)])
+        floats = np.concatenate([b[1] for b in self.blocks] or [np.zeros((0, len(self.float_columns)))])
+        # concatenate made new arrays: the frame shares no memory with the blocks.
+        frame = pd.DataFrame(floats, columns=self.float_columns, copy=False)
+        for k, name in enumerate(self.integer_columns):  # left to right: each lands at its place
+            frame.insert(self.columns.index(name), name, integers[:, k])
+        return frame
+
+
+def _matrix(block, names, dtype, length):
+    """[length, len(names)]: the block's columns of those names, cast to dtype."""
+    if not names:
+        return np.zeros((length, 0), dtype)
+    return np.stack([np.asarray(block[name], dtype) for name in names], axis=1)

@@ -18,9 +18,33 @@ Metric: a diagonal one, estimated in Stan's windows (an initial buffer of 75 ste
 the width adapts, then windows of 25, 50, 100, ... steps, the last stretched to end 50 steps
 before burn-in does, whose terminal buffer again adapts only the width; shorter burn-ins
 scale these as 15% / 75% / 10%). At each window's end the variance of the window's draws,
-pooled over walkers and shrunk towards 1e-3 as Stan does, becomes the squared scale s^2 of
-each coordinate, and dual averaging restarts from the current width. The kernel then moves
+pooled over walkers and shrunk towards 1e-3 times the last window's (`shrunk_scale`),
+becomes the squared scale s^2 of each coordinate, and dual averaging restarts from the
+current width. The kernel then moves
 z = theta / s, which is the same as giving the momenta the mass matrix diag(1 / s^2).
+HMC1/HMC2 count their burn-in in gradient evaluations, not in legs of unknown length: their
+windows are counted in legs instead (`window_legs`), from 15% of the burn-in until 90% of it or
+until 200 legs are left (estimated at the current leg length; not before the first window
+closes), for the step width and leg length to settle in the metric's coordinates.
+
+Leg length of HMC (ChEES; Hoffman, Radul & Sountsov 2021, as TFP's
+GradientBasedTrajectoryLengthAdaptation): the time T of a leg maximises
+
+    ChEES(T) = 1/4 E[(|z' - E z|^2 - |z - E z|^2)^2],
+
+z the leg's start and z' its proposal (in the metric's coordinates), a change of the squared
+distance from the centre, which rewards legs that decorrelate second moments, not only means.
+Its gradient in log T, estimated from the walkers' legs of times t_w, acceptance
+probabilities a_w and end momenta p'_w (dz/dt = p in these coordinates), is
+
+    g = sum_w a_w t_w (|z'_w - m|^2 - |z_w - m|^2) (z'_w - m) . p'_w / sum_w a_w,
+
+m a moving average of the walkers' mean leg start over the last 50 legs or so (not the
+walkers' mean of this leg's starts, as TFP's, which contains each walker's own start and,
+with few walkers, pushes T towards anti-correlated legs). log T climbs g by Adam without
+momentum (rate 0.05, squared-gradient decay 0.95; TFP's rate is 0.025, for burn-ins of
+thousands of legs); after burn-in T is frozen at the average of its iterates, weighted as the
+step width's. At each metric window T starts again from its initial value (`chees_restart`).
 
 Everything here is a pure function of tensors; the kernel keeps the state in variables.
 """
@@ -29,6 +53,17 @@ import tensorflow as tf
 
 GAMMA, T0, KAPPA = 0.1, 10.0, 0.75
 INITIAL_BUFFER, TERMINAL_BUFFER, BASE_WINDOW = 75, 50, 25
+# HMC's metric windows: from 15% of its burn-in (in gradient evaluations) until 90% of it or
+# until the legs of the burn-in left (at the current leg length) are TERMINAL_LEGS (with 50,
+# the averaged width of a Gaussian of condition number 1e4 accepted 0.81-0.86 for a target of
+# 0.8 over four seeds; with 200, 0.81-0.83); a burn-in
+# of fewer evaluations than MIN_LEG_METRIC_BURN_IN, or a last window of fewer than
+# MIN_METRIC_DRAWS draws, leaves the metric as it is.
+LEG_METRIC_START, LEG_METRIC_END, MIN_LEG_METRIC_BURN_IN = 0.15, 0.9, 200
+TERMINAL_LEGS, MIN_METRIC_DRAWS = 200, 20
+# TFP's rate is 0.025; a burn-in of HMC counted in gradient evaluations holds few legs.
+CHEES_RATE, CHEES_SQUARED_DECAY, MAX_LEG_STEPS = 0.05, 0.95, 1000
+CENTRE_LEGS = 50
 # Fewer burn-in steps than this leave the metric at 1 (a window needs some draws).
 MIN_METRIC_BURN_IN = 20
 VARIANCE_SHRINK, VARIANCE_FLOOR = 5.0, 1e-3
@@ -54,6 +89,12 @@ def dual_averaging_update(state, acceptance, target):
     weight = count ** -KAPPA
     log_step_bar = weight * log_step + (1.0 - weight) * log_step_bar
     return tf.stack([count, h, log_step, log_step_bar, mu])
+
+
+def dual_averaging_restart(state, restart):
+    """The state restarted from its current width where `restart` (a boolean tensor), as after
+    a metric window: the width's scale has changed, so the old averages no longer apply."""
+    return tf.where(restart, dual_averaging_start(tf.exp(state[2])), state)
 
 
 def adapted_width(state, final):
@@ -82,27 +123,80 @@ def metric_windows(burn_in_steps):
         start, window = end, 2 * window
 
 
-def welford_update(state, draws):
-    """Running count, mean and sum of squared deviations ([1 + 2d] float64) after adding the
-    rows of `draws` [W, d] (Chan et al.'s pairwise combination)."""
-    draws = tf.cast(draws, tf.float64)
-    d = tf.shape(draws)[1]
-    count, mean, m2 = state[0], state[1:1 + d], state[1 + d:]
+def window_legs(index):
+    """Legs in HMC's metric window number `index` (a float tensor): 25, 50, 100, ..."""
+    return BASE_WINDOW * tf.pow(tf.constant(2.0, tf.float64), index)
+
+
+# The leg-length state, one float64 vector: count n, log T_n, log T_bar_n, the squared
+# gradient's moving average v, and the count of leg starts in the centre.
+CHEES = ("count", "log_time", "log_time_bar", "squared_gradient", "centre_count")
+
+
+def chees_start(time):
+    log_time = tf.math.log(tf.cast(time, tf.float64))
+    zero = tf.constant(0.0, tf.float64)
+    return tf.stack([zero, log_time, log_time, zero, zero])
+
+
+def chees_update(state, gradient, largest_time):
+    """The state after one ascent step along the ChEES gradient g in log T (finite), T kept at
+    most `largest_time`."""
+    count, log_time, log_time_bar, squared, centre_count = tf.unstack(state)
+    count = count + 1.0
+    squared = CHEES_SQUARED_DECAY * squared + (1.0 - CHEES_SQUARED_DECAY) * tf.square(gradient)
+    unbiased = squared / (1.0 - tf.pow(tf.constant(CHEES_SQUARED_DECAY, tf.float64), count))
+    step = CHEES_RATE * gradient / (tf.sqrt(unbiased) + 1e-300)
+    log_time = tf.minimum(log_time + tf.where(unbiased > 0, step, 0.0), tf.math.log(largest_time))
+    weight = count ** -KAPPA
+    log_time_bar = weight * log_time + (1.0 - weight) * log_time_bar
+    return tf.stack([count, log_time, log_time_bar, squared, centre_count])
+
+
+def chees_restart(state, restart, time):
+    """Start again from T = `time` where `restart` (after a metric window). The criterion is
+    periodic in T for a Gaussian (in z, with period pi), so ascent from a T that fitted the
+    old coordinates can stop at a later maximum (legs of one and a half turns and more, each
+    as good as the first but longer); from below it finds the first."""
+    count, log_time, log_time_bar, squared, centre_count = tf.unstack(state)
+    zero, log_start = tf.zeros_like(count), tf.math.log(tf.cast(time, tf.float64))
+    return tf.where(restart, tf.stack([zero, log_start, log_start, zero, centre_count]), state)
+
+
+def welford_combine(count, mean, m2, draws):
+    """(count, mean, m2) after adding the rows of `draws` [n, ...] (float64) to a running count,
+    mean and sum of squared deviations (Chan et al.'s pairwise combination)."""
     n = tf.cast(tf.shape(draws)[0], tf.float64)
     batch_mean = tf.reduce_mean(draws, axis=0)
     batch_m2 = tf.reduce_sum(tf.square(draws - batch_mean), axis=0)
     total = count + n
     delta = batch_mean - mean
-    mean = mean + delta * n / total
-    m2 = m2 + batch_m2 + tf.square(delta) * count * n / total
+    return total, mean + delta * n / total, m2 + batch_m2 + tf.square(delta) * count * n / total
+
+
+def shrunk_scale(count, m2, previous):
+    """The scale s = sqrt(variance) of the collected draws, shrunk towards VARIANCE_FLOOR times
+    the previous window's variance `previous`^2 (1 at first, where this is Stan's rule). Stan
+    shrinks towards 1e-3 itself, which holds a parameter of standard deviation 1e-4 (a
+    coefficient of a predictor on a scale of 1000) at a scale 20 times too wide after a window
+    of some thousand draws; relative to the last window, each window narrows it a thousandfold
+    more until the draws' variance dominates."""
+    variance = m2 / tf.maximum(count - 1.0, 1.0)
+    shrunk = (count / (count + VARIANCE_SHRINK)) * variance + VARIANCE_FLOOR * tf.square(previous) * (
+        VARIANCE_SHRINK / (count + VARIANCE_SHRINK))
+    return tf.sqrt(shrunk)
+
+
+def welford_update(state, draws):
+    """Running count, mean and sum of squared deviations ([1 + 2d] float64) after adding the
+    rows of `draws` [W, d] (Chan et al.'s pairwise combination)."""
+    draws = tf.cast(draws, tf.float64)
+    d = tf.shape(draws)[1]
+    total, mean, m2 = welford_combine(state[0], state[1:1 + d], state[1 + d:], draws)
     return tf.concat([[total], mean, m2], 0)
 
 
-def welford_scale(state):
-    """The scale s = sqrt(variance) of the collected draws, shrunk towards VARIANCE_FLOOR."""
-    count = state[0]
+def welford_scale(state, previous):
+    """The scale s = sqrt(variance) of the collected draws, shrunk (`shrunk_scale`)."""
     d = (tf.shape(state)[0] - 1) // 2
-    variance = state[1 + d:] / tf.maximum(count - 1.0, 1.0)
-    shrunk = (count / (count + VARIANCE_SHRINK)) * variance + VARIANCE_FLOOR * (
-        VARIANCE_SHRINK / (count + VARIANCE_SHRINK))
-    return tf.sqrt(shrunk)
+    return shrunk_scale(state[0], state[1 + d:], previous)

@@ -62,19 +62,27 @@ standing half's chain states, is fixed during every leg and independent of the m
 The loss must be given before each call: `sampler.set_loss(loss)` (the Simulation does so);
 `model.fit` cannot, so HMC is for the Simulation or a user's own loop.
 
-Step width adaptation (`adaptation_steps` > 0; the Simulation gives burn_in_steps when
-adapt_step_width is on): at every evaluation during the first `adaptation_steps` calls, the
-mean acceptance probability min(1, exp(-beta (H_new - H_old))) of the walkers that decide
-there drives log h by dual averaging towards `target_acceptance_rate` (0.8;
-samplers/adaptation.py, as NUTS and RWMH), one h for all walkers; new legs take the current
-iterate, and after the adaptation the average of the iterates. The leg length in time,
-`hamiltonian_dynamics_time`, stays: a leg takes about T / h steps. The state is an optimizer
-variable, so a checkpoint continues it.
+Adaptation during the first `adaptation_steps` calls (the Simulation gives burn_in_steps;
+samplers/adaptation.py has the equations), at every evaluation, one value for all walkers:
+- the step width h (adapt_step_width): the mean acceptance probability min(1, exp(-beta
+  (H_new - H_old))) of the walkers that decide there drives log h by dual averaging towards
+  `target_acceptance_rate` (0.8), as NUTS and RWMH; afterwards the average of the iterates;
+- the metric (adapt_mass): a scale s per parameter, the standard deviation of the chain states
+  in Stan-like windows counted in legs. Kicks and drifts become p <- p - h s grad U and
+  q <- q + h s p, i.e. the leapfrog of z = q / s with unit mass, or of q with the mass matrix
+  diag(1 / s^2); kinetic energies stay |p|^2 / 2 in the tables;
+- the leg length T (adapt_trajectory_length, `hamiltonian_dynamics_time` its start): gradient
+  ascent on log T along the ChEES criterion of the legs' starts and proposals in z.
+A leg uses the h, s and T of its start throughout, so each leg is still an exact proposal; only
+the choices between legs depend on the past, as in every warm-up, and they are frozen after
+it. Neither s nor T adapts with the ensemble preconditioner, which already scales the moves.
+The state is in optimizer variables, so a checkpoint continues it.
 
 The chain's state and its report (`chain_report`) change only at evaluations: loss, accuracy,
 positions q_a and gradient grad_a of the current state, kinetic energy of the redrawn momenta,
-the energies of the last decision, and counts of accepted, rejected and divergent legs. The
-very first call has no proposal to decide on: it takes the initial state as the chain's first
+the energies of the last decision, and counts of accepted, rejected and divergent legs (with a
+burn-in, `adaptation_steps`, counted anew from the first leg decided after it). The very
+first call has no proposal to decide on: it takes the initial state as the chain's first
 state and is not counted in the rejection rate.
 """
 
@@ -101,10 +109,10 @@ LEG_LENGTH_JITTER = (0.9, 1.1)
 # decision's energies and the counters. Each group is the rows of one [rows, W] variable: no
 # group has more than 8 rows, because XLA on the CPU stacks more than 8 pieces of more than 64
 # numbers in all through a slow path (about 135 us instead of 1, from 4 walkers on).
-_STATE_GROUPS = (("leg_end", "leg_width", "first_kick", "leg_kind"),
+_STATE_GROUPS = (("leg_end", "leg_width", "first_kick", "leg_kind", "leg_steps"),
                  ("evaluated", "legs", "loss", "accuracy", "old_total_energy", "decided_old_total_energy",
                   "total_energy", "kinetic_energy"),
-                 ("momentum_sq", "virial", "gradient_sq", "accepted", "rejected", "divergences"))
+                 ("momentum_sq", "virial", "gradient_sq", "accepted", "rejected", "divergences", "counting_after"))
 _STATE = sum(_STATE_GROUPS, ())
 
 
@@ -121,7 +129,8 @@ class HamiltonianMonteCarlo(SamplerBase):
     def __init__(self, step_width=default("step_width"),
                  hamiltonian_dynamics_time=default("hamiltonian_dynamics_time"),
                  inverse_temperature=default("inverse_temperature"), seed=default("seed"),
-                 adaptation_steps=0, target_acceptance_rate=None, name=None, **kwargs):
+                 adaptation_steps=0, target_acceptance_rate=None, adapt_step_width=True, adapt_mass=False,
+                 adapt_trajectory_length=False, name=None, **kwargs):
         super().__init__(step_width, seed, name, dict(
             kwargs, hamiltonian_dynamics_time=hamiltonian_dynamics_time,
             inverse_temperature=inverse_temperature))
@@ -129,6 +138,11 @@ class HamiltonianMonteCarlo(SamplerBase):
         self.adaptation_steps = option_table.check("burn_in_steps", adaptation_steps)
         self.target_acceptance_rate = target_acceptance(
             type(self).__name__, option_table.check("target_acceptance_rate", target_acceptance_rate))
+        # All three only during an adaptation; mass and leg length not with the ensemble
+        # preconditioner (build()).
+        self.adapt_step_width = bool(adapt_step_width) and self.adaptation_steps > 0
+        self.adapt_mass = bool(adapt_mass) and self.adaptation_steps >= adaptation.MIN_LEG_METRIC_BURN_IN
+        self.adapt_trajectory_length = bool(adapt_trajectory_length) and self.adaptation_steps > 0
 
     def build(self, variables):
         if self.built:
@@ -139,11 +153,41 @@ class HamiltonianMonteCarlo(SamplerBase):
                        for k, group in enumerate(_STATE_GROUPS)]
         self._start_positions = [self.add_variable_from_reference(v, name="start_position") for v in variables]
         self._start_gradients = [self.add_variable_from_reference(v, name="start_gradient") for v in variables]
-        if self.adaptation_steps:
+        if self.adapt_step_width:
             start = adaptation.dual_averaging_start(float(tf.convert_to_tensor(self.learning_rate).numpy()))
             self._dual_averaging = self.add_variable(
                 (len(adaptation.DUAL_AVERAGING),), dtype="float64", name="dual_averaging",
                 initializer=lambda shape, dtype: tf.cast(start, dtype))
+        if self.preconditioner is not None:  # B already scales the moves; legs are cut to phases
+            self.adapt_mass = self.adapt_trajectory_length = False
+        self._scales = None
+        if self.adapt_mass or self.adapt_trajectory_length:
+            # The metric's scale s per parameter, shared by the walkers: kicks s g, drifts s p.
+            self._scales = [self.add_variable(self._walker_shape(v), dtype=v.dtype, name="metric_scale",
+                                              initializer="ones") for v in variables]
+        if self.adapt_mass:
+            # Window number k, legs in the window, draws n, 1 once the last window closed; the
+            # draws' mean and squared deviations.
+            self._metric_window = self.add_variable((4,), dtype="float64", name="metric_window",
+                                                    initializer="zeros")
+            self._metric_means = [self.add_variable(self._walker_shape(v), dtype="float64",
+                                                    name="metric_mean", initializer="zeros") for v in variables]
+            self._metric_squares = [self.add_variable(self._walker_shape(v), dtype="float64",
+                                                      name="metric_squares", initializer="zeros")
+                                    for v in variables]
+        if self.adapt_trajectory_length:
+            start = adaptation.chees_start(self._parameter_values["hamiltonian_dynamics_time"])
+            self._chees = self.add_variable((len(adaptation.CHEES),), dtype="float64", name="chees",
+                                            initializer=lambda shape, dtype: tf.cast(start, dtype))
+            # The centre of the ChEES criterion, a moving average of leg starts (_adapt_time).
+            self._chees_centres = [self.add_variable(self._walker_shape(v), dtype="float64",
+                                                     name="chees_centre", initializer="zeros")
+                                   for v in variables]
+
+    def _walker_shape(self, variable):
+        """The shape of one walker's part of the variable."""
+        shape = tuple(variable.shape)
+        return shape[1:] if self._walkers is not None else shape
 
     def _rows(self):
         """The per-walker state as a dict of [W] tensors."""
@@ -205,14 +249,15 @@ class HamiltonianMonteCarlo(SamplerBase):
         variables once, after the loop."""
         width = self._row("leg_width")
         widths = [tf.cast(self._broadcast(width, v), v.dtype) for v in variables]
+        scales = self._scale_values()
 
         def kick_and_drift(i, positions, momenta):
             grads = gradients(positions)
             moved_q, moved_p = [], []
-            for g, q, p, h in zip(grads, positions, momenta, widths):
-                p = p - h * self._force(g)
+            for g, q, p, h, s in zip(grads, positions, momenta, widths, scales):
+                p = p - h * self._kick(g, s)
                 moved_p.append(p)
-                moved_q.append(q + h * self._velocity(p))
+                moved_q.append(q + h * self._drift(p, s))
             return i + 1, moved_q, moved_p
 
         _, positions, momenta = tf.while_loop(
@@ -225,6 +270,22 @@ class HamiltonianMonteCarlo(SamplerBase):
         self.iterations.assign_add(tf.cast(steps, self.iterations.dtype))
 
     # -- helpers -------------------------------------------------------------------------------
+    def _scale_values(self):
+        """The metric's scales, one tensor per variable (None each without a metric)."""
+        if self._scales is None:
+            return [None] * len(self._trainable_variables)
+        return [tf.convert_to_tensor(s) for s in self._scales]
+
+    def _kick(self, gradient, scale):
+        """The force of a kick: s B^T grad U (s the metric's scale, B the preconditioner)."""
+        force = self._force(gradient)
+        return force if scale is None else scale * force
+
+    def _drift(self, momentum, scale):
+        """The velocity of a drift: s B p."""
+        velocity = self._velocity(momentum)
+        return velocity if scale is None else scale * velocity
+
     def _walker_values(self, value):
         """A scalar or [W] value as [W] (or [1]) float64."""
         value = tf.cast(value, tf.float64)
@@ -270,12 +331,13 @@ class HamiltonianMonteCarlo(SamplerBase):
         paused = tf.equal(s["leg_kind"], PAUSE)
         evaluate = tf.equal(s["leg_end"], tf.cast(self.iterations, tf.float64))
         momenta = [tf.convert_to_tensor(self._momentum(v)) for v in variables]
+        scales = self._scale_values()  # the metric of the legs that end here
 
         # Energy of the proposal, after the leg's last kick with this gradient.
         last_kick = (1.0 - s["first_kick"]) * s["leg_width"]
         kicks = [tf.cast(self._broadcast(last_kick, v), v.dtype) for v in variables]
-        kinetic = 0.5 * tf.add_n([self._walker_sum(tf.square(p - kick * self._force(g)))
-                                  for g, p, kick in zip(grads, momenta, kicks)])
+        end_momenta = [p - kick * self._kick(g, scale) for g, p, kick, scale in zip(grads, momenta, kicks, scales)]
+        kinetic = 0.5 * tf.add_n([self._walker_sum(tf.square(p)) for p in end_momenta])
         total_energy = loss + kinetic
         energy_error = beta * (total_energy - s["old_total_energy"])
         # The evaluation's uniforms are stream 0 of index 0, the momenta stream 1 of each variable.
@@ -286,17 +348,29 @@ class HamiltonianMonteCarlo(SamplerBase):
         u_length = tf.broadcast_to(u_length[0], tf.shape(u_length))  # one leg length for all walkers
         accepted, divergent = metropolis(energy_error, u_accept)
         accept = (accepted & decides) | first  # where the chain's state becomes q
-        if self.adaptation_steps:  # the new legs take the adapted width
+        if self.adapt_step_width:  # the new legs take the adapted width
             h = self._adapt(energy_error, decides & evaluate)
+        # The chain's state after the decision, for the walkers that evaluate.
+        at_acceptances = [self._broadcast(evaluate & accept, v) for v in variables]
+        chain_qs = [tf.where(a, tf.convert_to_tensor(v), q0) for a, v, q0 in
+                    zip(at_acceptances, variables, self._start_positions)]
+        time = tf.cast(self._parameter_variables["hamiltonian_dynamics_time"], tf.float64)
+        if self.adapt_trajectory_length:
+            time = self._adapt_time(decides & evaluate, energy_error, s, variables, end_momenta, scales, h)
 
         # The state of a walker that evaluates: the decision (only after a leg), the chain's
         # state and the new leg. The end of a pause repeats a state: no row, no average.
         decided = tf.cast(decides, tf.float64)
         shown = 1.0 - tf.cast(paused, tf.float64)
         evaluating = dict(s, evaluated=shown, legs=s["legs"] + shown)
-        evaluating["accepted"] = s["accepted"] + decided * tf.cast(accepted, tf.float64)
-        evaluating["rejected"] = s["rejected"] + decided * tf.cast(tf.logical_not(accepted), tf.float64)
-        evaluating["divergences"] = s["divergences"] + decided * tf.cast(divergent, tf.float64)
+        # The counts start again with the first leg decided after burn-in (as NUTS's).
+        after_burn_in = tf.cast(self.iterations, tf.float64) >= float(self.adaptation_steps)
+        anew = decides & after_burn_in & tf.equal(s["counting_after"], 0.0) & (self.adaptation_steps > 0)
+        counts = {name: tf.where(anew, tf.zeros_like(s[name]), s[name]) for name in ("accepted", "rejected", "divergences")}
+        evaluating["counting_after"] = tf.where(decides & after_burn_in, tf.ones_like(loss), s["counting_after"])
+        evaluating["accepted"] = counts["accepted"] + decided * tf.cast(accepted, tf.float64)
+        evaluating["rejected"] = counts["rejected"] + decided * tf.cast(tf.logical_not(accepted), tf.float64)
+        evaluating["divergences"] = counts["divergences"] + decided * tf.cast(divergent, tf.float64)
         # A proposal with a non-finite energy is reported as +inf (it was rejected).
         reported = tf.where(tf.math.is_finite(energy_error), total_energy, float("inf"))
         evaluating["total_energy"] = tf.where(decides, reported, s["total_energy"])
@@ -308,8 +382,14 @@ class HamiltonianMonteCarlo(SamplerBase):
         low, high = STEP_WIDTH_JITTER
         evaluating["leg_width"] = h * (low + (high - low) * u_width)
         low, high = LEG_LENGTH_JITTER
-        time = tf.cast(self._parameter_variables["hamiltonian_dynamics_time"], tf.float64)
         steps = tf.maximum(tf.round((low + (high - low) * u_length) * time / h), 1.0)
+        if self.adapt_trajectory_length:  # burn-in's legs at most MAX_LEG_STEPS, as TFP's ChEES
+            adapting = tf.cast(self.iterations, tf.float64) < float(self.adaptation_steps)
+            steps = tf.where(adapting, tf.minimum(steps, float(adaptation.MAX_LEG_STEPS)), steps)
+        evaluating["leg_steps"] = steps
+        new_scales = scales
+        if self.adapt_mass:
+            new_scales = self._adapt_metric(decides & evaluate, chain_qs, steps, scales)
         evaluating["leg_end"], evaluating["leg_kind"], evaluating["leg_width"] = self._schedule(
             s["leg_end"], steps, evaluating["leg_width"])
         if len(self.first_kicks) == 1:  # no choice to draw (leapfrog)
@@ -325,16 +405,21 @@ class HamiltonianMonteCarlo(SamplerBase):
         fresh_sq, virial, gradient_sq = [], [], []  # per variable, [W] each
         for index, (g, v, momentum) in enumerate(zip(grads, variables, momenta)):
             dtype = v.dtype
-            at_evaluation, at_acceptance = self._broadcast(evaluate, v), self._broadcast(evaluate & accept, v)
-            q = tf.convert_to_tensor(v)
-            chain_q = tf.where(at_acceptance, q, self._start_positions[index])
-            chain_g = tf.where(at_acceptance, g, self._start_gradients[index])
+            at_evaluation = self._broadcast(evaluate, v)
+            q, chain_q = tf.convert_to_tensor(v), chain_qs[index]
+            chain_g = tf.where(at_acceptances[index], g, self._start_gradients[index])
             fresh = self._normal(v, stream=1) / tf.sqrt(tf.cast(beta, dtype))
             h_v = tf.cast(self._broadcast(width, v), dtype)
-            p = tf.where(at_evaluation, fresh - tf.cast(self._broadcast(first_kick, v), dtype) * self._force(chain_g),
-                         momentum - h_v * self._force(g))
+            new_scale, scale = new_scales[index], scales[index]
+            p = tf.where(at_evaluation,
+                         fresh - tf.cast(self._broadcast(first_kick, v), dtype) * self._kick(chain_g, new_scale),
+                         momentum - h_v * self._kick(g, scale))
             self._momentum(v).assign(p)
-            v.assign(tf.where(at_evaluation, chain_q, q) + h_v * self._velocity(p))
+            if new_scale is scale:
+                v.assign(tf.where(at_evaluation, chain_q, q) + h_v * self._drift(p, scale))
+            else:  # a metric window may close here
+                v.assign(tf.where(at_evaluation, chain_q + h_v * self._drift(p, new_scale),
+                                  q + h_v * self._drift(p, scale)))
             self._start_positions[index].assign(chain_q)
             self._start_gradients[index].assign(chain_g)
             fresh_sq.append(self._walker_sum(tf.square(fresh)))
@@ -367,9 +452,98 @@ class HamiltonianMonteCarlo(SamplerBase):
         self._learning_rate.assign(tf.cast(h, self._learning_rate.dtype))
         return tf.cast(tf.cast(h, self._learning_rate.dtype), tf.float64)
 
+    def _adapt_time(self, deciding, energy_error, s, variables, end_momenta, scales, h):
+        """One ChEES step on the leg length T with the legs decided here (during the first
+        adaptation_steps calls; samplers/adaptation.py); sets and returns T of the new legs.
+
+        The centre m is a moving average of the walkers' mean leg start over the last
+        CENTRE_LEGS legs or so, updated after the step: a centre that contained the leg's own start (the walkers'
+        mean does, by 1/W) would correlate with it and push T towards anti-correlated legs,
+        and a centre from few draws (another walker's state) adds their jump distance."""
+        f64 = tf.float64
+        weight = tf.where(deciding, acceptance_probability(energy_error), 0.0)
+        total = tf.reduce_sum(weight)
+        leg_time = s["leg_steps"] * s["leg_width"]
+        state = tf.convert_to_tensor(self._chees)
+        spread_change, heading, starts = [], [], []
+        for v, q0, p, scale, centre in zip(variables, self._start_positions, end_momenta, scales, self._chees_centres):
+            scale = tf.cast(scale, f64)
+            start = tf.cast(tf.convert_to_tensor(q0), f64)
+            starts.append(tf.reduce_mean(start, axis=0) if self._walkers is not None else start)
+            centre = tf.convert_to_tensor(centre)
+            start = (start - centre) / scale
+            proposal = (tf.cast(tf.convert_to_tensor(v), f64) - centre) / scale
+            spread_change.append(self._walker_sum(tf.square(proposal)) - self._walker_sum(tf.square(start)))
+            heading.append(self._walker_sum(proposal * tf.cast(p, f64)))
+        gradients = leg_time * tf.add_n(spread_change) * tf.add_n(heading)
+        gradients = tf.where(tf.math.is_finite(gradients) & (weight > 0), gradients, 0.0)
+        gradient = tf.reduce_sum(weight * gradients) / tf.maximum(total, 1e-300)
+        adapting = tf.cast(self.iterations, f64) < float(self.adaptation_steps)
+        decided = adapting & tf.reduce_any(deciding)
+        centre_count = state[4] + 1.0
+        centre_weight = 1.0 / tf.minimum(centre_count, adaptation.CENTRE_LEGS)  # 1 replaces the zeros
+        for centre, start in zip(self._chees_centres, starts):
+            centre.assign(tf.where(decided, centre + centre_weight * (start - centre), centre))
+        updated = adaptation.chees_update(state, gradient, adaptation.MAX_LEG_STEPS * h)
+        state = tf.where(decided & (total > 0), updated, state)
+        state = tf.where(decided, tf.tensor_scatter_nd_update(state, [[4]], [centre_count]), state)
+        self._chees.assign(state)
+        time = tf.exp(tf.where(adapting, state[1], state[2]))
+        self._parameter_variables["hamiltonian_dynamics_time"].assign(time)
+        return time
+
+    def _adapt_metric(self, deciding, chain_qs, steps, scales):
+        """Collect the chain states decided here into the metric's window and close the window
+        once it holds its legs (25, 50, 100, ...; the last one stretched to the end of the
+        collection, adaptation.LEG_METRIC_*): the scales become the draws' (shrunk) standard
+        deviations, and the step width's and leg length's averages restart. Returns the scales
+        of the new legs."""
+        f64 = tf.float64
+        now = tf.cast(self.iterations, f64)
+        n = self.adaptation_steps
+        index, legs, count, done = tf.unstack(tf.convert_to_tensor(self._metric_window))
+        decided = tf.reduce_any(deciding)
+        legs_left = (float(n) - now) / tf.reduce_max(steps)  # of the burn-in, at the current length
+        # Before the first window closes, legs are as long as the unscaled target needs: their
+        # count says little about the legs left.
+        window_open = ((now < float(int(adaptation.LEG_METRIC_END * n))) & tf.equal(done, 0.0)
+                       & ((legs_left > adaptation.TERMINAL_LEGS) | tf.equal(index, 0.0)))
+        collecting = decided & window_open & (now >= float(int(adaptation.LEG_METRIC_START * n)))
+        new_count, means, squares = count, [], []
+        for q, mean, m2 in zip(chain_qs, self._metric_means, self._metric_squares):
+            draws = tf.cast(q if self._walkers is not None else q[None], f64)
+            new_count, new_mean, new_m2 = adaptation.welford_combine(count, tf.convert_to_tensor(mean),
+                                                                     tf.convert_to_tensor(m2), draws)
+            means.append(tf.where(collecting, new_mean, mean))
+            squares.append(tf.where(collecting, new_m2, m2))
+        count = tf.where(collecting, new_count, count)
+        legs = legs + tf.cast(collecting, f64)
+        target = adaptation.window_legs(index)
+        last = decided & tf.logical_not(window_open) & (legs > 0)  # the collection ends
+        close = (collecting & (legs >= target)
+                 & ((legs_left - adaptation.TERMINAL_LEGS >= 2.0 * target) | tf.equal(index, 0.0))) | last
+        update = close & (count >= adaptation.MIN_METRIC_DRAWS)
+        new_scales = [tf.where(update, tf.cast(adaptation.shrunk_scale(count, m2, tf.cast(scale, f64)), scale.dtype), scale)
+                      for m2, scale in zip(squares, scales)]
+        for variable, value in zip(self._scales, new_scales):
+            variable.assign(value)
+        for variable, value in zip(self._metric_means + self._metric_squares, means + squares):
+            variable.assign(tf.where(close, tf.zeros_like(value), value))
+        done = tf.where(last, tf.ones_like(done), done)
+        self._metric_window.assign(tf.where(close, tf.stack([index + tf.cast(update, f64), 0.0, 0.0, done]),
+                                            tf.stack([index, legs, count, done])))
+        if self.adapt_step_width:
+            self._dual_averaging.assign(adaptation.dual_averaging_restart(self._dual_averaging, update))
+        if self.adapt_trajectory_length:
+            self._chees.assign(adaptation.chees_restart(self._chees, update,
+                                                        self._parameter_values["hamiltonian_dynamics_time"]))
+        return new_scales
+
     def get_config(self):
         config = super().get_config()
-        config.update(adaptation_steps=self.adaptation_steps, target_acceptance_rate=self.target_acceptance_rate)
+        config.update(adaptation_steps=self.adaptation_steps, target_acceptance_rate=self.target_acceptance_rate,
+                      adapt_step_width=self.adapt_step_width, adapt_mass=self.adapt_mass,
+                      adapt_trajectory_length=self.adapt_trajectory_length)
         return config
 
     # -- what the tables read ------------------------------------------------------------------
@@ -385,6 +559,17 @@ class HamiltonianMonteCarlo(SamplerBase):
         decisions = report["accepted"] + report["rejected"]
         report["rejection_rate"] = tf.math.divide_no_nan(report["rejected"], decisions)
         return report
+
+    def metric_scales(self):
+        """The metric's scale s of every parameter (numpy, flat, one walker's), ones without."""
+        import numpy as np
+        if self._scales is None:
+            return np.ones(sum(int(np.prod(self._walker_shape(v))) for v in self._trainable_variables))
+        return np.concatenate([np.ravel(s.numpy()) for s in self._scales])
+
+    def metric_windows(self):
+        """How many metric windows have updated the scales so far."""
+        return 0 if not self.adapt_mass else float(self._metric_window.numpy()[0])
 
     def chain_positions(self):
         """The chain's current positions, one tensor per variable: the last accepted state, or

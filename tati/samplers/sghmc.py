@@ -23,6 +23,17 @@ B-hat comes from `gradient_noise_estimator`:
 
 * `none`: B-hat = `noise_estimate`, a constant below C / beta (0 by default: Chen et al.'s
   choice, the injected noise alone is the thermostat);
+* `batch` (the source document's): at the first step of each epoch, before its update, the
+  gradients g_1 ... g_K of K = `noise_estimation_batches` batches at the current parameters,
+      g-bar = (1/K) sum_k g_k,   V-hat = (1 / (K - 1)) sum_k (g_k - g-bar)^2   (per parameter),
+  kept for the steps up to the next estimate. The compiled loop (loop.py) sees `noise_batches`
+  = K > 0 and calls `estimate_noise` with a gradient function over batches of their own
+  (data/pipeline.py `extra_batch`: batch_size distinct points keyed by (seed, step, k)), so
+  V-hat is unbiased for one training batch's gradient variance, independent of the number of
+  walkers, and neither the chain nor the training batches move. Relative error: that of a
+  sample variance of K draws, sqrt(2 / (K - 1)) for normal gradients. Without mini-batches
+  (full batch, potential) it estimates at step 1 and every `noise_estimation_steps` steps.
+  In a loop of one's own (or Keras' fit) call `estimate_noise` oneself: else V-hat stays 0.
 * `adam`: per parameter, exponentially decaying moments of the gradient g_t as in Adam, with
   decays b1 = `first_moment_decay`, b2 = `second_moment_decay` and Adam's bias correction,
       m_t = b1 m + (1 - b1) g_t,   v_t = b2 v + (1 - b2) g_t^2,
@@ -34,7 +45,16 @@ B-hat comes from `gradient_noise_estimator`:
       v_t = b2 v + (1 - b2) (g_t - m_{t-1} / (1 - b1^{t-1}))^2 / (1 + S_{t-1}),   V-hat = v_t / (1 - b2^{t-1}),
   which follows a drifting mean gradient (as theta moves) rather than counting its drift as
   noise; 1 + S_{t-1} likewise makes it unbiased. Both give V-hat = 0 at the first step.
-  The state (m, v, V-hat) is in optimizer variables, so a checkpoint restores it.
+
+The state (V-hat, and the adam estimators' m and v) is in optimizer variables, so a checkpoint
+restores it.
+
+All of them treat the gradient noise as independent from step to step. tati's mini-batches
+partition a permutation of the data each epoch, so at fixed parameters one epoch's B noises sum
+to zero (lag-k autocovariance -V (B - k) / (B (B - 1))); through the momentum's memory
+a = 1 - eps C / M they heat by h eps^2 V per step, h = 1 - 2 sum_{k<B} (B - k) a^k / (B (B - 1)),
+not eps^2 V, and B-hat = eps V-hat / 2 over-corrects unless a is small: measured and
+explained in doc/samplers.md (SGHMC).
 
 Mass rescaling (only with an estimator, every `mass_rescaling_steps` steps, 0 = never) keeps
 the friction bound of the source document (the SGHMC thesis chapter among the source
@@ -66,19 +86,22 @@ from tati.options import default
 from tati.samplers import splitting
 from tati.samplers.base import SamplerBase, parameter_property
 
-ESTIMATORS = ("none", "adam", "adam_centered")
+ESTIMATORS = ("none", "batch", "adam", "adam_centered")
 
 
 @keras.saving.register_keras_serializable(package="tati")
 class SGHMC(SamplerBase):
     """SGHMC; `step_width` eps, `friction_constant` C, `mass` M, `noise_estimate` B-hat (or a
-    `gradient_noise_estimator` with mass rescaling, see the module docstring)."""
+    `gradient_noise_estimator` with mass rescaling, see the module docstring; `batch` takes
+    `noise_estimation_batches` K and `noise_estimation_steps`)."""
 
     parameters = ("inverse_temperature", "friction_constant", "mass", "noise_estimate",
                   "gradient_noise_estimator", "first_moment_decay", "second_moment_decay",
-                  "mass_rescaling_steps", "mass_safety_factor")
+                  "mass_rescaling_steps", "mass_safety_factor", "noise_estimation_batches",
+                  "noise_estimation_steps")
     # Structure (fixed at construction, Python constants); the other parameters are variables.
-    _STRUCTURE = ("gradient_noise_estimator", "mass_rescaling_steps")
+    _STRUCTURE = ("gradient_noise_estimator", "mass_rescaling_steps", "noise_estimation_batches",
+                  "noise_estimation_steps")
     friction_constant = parameter_property("friction_constant", "C, the friction (for mass M).")
     mass = parameter_property("mass", "M, the scalar mass of the momenta (M_0 with mass rescaling).")
     noise_estimate = parameter_property("noise_estimate", "B-hat, the constant gradient-noise estimate.")
@@ -94,15 +117,18 @@ class SGHMC(SamplerBase):
                  second_moment_decay=default("second_moment_decay"),
                  mass_rescaling_steps=default("mass_rescaling_steps"),
                  mass_safety_factor=default("mass_safety_factor"),
+                 noise_estimation_batches=default("noise_estimation_batches"),
+                 noise_estimation_steps=default("noise_estimation_steps"),
                  seed=default("seed"), name=None, **kwargs):
         super().__init__(step_width, seed, name, dict(
             kwargs, friction_constant=friction_constant, inverse_temperature=inverse_temperature,
             mass=mass, noise_estimate=noise_estimate, gradient_noise_estimator=gradient_noise_estimator,
             first_moment_decay=first_moment_decay, second_moment_decay=second_moment_decay,
-            mass_rescaling_steps=mass_rescaling_steps, mass_safety_factor=mass_safety_factor))
+            mass_rescaling_steps=mass_rescaling_steps, mass_safety_factor=mass_safety_factor,
+            noise_estimation_batches=noise_estimation_batches, noise_estimation_steps=noise_estimation_steps))
         values = self._parameter_values
-        self.gradient_noise_estimator = values.pop("gradient_noise_estimator")
-        self.mass_rescaling_steps = values.pop("mass_rescaling_steps")
+        for name in self._STRUCTURE:
+            setattr(self, name, values.pop(name))
         limit = values["friction_constant"] / values["inverse_temperature"]
         if values["noise_estimate"] > 0 and values["noise_estimate"] >= limit:
             raise InputError(f"noise_estimate {values['noise_estimate']} must be below "
@@ -126,6 +152,17 @@ class SGHMC(SamplerBase):
     def rescaling(self):
         return self.estimating and self.mass_rescaling_steps > 0
 
+    @property
+    def noise_evaluations(self):
+        """The batch estimator's gradient evaluations so far, per walker (float64)."""
+        return tf.convert_to_tensor(self._noise_evaluations)
+
+    @property
+    def noise_batches(self):
+        """K, the gradients `estimate_noise` wants (the batch estimator), else 0: a compiled
+        loop that sees K > 0 calls it at the start of each epoch (loop.py)."""
+        return self.noise_estimation_batches if self.gradient_noise_estimator == "batch" else 0
+
     def initial_momentum_scale(self):
         return math.sqrt(self._parameter_values["mass"] / self._parameter_values["inverse_temperature"])
 
@@ -140,9 +177,13 @@ class SGHMC(SamplerBase):
                 v, name=name, initializer=lambda shape, dtype: tf.fill(shape, tf.cast(value, dtype)))
                 for v in variables] if self.estimating else []
 
-        self._first_moments = slots("gradient_mean", 0.0)
-        self._second_moments = slots("gradient_second_moment", 0.0)
+        moments = self.gradient_noise_estimator.startswith("adam")
+        self._first_moments = slots("gradient_mean", 0.0) if moments else []
+        self._second_moments = slots("gradient_second_moment", 0.0) if moments else []
         self._noise_variances = slots("gradient_noise_variance", 0.0)
+        if self.noise_batches:  # the estimator's gradient evaluations so far, per walker
+            self._noise_evaluations = self.add_variable((), dtype="float64", name="noise_evaluations",
+                                                        initializer="zeros")
         self._mass_weights = slots("mass_weight", 1.0) if self.rescaling else []
 
     def _walker_state(self):
@@ -186,6 +227,29 @@ class SGHMC(SamplerBase):
         bound = (self._parameter("friction_constant", dtype) * weight
                  / (self._parameter("mass_safety_factor", dtype) * self._parameter("inverse_temperature", dtype)))
         return tf.minimum(0.5 * eps * noise_variance, bound)
+
+    def estimate_noise(self, gradients_of):
+        """The batch estimator: V-hat = the sample variance (divisor K - 1) of the gradients
+        gradients_of(k), k = 0 ... K - 1 (a list of tensors, one per variable, at the current
+        parameters), stored in the state and used by the steps until the next estimate.
+        Welford's running mean and sum of squares, in a while loop: one gradient at a time in
+        memory, no cancellation when the mean is large against the spread. Nothing else moves:
+        no iteration, no noise, no position or momentum."""
+        if self.gradient_noise_estimator != "batch" or not self.built:
+            raise ValueError("estimate_noise needs a built SGHMC with gradient_noise_estimator 'batch'")
+        count = self.noise_estimation_batches
+
+        def add(k, means, squares):
+            gradients = [tf.convert_to_tensor(g) for g in gradients_of(k)]
+            new_means = [m + (g - m) / tf.cast(k + 1, m.dtype) for g, m in zip(gradients, means)]
+            squares = [s + (g - m) * (g - n) for s, g, m, n in zip(squares, gradients, means, new_means)]
+            return k + 1, new_means, squares
+
+        zeros = [tf.zeros_like(v) for v in self._noise_variances]
+        _, _, squares = tf.while_loop(lambda k, *_: k < count, add, (tf.constant(0), zeros, zeros))
+        for variance, square in zip(self._noise_variances, squares):
+            variance.assign(square / tf.cast(count - 1, square.dtype))
+        self._noise_evaluations.assign_add(float(count))
 
     def _estimate(self, gradient, index, dtype):
         """Update the moments with this gradient; returns the new V-hat (also stored)."""
@@ -235,7 +299,10 @@ class SGHMC(SamplerBase):
             self._report(q, r, noise, mass)
             return
         index = self._get_variable_index(variable)
-        noise_variance = self._estimate(gradient, index, variable.dtype)
+        if self.gradient_noise_estimator == "batch":  # the last estimate_noise's V-hat
+            noise_variance = tf.convert_to_tensor(self._noise_variances[index])
+        else:
+            noise_variance = self._estimate(gradient, index, variable.dtype)
         weight = 1.0
         if self.rescaling:
             weights = self._mass_weights[index]
@@ -259,6 +326,5 @@ class SGHMC(SamplerBase):
     # -- serialization -------------------------------------------------------------------------
     def get_config(self):
         config = super().get_config()
-        config.update(gradient_noise_estimator=self.gradient_noise_estimator,
-                      mass_rescaling_steps=self.mass_rescaling_steps)
+        config.update({name: getattr(self, name) for name in self._STRUCTURE})
         return config
