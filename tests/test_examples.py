@@ -110,7 +110,7 @@ def test_order_of_accuracy_quick_and_baoab(tmp_path):
 
 def test_choosing_a_sampler(tmp_path):
     """Reduced run: HMC2 and NUTS, adapting their metrics, give the most independent draws per
-    evaluation (at full length 368 and 86 against at most 21, doc/choosing_a_sampler.md) and
+    evaluation (at full length 375 and 128 against at most 24, doc/choosing_a_sampler.md) and
     their sampled standard deviations are right within 10% (about 6 of their standard errors)."""
     png = tmp_path / "choose.png"
     out = run("choosing_a_sampler.py", "--draws", "600", "--burn-in", "500", "--seed", str(seed(750)),

@@ -23,8 +23,9 @@ acceptance 0.8 as tati's and Stan's, starting width 0.1), `--walkers` chains all
 mode (closed form where known, else L-BFGS): the burn-in in one compiled `sample_chain`, then
 the draws in ten blocks after one untimed block that compiles.
 
-Gradient evaluations, summed over chains: tati NUTS, its `gradient_evaluations` column; HMC2,
-that column if run info has one, else its steps x walkers; TFP, the traced `leapfrogs_taken`.
+Gradient evaluations, summed over chains: tati (NUTS and HMC2), run info's `gradient_evaluations`
+column; TFP, the traced `leapfrogs_taken`. Acceptance after burn-in: tati, 1 - run info's
+`average_rejection_rate` (both samplers count it anew after burn-in); TFP, its traced statistic.
 ESS: `tfp.mcmc.effective_sample_size`, cross-chain, smallest over the parameters, of the kept
 draws; ESS per gradient divides it by the kept draws' gradients (the burn-in's are shown apart).
 Sanity columns: max R-hat; where the posterior is known (1, 4) the largest
@@ -150,29 +151,16 @@ def tati_run(model, sampler, args, jit):
                           initial_parameters=start, number_walkers=args.walkers, sampler=sampler,
                           burn_in_steps=burn_in, max_steps=burn_in, jit_compile=jit, seed=args.seed)
     burn = sim.sample()
-    counted = "gradient_evaluations" in burn.run_info.columns
-    report = sim.sampler.chain_report() if sampler == "HMC2" else None
     sim.options["max_steps"] = kept  # the same Simulation continues after its burn-in
     began = time.perf_counter()
     result = sim.sample()
     seconds = time.perf_counter() - began
     info = result.run_info
-    if counted:
-        before = last_per_walker(burn.run_info, "gradient_evaluations").sum()
-        burn_gradients = before
-        gradients = last_per_walker(info, "gradient_evaluations").sum() - before
-    else:  # one gradient per step and walker
-        burn_gradients, gradients = burn_in * args.walkers, kept * args.walkers
-    if report is not None:  # HMC2 counts its decisions from the start: the kept draws' own
-        after = {k: sim.sampler.chain_report()[k].numpy() for k in ("accepted", "rejected")}
-        if np.all(after["accepted"] >= report["accepted"].numpy()):  # else the counts began anew
-            after = {k: v - report[k].numpy() for k, v in after.items()}
-        accepted, rejected = float(np.sum(after["accepted"])), float(np.sum(after["rejected"]))
-        acceptance = accepted / (accepted + rejected) if accepted + rejected else float("nan")
-    else:  # NUTS counts its rejection rate anew from the end of burn-in
-        acceptance = 1.0 - float(np.mean(last_per_walker(info, "average_rejection_rate")))
-    width = (float(info["step_width"].iloc[-1]) if "step_width" in info.columns
-             else float(tf.convert_to_tensor(sim.sampler.learning_rate).numpy()))
+    burn_gradients = last_per_walker(burn.run_info, "gradient_evaluations").sum()
+    gradients = last_per_walker(info, "gradient_evaluations").sum() - burn_gradients
+    # NUTS: 1 - mean acceptance statistic; HMC2: rejected / decided legs; both counted since burn-in
+    acceptance = 1.0 - float(np.mean(last_per_walker(info, "average_rejection_rate")))
+    width = float(info["step_width"].iloc[-1])
     trajectory = result.trajectory.sort_values(["step", "id"])
     columns = [f"param{i}" for i in range(model.dimension)]
     rows = int(trajectory.groupby("id").size().min()) if len(trajectory) else 0  # HMC2: legs that ended
@@ -229,9 +217,14 @@ def tfp_run(model, args, jit):
                 per_draw=gradients / chains.shape[0] / args.walkers)
 
 
+def rhat_text(rhat):
+    """R-hat to 3 decimals, or in powers of ten when the chains never met (it can reach 1e30)."""
+    return shown(rhat, ".3f" if not rhat >= 1000 else ".1e")
+
+
 def failures(rhat, z):
     """Which sanity checks a run's draws fail ("" if none)."""
-    found = [f"R-hat {rhat:.3f}"] if not rhat <= MAX_RHAT else []
+    found = [f"R-hat {rhat_text(rhat)}"] if not rhat <= MAX_RHAT else []
     return ", ".join(found + ([f"|z| {z:.1f}"] if z > MAX_Z else []))
 
 
@@ -285,7 +278,7 @@ def main(argv=None):
                       f"{r['draws'].shape[0]} | {r['gradients']:.0f} | {shown(r['per_draw'], '.1f')} | "
                       f"{r['seconds']:.2f} | {shown(ess, '.0f')} | "
                       f"{shown(1000 * per_gradient[label], '.2f')} | {shown(ess / r['seconds'], '.0f')} | "
-                      f"{shown(r['acceptance'], '.2f')} | {r['width']:.3g} | {shown(rhat, '.3f')} | "
+                      f"{shown(r['acceptance'], '.2f')} | {r['width']:.3g} | {rhat_text(rhat)} | "
                       f"{shown(z, '.1f')} | {variance} |", flush=True)
             need = 3.0 if model.badly else 1.0
             for label in ("tati NUTS", "tati HMC2"):

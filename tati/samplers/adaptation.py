@@ -44,7 +44,8 @@ walkers' mean of this leg's starts, as TFP's, which contains each walker's own s
 with few walkers, pushes T towards anti-correlated legs). log T climbs g by Adam without
 momentum (rate 0.05, squared-gradient decay 0.95; TFP's rate is 0.025, for burn-ins of
 thousands of legs); after burn-in T is frozen at the average of its iterates, weighted as the
-step width's. At each metric window T starts again from its initial value (`chees_restart`).
+step width's. At each metric window T starts again, divided by the largest growth of a scale
+(`chees_restart`).
 
 Everything here is a pure function of tensors; the kernel keeps the state in variables.
 """
@@ -153,13 +154,15 @@ def chees_update(state, gradient, largest_time):
     return tf.stack([count, log_time, log_time_bar, squared, centre_count])
 
 
-def chees_restart(state, restart, time):
-    """Start again from T = `time` where `restart` (after a metric window). The criterion is
-    periodic in T for a Gaussian (in z, with period pi), so ascent from a T that fitted the
-    old coordinates can stop at a later maximum (legs of one and a half turns and more, each
-    as good as the first but longer); from below it finds the first."""
+def chees_restart(state, restart, shrink):
+    """Start again where `restart` (after a metric window) from T divided by `shrink`, the
+    largest factor by which a parameter's scale grew: the widest direction, which sets T, is
+    that much narrower in the new coordinates. The criterion is periodic in T for a Gaussian
+    (in z, with period pi), so ascent from a T that fitted the old coordinates could stop at a
+    later maximum (legs of one and a half turns and more, as good as the first but longer)."""
     count, log_time, log_time_bar, squared, centre_count = tf.unstack(state)
-    zero, log_start = tf.zeros_like(count), tf.math.log(tf.cast(time, tf.float64))
+    zero = tf.zeros_like(count)
+    log_start = log_time - tf.math.log(tf.cast(shrink, tf.float64))
     return tf.where(restart, tf.stack([zero, log_start, log_start, zero, centre_count]), state)
 
 

@@ -535,8 +535,9 @@ class HamiltonianMonteCarlo(SamplerBase):
         if self.adapt_step_width:
             self._dual_averaging.assign(adaptation.dual_averaging_restart(self._dual_averaging, update))
         if self.adapt_trajectory_length:
-            self._chees.assign(adaptation.chees_restart(self._chees, update,
-                                                        self._parameter_values["hamiltonian_dynamics_time"]))
+            growth = tf.reduce_max(tf.stack([tf.reduce_max(tf.cast(new / old, f64))
+                                             for new, old in zip(new_scales, scales)]))
+            self._chees.assign(adaptation.chees_restart(self._chees, update, tf.maximum(growth, 1e-300)))
         return new_scales
 
     def get_config(self):
