@@ -21,7 +21,7 @@ parameter (s = 1), in Bayesian units (inverse_temperature 1 samples the posterio
 network and not a Bayesian linear model, whose posterior NUTS would sample best: the essay's
 subject is a network's posterior, with the symmetries and several modes that make an
 ensemble differ from a MAP; 5 hidden units are enough on data this close to linear and keep
-NUTS (whose cost grows with the parameters' number, here 67) to about three minutes.
+NUTS (whose cost grows with the parameters' number, here 67) to about a minute.
 
 - MAP: gradient descent with the essay's exponentially decaying learning rate;
 - deep ensemble: the same from 6 independent initialisations (6 walkers of fit());
@@ -98,7 +98,7 @@ def run_method(name, options, quick):
         sgd = tati.Simulation(**options, optimizer="GradientDescent", learning_rate=5e-4, batch_size=32,
                               max_steps=1000 if quick else 4000, every_nth=20, initial_parameters=sim.parameters)
         return sgd, swag(sgd.fit().trajectory, rank=20, burn_in=200).sample(500, seed=options["seed"]), None
-    # HMC2's steps are leapfrog steps (about 100 per transition here), NUTS's transitions
+    # HMC2's steps are leapfrog steps (NUTS takes about 20 per transition here), NUTS's transitions
     burn_in, total = {"HMC2": (1000, 2000), "NUTS": (100, 300)}[name] if quick else \
         {"HMC2": (2000, 8000), "NUTS": (500, 1500)}[name]
     sim = tati.Simulation(**options, sampler=name, number_walkers=4 if name == "HMC2" else 2,
