@@ -55,11 +55,11 @@ import tensorflow as tf
 GAMMA, T0, KAPPA = 0.1, 10.0, 0.75
 INITIAL_BUFFER, TERMINAL_BUFFER, BASE_WINDOW = 75, 50, 25
 # HMC's metric windows: from 15% of its burn-in (in gradient evaluations) until 90% of it or
-# until the legs of the burn-in left (at the current leg length) are TERMINAL_LEGS (with 50,
-# the averaged width of a Gaussian of condition number 1e4 accepted 0.81-0.86 for a target of
-# 0.8 over four seeds; with 200, 0.81-0.83); a burn-in
-# of fewer evaluations than MIN_LEG_METRIC_BURN_IN, or a last window of fewer than
-# MIN_METRIC_DRAWS draws, leaves the metric as it is.
+# until the legs of the burn-in left (at the current leg length) are TERMINAL_LEGS, enough for
+# the width's average to settle after the last window (with 50 it accepted visibly above its
+# target on the Gaussian of condition number 1e4); a burn-in of fewer evaluations than
+# MIN_LEG_METRIC_BURN_IN, or a last window of fewer than MIN_METRIC_DRAWS draws, leaves the
+# metric as it is.
 LEG_METRIC_START, LEG_METRIC_END, MIN_LEG_METRIC_BURN_IN = 0.15, 0.9, 200
 TERMINAL_LEGS, MIN_METRIC_DRAWS = 200, 20
 # TFP's rate is 0.025; a burn-in of HMC counted in gradient evaluations holds few legs.

@@ -87,6 +87,7 @@ state and is not counted in the rejection rate.
 """
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from tati.errors import InputError
@@ -563,7 +564,6 @@ class HamiltonianMonteCarlo(SamplerBase):
 
     def metric_scales(self):
         """The metric's scale s of every parameter (numpy, flat, one walker's), ones without."""
-        import numpy as np
         if self._scales is None:
             return np.ones(sum(int(np.prod(self._walker_shape(v))) for v in self._trainable_variables))
         return np.concatenate([np.ravel(s.numpy()) for s in self._scales])
