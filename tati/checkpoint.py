@@ -55,7 +55,7 @@ def _own_names(variables):
     return named
 
 
-def _groups(simulation, run):
+def state_groups(simulation, run):
     """{group: [(name, variable)]} of everything a checkpoint holds."""
     return {"model": _own_names(simulation.model.variables),
             "optimizer": _own_names(run.optimizer.variables),
@@ -73,7 +73,7 @@ def _meta(simulation, run):
 
 def save(path, simulation, run):
     arrays = {"meta": np.array(json.dumps(_meta(simulation, run)))}
-    for group, variables in _groups(simulation, run).items():
+    for group, variables in state_groups(simulation, run).items():
         for name, variable in variables:
             arrays[f"{group}/{name}"] = variable.numpy()
     temporary = f"{path}.partial"
@@ -123,7 +123,7 @@ def restore(path, simulation, run):
                          f"parameters, this run {simulation.model.num_walkers} of {simulation.model.num_parameters}: "
                          "give the options of the saved run")
     same_run = meta["method"] == run.method  # compare_checkpoint refused another sampler or optimizer
-    groups = _groups(simulation, run)
+    groups = state_groups(simulation, run)
     if not same_run:
         groups = {"model": groups["model"]}
     pairs = []

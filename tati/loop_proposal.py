@@ -1,6 +1,7 @@
 """The compiled chunk of a proposal kernel (samplers/proposal.py: NUTS, RWMH).
 
-Each step: one transition of the kernel on z = theta / s from the stored state (z, log p(z),
+Each step: (before the first transition of burn-in, the initial width's search) one transition
+of the kernel on z = theta / s from the stored state (z, log p(z),
 its gradient), where log p(z) = -beta U(s z) on the whole dataset; then, during burn-in, the
 step width's dual averaging and the metric's windows (samplers/adaptation.py); the running
 averages; and a row at every multiple of every_nth and at the chunk's last step, as a block
@@ -26,18 +27,49 @@ def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_
     adapting_width = kernel.adapt_step_width
     target_acceptance = tf.constant(kernel.target_acceptance_rate, tf.float64)
 
+    dense = kernel.metric == "dense"
+
     # TFP's code is graph code already: AutoGraph would only retrace its Python.
     transition = tf.autograph.experimental.do_not_convert(kernel.transition)
 
-    def log_prob_at(scale):
+    # The metric: (s,) for the diagonal one, theta = s z; (c, L) for the dense one, theta = c + L z.
+    def metric_now():
+        if dense:
+            return tf.convert_to_tensor(kernel.centre), tf.convert_to_tensor(kernel.cholesky)
+        return (tf.convert_to_tensor(kernel.scale),)
+
+    def to_theta(z, metric):
+        if dense:
+            return tf.cast(metric[0], dtype) + tf.linalg.matvec(tf.cast(metric[1], dtype), z)
+        return z * tf.cast(metric[0], dtype)
+
+    def to_z(theta, metric):
+        if dense:
+            centred = tf.transpose(theta - tf.cast(metric[0], dtype))
+            return tf.transpose(tf.linalg.triangular_solve(tf.cast(metric[1], dtype), centred, lower=True))
+        return theta / tf.cast(metric[0], dtype)
+
+    def theta_gradient(gradient, metric):
+        """grad_theta log p from grad_z log p = L^T grad_theta log p (diagonal: s grad_theta)."""
+        if dense:
+            solved = tf.linalg.triangular_solve(tf.cast(metric[1], dtype), tf.transpose(gradient), lower=True,
+                                                adjoint=True)
+            return tf.transpose(solved)
+        return gradient / tf.cast(metric[0], dtype)
+
+    def z_gradient(gradient, metric):
+        if dense:
+            return tf.linalg.matvec(tf.cast(metric[1], dtype), gradient, transpose_a=True)
+        return gradient * tf.cast(metric[0], dtype)
+
+    def log_prob_at(metric):
         def target(z):
-            theta = z * tf.cast(scale, dtype)
-            return -tf.cast(beta, dtype) * model.loss(features, labels, theta=theta)
+            return -tf.cast(beta, dtype) * model.loss(features, labels, theta=to_theta(z, metric))
         return target
 
-    def evaluate(z, scale):
+    def evaluate(z, metric):
         """log p(z) and its gradient (zeros for kernels that take none)."""
-        target = log_prob_at(scale)
+        target = log_prob_at(metric)
         if not kernel.uses_gradient:
             return target(z), tf.zeros_like(z)
         return value_and_gradient(target, z)
@@ -45,8 +77,9 @@ def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_
     def start():
         """The chain's state from the model's parameters, where the kernel is fresh."""
         def from_model():
-            z = model.flat_parameters() / tf.cast(kernel.scale, dtype)
-            log_prob, gradient = evaluate(z, kernel.scale)
+            metric = metric_now()
+            z = to_z(model.flat_parameters(), metric)
+            log_prob, gradient = evaluate(z, metric)
             return z, log_prob, gradient
         z, log_prob, gradient = tf.cond(kernel.fresh, from_model,
                                         lambda: (tf.identity(kernel.position), tf.identity(kernel.log_prob),
@@ -54,17 +87,62 @@ def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_
         kernel.fresh.assign(False)
         return z, log_prob, gradient
 
+    def probe(z, log_prob, gradient, width, seed, target):
+        """The mean over the walkers of one step's acceptance min(1, exp(log p' - log p)) at
+        `width`: a leapfrog step with fresh momenta (NUTS) or a random-walk proposal (RWMH)."""
+        noise = tf.random.stateless_normal(tf.shape(z), seed=seed, dtype=dtype)
+        width = tf.cast(width, dtype)
+        if kernel.uses_gradient:
+            half = noise + 0.5 * width * gradient
+            moved = z + width * half
+            moved_log_prob, moved_gradient = value_and_gradient(target, moved)
+            momentum = half + 0.5 * width * moved_gradient
+            ratio = (moved_log_prob - 0.5 * tf.reduce_sum(tf.square(momentum), axis=1)
+                     - log_prob + 0.5 * tf.reduce_sum(tf.square(noise), axis=1))
+        else:
+            ratio = target(z + width * noise) - log_prob
+        ratio = tf.cast(ratio, tf.float64)
+        return tf.reduce_mean(tf.where(tf.math.is_finite(ratio), tf.exp(tf.minimum(ratio, 0.0)), 0.0))
+
+    def search_width(z, log_prob, gradient, metric):
+        """The initial width's search (Hoffman & Gelman 2014, Algorithm 4; samplers/adaptation.py)
+        from the chain's state before the first transition of burn-in: probes from kernel.step_width,
+        doubled or halved until the walkers' mean one-step acceptance crosses 0.5 (pooled: one
+        width for all walkers, as dual averaging's). Probe k draws its numbers from the key
+        (seed, -1 - k), for all walkers at once as TFP's kernels do. Returns (width, probes)."""
+        target = log_prob_at(metric)
+
+        def again(state):
+            return tf.equal(state[3], 0.0)
+
+        def one_probe(state):
+            seed = tf.cast(tf.stack([tf.constant(kernel.seed % 2 ** 31, tf.int64),
+                                     -1 - tf.cast(state[0], tf.int64)]), tf.int32)
+            acceptance = probe(z, log_prob, gradient, tf.exp(state[2]), seed, target)
+            return (adaptation.initial_width_update(state, acceptance),)
+
+        state, = tf.while_loop(again, one_probe, (adaptation.initial_width_start(kernel.step_width),))
+        return tf.exp(state[2]), state[0]
+
     def one_step(z, log_prob, gradient, record):
-        scale = tf.convert_to_tensor(kernel.scale)
+        metric = metric_now()
+        probes = tf.constant(0.0, tf.float64)
+        if adapting_width:  # before the first transition of burn-in: the initial width's search
+            first = tf.equal(step, 0)
+            found, probes = tf.cond(first, lambda: search_width(z, log_prob, gradient, metric),
+                                    lambda: (tf.convert_to_tensor(kernel.step_width), probes))
+            kernel.step_width.assign(found)
+            kernel.dual_averaging.assign(tf.where(first, adaptation.dual_averaging_start(found),
+                                                  kernel.dual_averaging))
         width = tf.convert_to_tensor(kernel.step_width)
         seed = tf.cast(tf.stack([tf.constant(kernel.seed % 2 ** 31, tf.int64), tf.math.floormod(step, 2 ** 31)]),
                        tf.int32)
-        z, log_prob, gradient, info = transition(log_prob_at(scale), z, log_prob, gradient,
+        z, log_prob, gradient, info = transition(log_prob_at(metric), z, log_prob, gradient,
                                                  tf.cast(width, dtype), seed)
         step.assign_add(1)
         in_burn_in = step <= burn_in_steps
         ends_burn_in = tf.equal(step, burn_in_steps)
-        theta = z * tf.cast(scale, dtype)
+        theta = to_theta(z, metric)
         if adapting_width:
             state = adaptation.dual_averaging_update(kernel.dual_averaging, tf.reduce_mean(info["acceptance"]),
                                                      target_acceptance)
@@ -73,12 +151,27 @@ def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_
             kernel.dual_averaging.assign(state)
         if adapting_metric:
             collecting = tf.logical_and(step > metric_start, step <= metric_ends[-1])
-            draws = tf.where(collecting, adaptation.welford_update(kernel.welford, theta), kernel.welford)
+            update = adaptation.dense_welford_update if dense else adaptation.welford_update
+            draws = tf.where(collecting, update(kernel.welford, theta), kernel.welford)
             window_end = tf.reduce_any(tf.equal(step, metric_ends))
-            new_scale = tf.where(window_end, adaptation.welford_scale(draws, scale), scale)
-            ratio = tf.cast(scale / new_scale, dtype)  # theta = s z stays, z and grad log p(z) rescale
-            z, gradient = z * ratio, gradient / ratio
-            kernel.scale.assign(new_scale)
+            if dense:
+                variance = tf.reduce_sum(tf.square(metric[1]), axis=1)  # diag(L L^T)
+                new_metric = tf.cond(window_end, lambda: adaptation.dense_metric(draws, variance),
+                                     lambda: metric)  # a Cholesky factorisation only where a window ends
+                kernel.centre.assign(new_metric[0])
+                kernel.cholesky.assign(new_metric[1])
+            else:
+                new_metric = (tf.where(window_end, adaptation.welford_scale(draws, metric[0]), metric[0]),)
+                kernel.scale.assign(new_metric[0])
+            # theta stays; z and grad log p(z) change with the coordinates (only where a window ends)
+            if dense:
+                z, gradient = (tf.where(window_end, to_z(theta, new_metric), z),
+                               tf.where(window_end, z_gradient(theta_gradient(gradient, metric), new_metric),
+                                        gradient))
+            else:
+                ratio = tf.cast(metric[0] / new_metric[0], dtype)
+                z, gradient = z * ratio, gradient / ratio
+            metric = new_metric
             kernel.welford.assign(tf.where(window_end, tf.zeros_like(draws), draws))
             if adapting_width:  # dual averaging starts again from the current width
                 kernel.dual_averaging.assign(tf.where(
@@ -89,14 +182,19 @@ def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_
         counters["transitions"] += 1.0
         counters["divergences"] += info["divergent"]
         counters["gradient_evaluations"] += info["gradient_evaluations"]
+        if kernel.uses_gradient:  # the initial width's probes: a gradient each
+            counters["gradient_evaluations"] += probes
         # The rates and divergences of burn-in are not those of the chain that is kept.
         kept = 1.0 - tf.cast(ends_burn_in, tf.float64)
         kernel.counters.assign(tf.stack([counters["acceptance"] * kept, counters["transitions"] * kept,
                                          counters["divergences"] * kept, counters["gradient_evaluations"]]))
         loss = -tf.cast(log_prob, tf.float64) / beta
         if kernel.uses_gradient:
-            # grad_theta U = -grad_z log p / (beta s)
-            force = -tf.cast(gradient, tf.float64) / (beta * scale)
+            # grad_theta U = -grad_theta log p / beta (= -grad_z log p / (beta s), diagonal)
+            if dense:
+                force = -tf.cast(theta_gradient(gradient, metric), tf.float64) / beta
+            else:
+                force = -tf.cast(gradient, tf.float64) / (beta * metric[0])
             virial = 0.5 * tf.reduce_sum(tf.cast(theta, tf.float64) * force, axis=1)
         else:
             virial = tf.zeros_like(loss)
@@ -151,7 +249,7 @@ def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_
         kernel.position.assign(z)
         kernel.log_prob.assign(log_prob)
         kernel.gradient.assign(gradient)
-        model.assign_flat(z * tf.cast(kernel.scale, dtype))
+        model.assign_flat(to_theta(z, metric_now()))
         result = {name: array.stack() for name, array in zip(fields, arrays)}
         result.update(step=steps.stack(), rows=written, nonfinite_step=tf.constant(-1, tf.int64),
                       nonfinite_walkers=tf.zeros([walkers], tf.bool))

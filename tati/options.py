@@ -94,6 +94,19 @@ class Boolean(Kind):
         raise InputError(f"{option} must be true or false, got {value!r:.60}")
 
 
+class BooleanOrAuto(Boolean):
+    """true, false or "auto" (kept as the string: each sampler decides what it means)."""
+    metavar = "{auto,true,false}"
+
+    def __call__(self, option, value):
+        if isinstance(value, str) and value.lower() == "auto":
+            return "auto"
+        try:
+            return super().__call__(option, value)
+        except InputError:
+            raise InputError(f"{option} must be auto, true or false, got {value!r:.60}") from None
+
+
 class ListOf(Kind):
     """A list; on the command line comma-separated, e.g. --hidden_dimension 8,8."""
 
@@ -306,7 +319,10 @@ OPTIONS = [
     Option("sampler", "BAOAB", SamplerName(), "sampler",
            "Sampler by short or full name, any case: SGLD, GLA1, GLA2, BAOAB, CCAdL, SGHMC, HMC1, "
            "HMC2, NUTS, RWMH."),
-    Option("step_width", 0.1, POSITIVE, "sampler", "Time step h of the sampler's integrator."),
+    Option("step_width", 0.1, POSITIVE, "sampler",
+           "Time step h of the sampler's integrator. HMC1, HMC2, NUTS, RWMH with burn_in_steps > 0 "
+           "and adapt_step_width: only the start of the initial width's search, which doubles or "
+           "halves it at the first step of burn-in until the one-step acceptance crosses 0.5."),
     Option("inverse_temperature", 1.0, POSITIVE, "sampler",
            "beta: the sampler targets exp(-beta U)."),
     Option("friction_constant", 1.0, NONNEGATIVE, "sampler",
@@ -370,19 +386,29 @@ OPTIONS = [
            "NUTS: largest tree depth k of a step (at most 2^k - 1 leapfrog steps).",
            samplers=("NUTS",)),
     Option("adapt_step_width", True, Boolean(), "sampler",
-           "NUTS, RWMH, HMC1, HMC2: adapt step_width during burn_in_steps by dual averaging "
-           "towards target_acceptance_rate, then keep the averaged width (step_width is the start).",
+           "NUTS, RWMH, HMC1, HMC2: at the first step of burn_in_steps search an initial width "
+           "from step_width (doubled or halved until the walkers' mean one-step acceptance crosses "
+           "0.5; Hoffman & Gelman 2014, Algorithm 4), then adapt it by dual averaging towards "
+           "target_acceptance_rate, then keep the averaged width.",
            samplers=ADAPTING),
     Option("target_acceptance_rate", None, Optional(Number(minimum=0.0, strict=True)), "sampler",
            "NUTS, RWMH, HMC1, HMC2: the mean acceptance the step width adapts to, in (0, 1); none "
            "means 0.8, for RWMH 0.234.",
            samplers=ADAPTING),
-    Option("adapt_mass", True, Boolean(), "sampler",
-           "NUTS, RWMH, HMC1, HMC2: estimate a diagonal metric (each parameter's scale s; for "
-           "NUTS and HMC the inverse mass s^2) from the draws of burn-in in Stan's windows; needs "
-           "burn_in_steps >= 20 (HMC: >= 200 gradient evaluations, windows counted in legs). "
-           "HMC with covariance_blending: the ensemble preconditioner takes its place.",
-           samplers=ADAPTING),
+    Option("adapt_mass", "auto", BooleanOrAuto(), "sampler",
+           "NUTS, RWMH, HMC1, HMC2, GLA2, BAOAB, CCAdL: estimate a diagonal metric (each "
+           "parameter's scale s; for the samplers with momenta the inverse mass s^2) from the "
+           "draws of burn-in in Stan's windows; needs burn_in_steps >= 20 (HMC: >= 200 gradient "
+           "evaluations, windows counted in legs). auto: on for NUTS, RWMH, HMC1, HMC2; off for "
+           "GLA2, BAOAB, CCAdL, whose dynamics (trajectories, kinetic temperature) it changes, "
+           "so they adapt only with true, and keep their step_width (then relative to each "
+           "parameter's scale). With covariance_blending the ensemble preconditioner takes its place.",
+           samplers=ADAPTING + ("GLA2", "BAOAB", "CCAdL")),
+    Option("metric", "diagonal", Text(("diagonal", "dense")), "sampler",
+           "NUTS, RWMH: the metric adapt_mass estimates: diagonal (a scale per parameter) or dense "
+           "(the draws' covariance, theta = centre + L z with L its Cholesky factor; for at most "
+           "1000 parameters; cost d^2 per gradient).",
+           samplers=PROPOSAL),
     Option("adapt_trajectory_length", True, Boolean(), "sampler",
            "HMC1, HMC2: adapt hamiltonian_dynamics_time during burn_in_steps by the ChEES "
            "criterion (gradient ascent on log T), then keep the averaged T "
@@ -426,6 +452,17 @@ OPTIONS = [
            "(and collapses); HMC: at least 2, and best several leg lengths, since legs end at a swap."),
     Option("collapse_walkers", False, Boolean(), "walkers",
            "Reset every walker to walker 0's position at each preconditioner update (not with HMC)."),
+    Option("distribution", "none", Text(("none", "mirrored", "multi_worker")), "walkers",
+           "Spread the walkers over devices with tf.distribute: none (one device), mirrored "
+           "(MirroredStrategy over `devices`) or multi_worker (MultiWorkerMirroredStrategy over "
+           "the machines of TF_CONFIG; every worker runs the same program, the first writes the "
+           "files). Each replica advances number_walkers / replicas walkers of sample(); the "
+           "tables are those of one device, bitwise. Not with NUTS and RWMH, nor with adaptation "
+           "during burn-in, whose walkers interact; fit() keeps every walker in one process."),
+    Option("devices", None, Optional(ListOf(Text())), "walkers",
+           "The devices of distribution=mirrored, e.g. GPU:0,GPU:1; none means every GPU, or "
+           "every CPU device when there is no GPU (tati.distribute.split_cpu makes several "
+           "logical ones)."),
     # run
     Option("max_steps", 1000, POSITIVE_INT, "run", "Number of steps of one sample() or fit() call."),
     Option("every_nth", 1, POSITIVE_INT, "run",

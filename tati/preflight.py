@@ -86,6 +86,8 @@ def _check_combinations(o):
             option = "covariance_blending" if o["covariance_blending"] > 0 else "collapse_walkers"
             raise InputError(f"{option} is not available with sampler {o['sampler']} (adapt_mass "
                              "adapts its metric instead)")
+    if o["distribution"] != "none":
+        _check_distribution(o)
     if o["covariance_blending"] == 0 and not o["collapse_walkers"]:
         return
     if is_metropolis(o["sampler"]):
@@ -97,6 +99,22 @@ def _check_combinations(o):
     if o["covariance_blending"] > 0 and o["number_walkers"] < 4:
         raise InputError(f"covariance_blending needs number_walkers >= 4 (two halves of at least "
                          f"2 walkers), got {o['number_walkers']}")
+
+
+def _check_distribution(o):
+    """Walkers split over replicas must not interact (tati/distribute.py)."""
+    refuse = f"distribution={o['distribution']}: "
+    if is_proposal(o["sampler"]):
+        raise InputError(refuse + f"sampler {o['sampler']} draws the random numbers of all walkers at once "
+                         "(TensorFlow Probability), so its walkers cannot be split; use distribution=none")
+    if is_metropolis(o["sampler"]):
+        adapting = [name for name in ("adapt_step_width", "adapt_mass", "adapt_trajectory_length") if o[name]]
+    else:  # the Langevin samplers' mass adapts only when asked (samplers/mass.py)
+        adapting = ["adapt_mass"] if o["adapt_mass"] is True else []
+    if adapting and o["burn_in_steps"] > 0:
+        raise InputError(refuse + f"{o['sampler']}'s {adapting[0]} pools the walkers during burn_in_steps, "
+                         "which are not split over replicas yet; give "
+                         f"{' and '.join(adapting)} false, or burn_in_steps 0")
 
 
 def _check_input_files(o):

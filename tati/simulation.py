@@ -121,10 +121,41 @@ class Simulation:
     returns one option's help as a string.
     """
 
+    # A shard of a distributed run (tati/distribute.py): its walkers' first index in the whole
+    # run and the run's walker count.
+    _first_walker, _total_walkers = 0, None
+
     def __init__(self, **options):
         self.options, notes = preflight.check(options)
         for note in notes:
             warnings.warn(note, stacklevel=2)
+        self._strategy, self._writes = None, True
+        if self.options["distribution"] != "none":  # multi_worker: before TensorFlow runs anything
+            from tati.distribute import is_chief, make_strategy
+            self._strategy = make_strategy(self.options["distribution"], self.options["devices"])
+            self._writes = is_chief(self._strategy)
+        self._build()
+
+    def shard(self, first_walker, walkers):
+        """A Simulation of walkers first_walker ... first_walker + walkers - 1 of this one, at
+        their current parameters, that writes no files: one replica's share of a distributed
+        run (tati/distribute.py)."""
+        shard = Simulation.__new__(Simulation)
+        # Its walkers' rows of the whole run's parameters (fixed ones included, which the shard
+        # fixes again): as given, drawn, read or dispersed.
+        rows = self.model.full_parameters().numpy()
+        shard.options = dict(self.options, number_walkers=walkers, initial_dispersion=0.0, parse_parameters_file=None,
+                             parse_steps=None, restore_model=None, save_model=None, distribution="none",
+                             run_file=None, trajectory_file=None, averages_file=None, summaries_path=None,
+                             progress=False, initial_parameters=rows[first_walker:first_walker + walkers])
+        shard._first_walker, shard._total_walkers = first_walker, self.model.num_walkers
+        shard._strategy, shard._writes = None, False
+        shard._build()
+        if shard.ensemble is not None:
+            shard.ensemble.refresh_in_loop = False
+        return shard
+
+    def _build(self):
         o = self.options
         self.data = self._make_data()
         self.model = self._make_model()
@@ -295,9 +326,12 @@ class Simulation:
                 extra = dict(adaptation_steps=o["burn_in_steps"], adapt_step_width=o["adapt_step_width"],
                              target_acceptance_rate=o["target_acceptance_rate"], adapt_mass=o["adapt_mass"],
                              adapt_trajectory_length=o["adapt_trajectory_length"])
+            elif "adapt_mass" in getattr(cls, "adaptation_options", ()):  # Langevin: samplers/mass.py
+                extra = dict(adaptation_steps=o["burn_in_steps"], adapt_mass=o["adapt_mass"])
             self._sampler = cls(step_width=o["step_width"], seed=o["seed"],
                                 **{name: o[name] for name in cls.parameters}, **extra)
             self._sampler.walker_axis = self.model.walker_axis
+            self._sampler.first_walker, self._sampler.total_walkers = self._first_walker, self._total_walkers
             if self.ensemble is not None and self.ensemble.blending:
                 self._sampler.preconditioner = self.ensemble
                 self._sampler.moving = self.ensemble.moving
@@ -331,7 +365,14 @@ class Simulation:
             raise InputError("covariance_blending applies to sample(), not to fit()")
         if self._run is None or self._run.method != method:
             self._run = _Run(method, optimizer, self)
+            if self._strategy is not None and method == "sample":  # fit() keeps every walker here
+                from tati.distribute import Shards
+                self._run.shards = Shards(self, self._run, self._strategy)
         run = self._run
+        shards = getattr(run, "shards", None)
+        # Files: the chief's (the only worker but with distribution=multi_worker).
+        paths = {name: o[name] if self._writes else None
+                 for name in preflight.OUTPUT_FILES + ("summaries_path", "save_model")}
         momentum = run.is_sampler and optimizer.has_momentum
         if run.proposal:
             columns = {"run_file": proposal_run_info_columns(optimizer.name, self.has_accuracy),
@@ -343,16 +384,16 @@ class Simulation:
         columns["trajectory_file"] = trajectory_columns(self.model.parameter_names)
         append = {}
         for name in preflight.OUTPUT_FILES:  # every file is checked before any is opened
-            append[name] = preflight.check_output_file(name, o[name], run.calls > 0, o["overwrite"])
+            append[name] = preflight.check_output_file(name, paths[name], run.calls > 0, o["overwrite"])
             if append[name]:
-                check_header(name, o[name], columns[name])
-        tables = [Table(columns[name], o[name], append[name]) for name in preflight.OUTPUT_FILES]
+                check_header(name, paths[name], columns[name])
+        tables = [Table(columns[name], paths[name], append[name]) for name in preflight.OUTPUT_FILES]
         run.calls += 1
         bar = _progress_bar(o["progress"], o["max_steps"])
         stop = _StopSignals()
         summaries = None
         try:
-            summaries = _summaries(o["summaries_path"], columns["run_file"], self.model)
+            summaries = _summaries(paths["summaries_path"], columns["run_file"], self.model)
             # A run's first call: one row's steps (it also compiles); a later sample() or fit() call
             # starts at the size its predecessor reached (each call has a fixed cost of a few ms).
             done, budget = 0, getattr(run, "budget", o["every_nth"])
@@ -360,13 +401,16 @@ class Simulation:
                 first = int(run.step.numpy())
                 n = min(o["max_steps"] - done, budget)
                 start = time.perf_counter()
-                if run.metropolis:  # rows where legs end; stops early when its block is full
-                    block = {k: np.asarray(v) for k, v in run.chunk(tf.constant(n, tf.int32)).items()}
-                else:  # ends at a row (a multiple of every_nth or the call's last step) or a full block
-                    if n < o["max_steps"] - done:  # at least to the next row, at most to the call's end
-                        n = min(max((first + n) // o["every_nth"] * o["every_nth"] - first,
-                                    o["every_nth"] - first % o["every_nth"]), o["max_steps"] - done)
-                    block = {k: np.asarray(v) for k, v in run.chunk(tf.constant(n, tf.int64)).items()}
+                # HMC: rows where legs end, stopping early when its block is full; the others end
+                # at a row (a multiple of every_nth or the call's last step) or a full block.
+                if not run.metropolis and n < o["max_steps"] - done:  # to the next row at least
+                    n = min(max((first + n) // o["every_nth"] * o["every_nth"] - first,
+                                o["every_nth"] - first % o["every_nth"]), o["max_steps"] - done)
+                n = tf.constant(n, tf.int32 if run.metropolis else tf.int64)
+                if shards is not None:  # every replica's walkers, as one block
+                    block = shards.chunk(n)
+                else:
+                    block = {k: np.asarray(v) for k, v in run.chunk(n).items()}
                 elapsed = time.perf_counter() - start  # np.asarray: read-only views, no copy of the block
                 step = int(run.step.numpy())
                 self._append_rows(tables, block, first, step, elapsed, summaries)
@@ -389,10 +433,12 @@ class Simulation:
                 summaries.close()
             if bar is not None:
                 bar.close()
+            if shards is not None:  # the whole run's state, for parameters and the checkpoint
+                shards.gather()
         if hasattr(self.model, "sync"):  # a Keras model's own variables: walker 0
             self.model.sync()
-        if o["save_model"] is not None:
-            checkpoint.save(o["save_model"], self, run)
+        if paths["save_model"] is not None:
+            checkpoint.save(paths["save_model"], self, run)
         if stop.signal is not None:
             saved = f"; checkpoint written to {o['save_model']}" if o["save_model"] is not None else ""
             raise Interrupted(stop.signal, f"stopped by {signal.Signals(stop.signal).name} after step "
@@ -552,6 +598,13 @@ class Simulation:
         for kernel in (self._sampler, self._optimizer):  # the new values are the state, not a leg's middle
             if kernel is not None and hasattr(kernel, "restart"):
                 kernel.restart()
+        self._scatter()
+
+    def _scatter(self):
+        """A distributed run's replicas take the state the user set."""
+        shards = getattr(self._run, "shards", None)
+        if shards is not None:
+            shards.scatter()
 
     @property
     def momenta(self):
@@ -571,6 +624,7 @@ class Simulation:
             size = int(np.prod(m.shape)) // walkers
             m.assign(values[:, start:start + size].reshape(m.shape))
             start += size
+        self._scatter()
 
     def _check_momenta(self):
         if not self.sampler.has_momentum:

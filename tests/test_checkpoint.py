@@ -78,7 +78,7 @@ def test_restore_continues_mini_batches_and_refuses_other_options(tmp_path):
 
 def first_release_layout(path):
     """Rewrite a checkpoint as the first release stored it: format 1, each group's arrays by
-    position in the order the run lists them (tati.checkpoint._groups)."""
+    position in the order the run lists them (tati.checkpoint.state_groups)."""
     from tati import checkpoint as module
     with np.load(path) as file:
         arrays = {key: file[key] for key in file.files}
@@ -86,7 +86,7 @@ def first_release_layout(path):
     simulation = tati.Simulation(restore_model=None, **meta_options)
     simulation.sample()
     old = {"meta": np.array(json.dumps(dict(meta, format=1)))}
-    for group, variables in module._groups(simulation, simulation._run).items():
+    for group, variables in module.state_groups(simulation, simulation._run).items():
         for i, (name, _) in enumerate(variables):
             old[f"{group}/{i}"] = arrays.pop(f"{group}/{name}")
     assert not arrays

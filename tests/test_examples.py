@@ -172,7 +172,7 @@ def test_sghmc_regression_temperature(tmp_path):
 
 def test_bayesian_regression_1d(tmp_path):
     """Reduced run (MAP, the deep ensemble and HMC2 at a quarter of its steps): the posterior's
-    95% band widens away from the data (far / near width > 2: measured 3.02, 3.50 at full length)
+    95% band widens away from the data (far / near width > 2: measured 3.06, 3.30 at full length)
     while the MAP network's, which knows only its noise, does not (< 1.5; measured 1.40), and away
     from the data the ensemble's band is wider than its members' own on average (measured 1.051:
     the mixture adds their disagreement; issue 19). Not asserted: wider than its widest member's

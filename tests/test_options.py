@@ -22,6 +22,7 @@ def test_the_table_declares_what_each_sampler_takes(sampler):
     takes = set(cls.parameters) - GENERAL
     if issubclass(cls, HamiltonianMonteCarlo):
         takes |= HMC_ADAPTATION
+    takes |= set(getattr(cls, "adaptation_options", ()))  # the Langevin samplers' adapt_mass
     declared = {option.name for option in OPTIONS if sampler in option.samplers}
     assert declared == takes
 

@@ -35,6 +35,7 @@ its draws pass R-hat <= 1.01 and |z| <= 4.5.
 
     python tools/benchmark_adapted.py [--burn-in 1000] [--draws 1000] [--walkers 4] [--seed 1]
         [--hmc2-steps-per-draw 10] [--modes xla,graph] [--models 1,2,3,4] [--threads N]
+        [--samplers NUTS,HMC2,TFP]
 """
 
 import argparse
@@ -245,6 +246,8 @@ def main(argv=None):
     parser.add_argument("--modes", default="xla", help="comma-separated: xla, graph (graph is slow for TFP here)")
     parser.add_argument("--models", default="1,2,3,4", help="comma-separated model numbers")
     parser.add_argument("--threads", type=int, help="TensorFlow's inter- and intra-op threads (default: its own)")
+    parser.add_argument("--samplers", default="NUTS,HMC2,TFP",
+                        help="comma-separated: NUTS, HMC2 (tati's), TFP; the ratios need TFP")
     args = parser.parse_args(argv)
     modes = args.modes.split(",")
     if any(m not in ("xla", "graph") for m in modes):
@@ -253,6 +256,9 @@ def main(argv=None):
         parser.error(f"--models takes 1, 2, 3, 4, not {args.models}")
     if min(args.burn_in, args.draws, args.walkers, args.hmc2_steps_per_draw) < 1:
         parser.error("--burn-in, --draws, --walkers and --hmc2-steps-per-draw must be at least 1")
+    samplers = args.samplers.split(",")
+    if any(name not in ("NUTS", "HMC2", "TFP") for name in samplers):
+        parser.error(f"--samplers takes NUTS, HMC2 and TFP, not {args.samplers}")
     set_threads(args.threads)
     began = time.perf_counter()
     print("| model | mode | sampler | burn-in gradients | kept draws | gradients | gradients per draw | s | "
@@ -267,6 +273,8 @@ def main(argv=None):
             runs = {"tati NUTS": lambda: tati_run(model, "NUTS", args, jit),
                     "tati HMC2": lambda: tati_run(model, "HMC2", args, jit),
                     "TFP NUTS": lambda: tfp_run(model, args, jit)}
+            runs = {label: run for label, run in runs.items() if label.split()[-1 if label.startswith("tati") else 0]
+                    in samplers}
             per_gradient, failed = {}, {}
             for label, run in runs.items():
                 r = run()
@@ -281,7 +289,7 @@ def main(argv=None):
                       f"{shown(r['acceptance'], '.2f')} | {r['width']:.3g} | {rhat_text(rhat)} | "
                       f"{shown(z, '.1f')} | {variance} |", flush=True)
             need = 3.0 if model.badly else 1.0
-            for label in ("tati NUTS", "tati HMC2"):
+            for label in [label for label in ("tati NUTS", "tati HMC2") if label in runs and "TFP NUTS" in runs]:
                 ratio = per_gradient[label] / per_gradient["TFP NUTS"]
                 met = ("no (no ESS)" if not np.isfinite(ratio) else f"no ({failed[label]})" if failed[label]
                        else "yes" if ratio >= need else "no")

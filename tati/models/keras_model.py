@@ -127,7 +127,12 @@ class KerasNetwork(FlatModel):
             return self._network(theta[0], features)[None]
         if not self.vectorize:
             return tf.stack([self._network(theta[w], features) for w in range(rows)])
-        return tf.vectorized_map(lambda vector: self._network(vector, features), theta)
+        # The features broadcast to every walker: with them shared, the vectorised map would
+        # make one matrix product of all walkers' weights, whose columns beyond whole SIMD
+        # packets TensorFlow's CPU kernel sums another way, so a walker's outputs would depend
+        # on the number of walkers (tests/test_walker_randomness.py, tati/distribute.py).
+        batched = tf.broadcast_to(features[None], tf.concat([[rows], tf.shape(features)], 0))
+        return tf.vectorized_map(lambda args: self._network(*args), (theta, batched))
 
     def _losses(self, labels, outputs):
         if self.loss_function is not None:

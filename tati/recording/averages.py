@@ -18,6 +18,15 @@ import tensorflow as tf
 _ROWS = ("count", "kinetic_energy", "virial", "inertia_change", "log_scale", "weight", "weighted_loss")
 
 
+def _exp(values):
+    """exp of a [W] vector as within whole SIMD packets: TensorFlow's CPU kernel computes the
+    elements that do not fill a packet by a scalar path that may differ in the last bit, so
+    walker w's value would depend on the number of walkers (samplers/base.py, _walkerwise)."""
+    from tati.samplers.base import PACKET
+    walkers = values.shape[0]
+    return tf.exp(tf.pad(values, [[0, -walkers % PACKET]]))[:walkers]
+
+
 class RunningAverages:
     def __init__(self, walkers=1):
         f64 = tf.float64
@@ -47,8 +56,8 @@ class RunningAverages:
         log_weight = -tf.cast(inverse_temperature, tf.float64) * loss
         old_scale = tf.where(old["count"] > 0, old["log_scale"], log_weight)
         new["log_scale"] = tf.where(active, tf.maximum(old_scale, log_weight), old_scale)
-        shrink = tf.exp(old_scale - new["log_scale"])
-        boltzmann = weight * tf.exp(log_weight - new["log_scale"])
+        shrink = _exp(old_scale - new["log_scale"])
+        boltzmann = weight * _exp(log_weight - new["log_scale"])
         new["weight"] = old["weight"] * shrink + boltzmann
         new["weighted_loss"] = old["weighted_loss"] * shrink + boltzmann * loss
         self.state.assign(tf.stack([new[row] for row in _ROWS]))

@@ -1,5 +1,11 @@
 """Warm-up adaptation of a proposal kernel's step width and metric, during burn-in only.
 
+Initial step width (Hoffman & Gelman 2014, Algorithm 4): at the first step of burn-in, probes
+of one step each from the chain's state with fresh momenta (or, for RWMH, one proposal) at the
+user's width, doubled while the walkers' mean one-step acceptance min(1, exp(-beta dH)) stays
+above 0.5 or halved while it stays below, until it crosses; dual averaging starts from the
+width found (`initial_width_update`).
+
 Step width: dual averaging (Nesterov 2009, as Hoffman & Gelman 2014, Algorithm 5, and Stan)
 drives the mean acceptance statistic a_n towards the target delta:
 
@@ -20,12 +26,14 @@ before burn-in does, whose terminal buffer again adapts only the width; shorter 
 scale these as 15% / 75% / 10%). At each window's end the variance of the window's draws,
 pooled over walkers and shrunk towards 1e-3 times the last window's (`shrunk_scale`),
 becomes the squared scale s^2 of each coordinate, and dual averaging restarts from the
-current width. The kernel then moves
+current width (HMC: divided by the smallest growth of a scale, new s / old s;
+`dual_averaging_restart`). The kernel then moves
 z = theta / s, which is the same as giving the momenta the mass matrix diag(1 / s^2).
 HMC1/HMC2 count their burn-in in gradient evaluations, not in legs of unknown length: their
 windows are counted in legs instead (`window_legs`), from 15% of the burn-in until 90% of it or
 until 200 legs are left (estimated at the current leg length; not before the first window
-closes), for the step width and leg length to settle in the metric's coordinates.
+closes), for the step width and leg length to settle in the metric's coordinates; a window is
+taken only if at least MIN_LEGS_AFTER_WINDOW legs of burn-in follow it, else the metric stays.
 
 Leg length of HMC (ChEES; Hoffman, Radul & Sountsov 2021, as TFP's
 GradientBasedTrajectoryLengthAdaptation): the time T of a leg maximises
@@ -62,6 +70,12 @@ INITIAL_BUFFER, TERMINAL_BUFFER, BASE_WINDOW = 75, 50, 25
 # metric as it is.
 LEG_METRIC_START, LEG_METRIC_END, MIN_LEG_METRIC_BURN_IN = 0.15, 0.9, 200
 TERMINAL_LEGS, MIN_METRIC_DRAWS = 200, 20
+# A window's metric is taken only if at least this many legs of burn-in follow it (at the
+# restarted width and leg length), for dual averaging to try the restarted width: the last
+# window of a short burn-in with long legs could otherwise close with no leg left, and the
+# width be frozen at its restart, a guess (on the 1-D network of examples/bayesian_regression_1d.py
+# with 500 burn-in steps, legs of 80 steps: acceptance 0.27 after burn-in).
+MIN_LEGS_AFTER_WINDOW = 20
 # TFP's rate is 0.025; a burn-in of HMC counted in gradient evaluations holds few legs.
 CHEES_RATE, CHEES_SQUARED_DECAY, MAX_LEG_STEPS = 0.05, 0.95, 1000
 CENTRE_LEGS = 50
@@ -92,10 +106,47 @@ def dual_averaging_update(state, acceptance, target):
     return tf.stack([count, h, log_step, log_step_bar, mu])
 
 
-def dual_averaging_restart(state, restart):
-    """The state restarted from its current width where `restart` (a boolean tensor), as after
-    a metric window: the width's scale has changed, so the old averages no longer apply."""
-    return tf.where(restart, dual_averaging_start(tf.exp(state[2])), state)
+def dual_averaging_restart(state, restart, growth=1.0):
+    """The state restarted where `restart` (a boolean tensor), as after a metric window: the
+    width's scale has changed, so the old averages no longer apply. It starts again from the
+    current width divided by `growth`, the smallest factor by which a parameter's scale grew
+    (new / old): a width that fitted the old coordinates fits the new ones where that
+    parameter set it; where scales shrank (growth < 1) the width grows with them, and dual
+    averaging, which starts by trying widths up to ten times its start, finds it either way."""
+    start = tf.exp(state[2]) / tf.cast(growth, tf.float64)
+    return tf.where(restart, dual_averaging_start(start), state)
+
+
+# The initial width's search (Hoffman & Gelman 2014, Algorithm 4): the state, one float64
+# vector: probes made, direction (+1 doubling, -1 halving, 0 before the first probe), log of the
+# width of the next probe (or the found width), 1 once found.
+INITIAL_WIDTH = ("probes", "direction", "log_width", "found")
+# The one-step acceptance the search crosses (the algorithm's 0.5); at most MAX_PROBES probes
+# (a factor 2^30, about 1e9, from the start), then the last width is taken.
+PROBE_ACCEPTANCE, MAX_PROBES = 0.5, 30
+
+
+def initial_width_start(step_width):
+    """The search's state before its first probe, from the user's width."""
+    zero = tf.constant(0.0, tf.float64)
+    return tf.stack([zero, zero, tf.math.log(tf.cast(step_width, tf.float64)), zero])
+
+
+def initial_width_update(state, acceptance, go_on=True):
+    """The state after a probe at width exp(log_width) with mean one-step acceptance
+    `acceptance` (a NaN counts as 0): the first probe sets the direction (doubling if it
+    accepted more than PROBE_ACCEPTANCE, else halving); the width doubles or halves while the
+    acceptance stays on that side, and is found at the first probe that crosses (Algorithm 4,
+    which returns that probe's width), after MAX_PROBES probes, or where `go_on` is false."""
+    probes, direction, log_width, found = tf.unstack(state)
+    acceptance = tf.where(tf.math.is_finite(acceptance), tf.cast(acceptance, tf.float64), 0.0)
+    one = tf.ones_like(direction)
+    direction = tf.where(tf.equal(probes, 0.0), tf.where(acceptance > PROBE_ACCEPTANCE, one, -one), direction)
+    probes = probes + 1.0
+    same_side = direction * (acceptance - PROBE_ACCEPTANCE) > 0.0
+    again = same_side & (probes < MAX_PROBES) & go_on
+    log_width = log_width + tf.where(again, direction * tf.math.log(tf.constant(2.0, tf.float64)), 0.0)
+    return tf.stack([probes, direction, log_width, tf.where(again, found, one)])
 
 
 def adapted_width(state, final):
@@ -203,3 +254,32 @@ def welford_scale(state, previous):
     """The scale s = sqrt(variance) of the collected draws, shrunk (`shrunk_scale`)."""
     d = (tf.shape(state)[0] - 1) // 2
     return shrunk_scale(state[0], state[1 + d:], previous)
+
+
+# A dense metric (NUTS, RWMH with metric="dense"): the draws' covariance in the same windows.
+# Its Welford state, one float64 vector: count, mean [d], sum of outer products of deviations [d, d].
+def dense_welford_update(state, draws):
+    """The state after adding the rows of `draws` [W, d] (Chan et al.'s pairwise combination)."""
+    draws = tf.cast(draws, tf.float64)
+    d = tf.shape(draws)[1]
+    count, mean, m2 = state[0], state[1:1 + d], tf.reshape(state[1 + d:], [d, d])
+    n = tf.cast(tf.shape(draws)[0], tf.float64)
+    batch_mean = tf.reduce_mean(draws, axis=0)
+    centred = draws - batch_mean
+    total = count + n
+    delta = batch_mean - mean
+    m2 = m2 + tf.matmul(centred, centred, transpose_a=True) + delta[:, None] * delta[None, :] * count * n / total
+    return tf.concat([[total], mean + delta * n / total, tf.reshape(m2, [-1])], 0)
+
+
+def dense_metric(state, previous_variance):
+    """(centre, L): the collected draws' mean and the Cholesky factor of their covariance C,
+    regularised as Stan's, (n / (n + 5)) C + 1e-3 (5 / (n + 5)) D, with D the previous metric's
+    variances (diag(L_prev L_prev^T), 1 at first, where this is Stan's rule) as the diagonal
+    metric's shrinkage is relative to the last window's."""
+    d = tf.shape(previous_variance)[0]
+    count, mean, m2 = state[0], state[1:1 + d], tf.reshape(state[1 + d:], [d, d])
+    covariance = m2 / tf.maximum(count - 1.0, 1.0)
+    weight = VARIANCE_SHRINK / (count + VARIANCE_SHRINK)
+    shrunk = (1.0 - weight) * covariance + tf.linalg.diag(VARIANCE_FLOOR * weight * previous_variance)
+    return mean, tf.linalg.cholesky(0.5 * (shrunk + tf.transpose(shrunk)))

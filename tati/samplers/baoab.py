@@ -22,6 +22,8 @@ Reported per step (`step_info`): kinetic energy and inertia of the full-step mom
 received. On a harmonic potential with frequency omega this momentum has variance
 (1 - h^2 omega^2 / 4) / beta. scaled_noise is |sqrt((1 - alpha^2) / beta) G|.
 With the ensemble preconditioner B (ensemble.py) the kicks use B^T grad U and the drifts B p.
+With an adapted diagonal mass (samplers/mass.py) the kicks use s grad U and the drifts s p,
+p being the whitened momentum (target exp(-beta (U(q) + |p|^2 / 2)) still).
 """
 
 import keras
@@ -30,20 +32,23 @@ import tensorflow as tf
 from tati.options import default
 from tati.samplers import splitting
 from tati.samplers.base import SamplerBase, parameter_property
+from tati.samplers.mass import AdaptedMass
 
 
 @keras.saving.register_keras_serializable(package="tati")
-class BAOAB(SamplerBase):
-    """BAOAB Langevin sampler; `step_width` h, `friction_constant` gamma, `inverse_temperature` beta."""
+class BAOAB(AdaptedMass, SamplerBase):
+    """BAOAB Langevin sampler; `step_width` h, `friction_constant` gamma, `inverse_temperature` beta;
+    `adapt_mass` with `adaptation_steps` adapts a diagonal mass during them (samplers/mass.py)."""
 
     parameters = ("inverse_temperature", "friction_constant")
     friction_constant = parameter_property("friction_constant", "gamma, the friction per unit time.")
 
     def __init__(self, step_width=default("step_width"), friction_constant=default("friction_constant"),
                  inverse_temperature=default("inverse_temperature"), seed=default("seed"),
-                 name=None, **kwargs):
+                 adapt_mass=default("adapt_mass"), adaptation_steps=0, name=None, **kwargs):
         super().__init__(step_width, seed, name, dict(
             kwargs, friction_constant=friction_constant, inverse_temperature=inverse_temperature))
+        self._init_mass(adapt_mass, adaptation_steps)
 
     def update_step(self, gradient, variable, learning_rate):
         h = tf.cast(learning_rate, variable.dtype)
@@ -51,13 +56,13 @@ class BAOAB(SamplerBase):
         gamma = self._parameter("friction_constant", variable.dtype)
         momentum = self._momentum(variable)
         q = tf.convert_to_tensor(variable)
-        force = self._force(gradient)
-        p_full = splitting.kick(tf.convert_to_tensor(momentum), force, 0.5 * h)    # completes step n-1
-        p_half = splitting.kick(p_full, force, 0.5 * h)                            # B
-        q_half = splitting.drift(q, self._velocity(p_half), 0.5 * h)               # A
+        force = self._scaled_force(gradient, variable)
+        p_full = splitting.kick(tf.convert_to_tensor(momentum), force, 0.5 * h)                 # completes step n-1
+        p_half = splitting.kick(p_full, force, 0.5 * h)                                         # B
+        q_half = splitting.drift(q, self._scaled_velocity(p_half, variable), 0.5 * h)           # A
         alpha = splitting.ou_alpha(gamma, h)
         noise = splitting.ou_noise_scale(alpha, beta) * self._normal(variable)
-        p_new = splitting.ornstein_uhlenbeck(p_half, alpha, noise)                 # O
-        variable.assign(splitting.drift(q_half, self._velocity(p_new), 0.5 * h))   # A
+        p_new = splitting.ornstein_uhlenbeck(p_half, alpha, noise)                              # O
+        variable.assign(splitting.drift(q_half, self._scaled_velocity(p_new, variable), 0.5 * h))  # A
         momentum.assign(p_new)
-        self._report(q, p_full, noise)
+        self._report(self._inertia_position(q, variable), p_full, noise)

@@ -81,6 +81,11 @@ class SamplerBase(keras.optimizers.Optimizer):
     # Which walkers move ([W] bool variable, the ensemble's halves), or None for all: the others
     # keep their positions, momenta and `_walker_state()` through the step.
     moving = None
+    # This sampler's walkers as part of a larger run (a replica's share of a distributed run,
+    # tati/distribute.py): its first walker's index there and the run's walker count (None: its
+    # own). Every draw is then this part of the whole run's draw.
+    first_walker = 0
+    total_walkers = None
 
     def __init__(self, step_width, seed, name, kwargs):
         cls_name = type(self).__name__
@@ -130,9 +135,21 @@ class SamplerBase(keras.optimizers.Optimizer):
             self._momenta = [
                 self.add_variable_from_reference(
                     v, name="momentum",
-                    initializer=lambda shape, dtype, i=i: scale * tf.random.stateless_normal(
-                        shape, seed=[self.seed, -1 - i], dtype=dtype))
+                    initializer=lambda shape, dtype, i=i: scale * self._walker_part(tf.random.stateless_normal(
+                        self._run_shape(shape), seed=[self.seed, -1 - i], dtype=dtype)))
                 for i, v in enumerate(variables)]
+
+    def _run_shape(self, shape):
+        """A variable's shape with the whole run's walkers (see first_walker)."""
+        if self.total_walkers is None or not self.walker_axis:
+            return shape
+        return (self.total_walkers,) + tuple(shape)[1:]
+
+    def _walker_part(self, values):
+        """This sampler's walkers' rows of a draw for the whole run's walkers."""
+        if self.total_walkers is None or not self.walker_axis:
+            return values
+        return values[self.first_walker:self.first_walker + self._walkers]
 
     def initial_momentum_scale(self):
         """Standard deviation of the initial momenta: sqrt(M / beta), unit mass here."""
@@ -162,6 +179,14 @@ class SamplerBase(keras.optimizers.Optimizer):
         if self._walkers is None:
             return value
         return tf.reshape(value, [self._walkers] + [1] * (len(variable.shape) - 1))
+
+    def _backend_update_step(self, grads, trainable_variables, learning_rate):
+        """Each variable's update_step, as Keras does without a tf.distribute strategy: in a
+        distributed run (tati/distribute.py) a replica's gradients are its own walkers', not
+        parts of one gradient for Keras to sum over the replicas."""
+        for grad, variable in zip(grads, trainable_variables):
+            self.update_step(grad, variable.value if isinstance(variable, keras.Variable) else variable,
+                             learning_rate)
 
     def apply(self, grads, trainable_variables=None):
         if self.moving is None or not self.built:
@@ -193,7 +218,7 @@ class SamplerBase(keras.optimizers.Optimizer):
     def _momentum(self, variable):
         return self._momenta[self._get_variable_index(variable)]
 
-    def _philox(self, op, shape, dtype, index, stream):
+    def _philox(self, op, shape, dtype, index, stream, walker_numbers=0):
         """One draw by a stateless Philox op (tf.raw_ops.StatelessRandomUniformV2 or ...NormalV2,
         the same algorithm on every device), keyed by (seed, iteration, index, stream).
 
@@ -201,11 +226,21 @@ class SamplerBase(keras.optimizers.Optimizer):
         (iteration * variables + index) * NOISE_STREAMS + stream). A draw of n numbers advances
         the low word by at most n and never reaches the high word, so every (iteration, index,
         stream) has its own counters: no overlap, and no seed scrambling (`stateless_fold_in`
-        and the seeded `stateless_*` ops cost a draw each)."""
+        and the seeded `stateless_*` ops cost a draw each).
+
+        A walker-major draw of `walker_numbers` numbers per walker by a sampler whose walkers
+        start at first_walker > 0 starts its low word there: Philox makes 128 bits per counter
+        value, so its numbers are the same as those rows of the whole run's draw."""
         if not 0 <= stream < NOISE_STREAMS:
             raise ValueError(f"noise stream {stream} not in [0, {NOISE_STREAMS})")
         block = (tf.cast(self.iterations, tf.int64) * len(self._trainable_variables) + index) * NOISE_STREAMS + stream
-        counter = tf.stack([tf.constant(0, tf.uint64), tf.cast(block, tf.uint64)])
+        skip = 0
+        if self.first_walker:
+            per_counter = 128 // (8 * tf.as_dtype(dtype).size)
+            if walker_numbers % per_counter:
+                raise ValueError(f"{walker_numbers} numbers per walker are not whole Philox counters")
+            skip = self.first_walker * walker_numbers // per_counter
+        counter = tf.stack([tf.constant(skip, tf.uint64), tf.cast(block, tf.uint64)])
         return op(shape=shape, key=tf.constant([self.seed], tf.uint64), counter=counter, alg=1, dtype=dtype)
 
     def _normal(self, variable, stream=0):
@@ -227,7 +262,8 @@ class SamplerBase(keras.optimizers.Optimizer):
         # an array by another code path, which must not depend on where the walkers end.
         pairs = (size + 1) // 2
         half = -(-pairs // PACKET) * PACKET
-        uniforms = self._philox(tf.raw_ops.StatelessRandomUniformV2, [walkers, 2, half], work, index, stream)
+        uniforms = self._philox(tf.raw_ops.StatelessRandomUniformV2, [walkers, 2, half], work, index, stream,
+                                2 * half)
         u1, u2 = uniforms[:, 0], uniforms[:, 1]
         radius = tf.sqrt(-2.0 * tf.math.log(1.0 - u1))  # u1 in [0, 1), so 1 - u1 in (0, 1] exactly
         angle = (2.0 * math.pi) * u2

@@ -27,7 +27,9 @@ is the initial xi; `sigmaA` defaults to sqrt(2 friction_constant / beta), which 
 friction_constant the equilibrium friction when gradients are exact (then the sampler is GLA2);
 it is fixed when the sampler is made, so a later change of beta leaves it as it was.
 `sigma` is the thermostat's coupling (inverse thermal mass). With the ensemble preconditioner B
-(ensemble.py) the kicks use B^T grad U and the drift B p.
+(ensemble.py) the kicks use B^T grad U and the drift B p. With an adapted diagonal mass
+(samplers/mass.py) the kicks use s grad U and the drift s p, p whitened: |p|^2 / N still
+measures the kinetic temperature the thermostat holds at 1 / beta.
 """
 
 import math
@@ -38,11 +40,13 @@ import tensorflow as tf
 from tati.options import default
 from tati.samplers import splitting
 from tati.samplers.base import SamplerBase, parameter_property
+from tati.samplers.mass import AdaptedMass
 
 
 @keras.saving.register_keras_serializable(package="tati")
-class CCAdL(SamplerBase):
-    """CCAdL (adaptive thermostat); `step_width`, `friction_constant`, `sigma`, `sigmaA`, beta."""
+class CCAdL(AdaptedMass, SamplerBase):
+    """CCAdL (adaptive thermostat); `step_width`, `friction_constant`, `sigma`, `sigmaA`, beta;
+    `adapt_mass` with `adaptation_steps` adapts a diagonal mass during them (samplers/mass.py)."""
 
     parameters = ("inverse_temperature", "friction_constant", "sigma", "sigmaA")
     friction_constant = parameter_property("friction_constant", "initial adaptive friction xi.")
@@ -50,10 +54,12 @@ class CCAdL(SamplerBase):
 
     def __init__(self, step_width=default("step_width"), friction_constant=default("friction_constant"),
                  inverse_temperature=default("inverse_temperature"), sigma=default("sigma"),
-                 sigmaA=default("sigmaA"), seed=default("seed"), name=None, **kwargs):
+                 sigmaA=default("sigmaA"), seed=default("seed"), adapt_mass=default("adapt_mass"),
+                 adaptation_steps=0, name=None, **kwargs):
         super().__init__(step_width, seed, name, dict(
             kwargs, friction_constant=friction_constant, inverse_temperature=inverse_temperature,
             sigma=sigma, sigmaA=sigmaA))
+        self._init_mass(adapt_mass, adaptation_steps)
         values = self._parameter_values
         if values["sigmaA"] is None:
             values["sigmaA"] = math.sqrt(2.0 * values["friction_constant"] / values["inverse_temperature"])
@@ -97,10 +103,10 @@ class CCAdL(SamplerBase):
         safe_xi = tf.where(small, tf.ones_like(xi), xi)
         variance = tf.where(small, h * (1.0 - xi * h), (1.0 - alpha * alpha) / (2.0 * safe_xi))
         noise = sigma_a * tf.sqrt(variance) * self._normal(variable)
-        force = self._force(gradient)
+        force = self._scaled_force(gradient, variable)
         p_previous = splitting.kick(tf.convert_to_tensor(momentum), force, 0.5 * h)    # B of step n-1
         p_full = splitting.ornstein_uhlenbeck(p_previous, alpha, noise)                # O: p^n
         p_half = splitting.kick(p_full, force, 0.5 * h)                                # B
-        variable.assign(splitting.drift(q, self._velocity(p_half), h))                 # A
+        variable.assign(splitting.drift(q, self._scaled_velocity(p_half, variable), h))  # A
         momentum.assign(p_half)
-        self._report(q, p_full, noise)
+        self._report(self._inertia_position(q, variable), p_full, noise)

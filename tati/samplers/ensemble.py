@@ -69,6 +69,9 @@ class Ensemble:
         self.parity = tf.range(walkers) % 2
         self.eta = tf.Variable(tf.constant(eta, tf.float64), trainable=False, name="covariance_blending")
         self.failures = tf.Variable(tf.constant(0, tf.int64), trainable=False, name="cholesky_failures")
+        # False for a replica's share of a distributed run: the whole run's ensemble is refreshed
+        # between the replicas' calls (tati/distribute.py), and each share takes its part.
+        self.refresh_in_loop = True
 
     def _apply(self, equation, values):
         if self.blocks is None:
@@ -89,6 +92,8 @@ class Ensemble:
         """At steps that are multiples of `every`: reset walkers to walker 0 (collapse), then
         let the other half move with B from the now standing half's positions, halving eta
         instead if a factor is not finite."""
+        if not self.refresh_in_loop:
+            return
 
         def refresh():
             if self.collapse:

@@ -22,6 +22,7 @@ that of p^n, paired with q^n.
 
 Target: exp(-beta (U(q) + |p|^2 / 2)), with O(h) bias for GLA1 and O(h^2) for GLA2.
 With the ensemble preconditioner B (ensemble.py) the kicks use B^T grad U and the drifts B p.
+GLA2 takes an adapted diagonal mass (samplers/mass.py): kicks s grad U, drifts s p, p whitened.
 """
 
 import keras
@@ -30,6 +31,7 @@ import tensorflow as tf
 from tati.options import default
 from tati.samplers import splitting
 from tati.samplers.base import SamplerBase, parameter_property
+from tati.samplers.mass import AdaptedMass
 
 
 class _GLA(SamplerBase):
@@ -65,18 +67,25 @@ class GLA1(_GLA):
 
 
 @keras.saving.register_keras_serializable(package="tati")
-class GLA2(_GLA):
-    """Second-order Geometric Langevin Algorithm, B A B O run as B O B A."""
+class GLA2(AdaptedMass, _GLA):
+    """Second-order Geometric Langevin Algorithm, B A B O run as B O B A; `adapt_mass` with
+    `adaptation_steps` adapts a diagonal mass during them (samplers/mass.py)."""
+
+    def __init__(self, step_width=default("step_width"), friction_constant=default("friction_constant"),
+                 inverse_temperature=default("inverse_temperature"), seed=default("seed"),
+                 adapt_mass=default("adapt_mass"), adaptation_steps=0, name=None, **kwargs):
+        super().__init__(step_width, friction_constant, inverse_temperature, seed, name, **kwargs)
+        self._init_mass(adapt_mass, adaptation_steps)
 
     def update_step(self, gradient, variable, learning_rate):
         h = tf.cast(learning_rate, variable.dtype)
         momentum = self._momentum(variable)
         q = tf.convert_to_tensor(variable)
         alpha, noise = self._thermostat(variable, h)
-        force = self._force(gradient)
+        force = self._scaled_force(gradient, variable)
         p_previous = splitting.kick(tf.convert_to_tensor(momentum), force, 0.5 * h)    # B of step n-1
         p_full = splitting.ornstein_uhlenbeck(p_previous, alpha, noise)                # O: p^n
         p_half = splitting.kick(p_full, force, 0.5 * h)                                # B
-        variable.assign(splitting.drift(q, self._velocity(p_half), h))                 # A
+        variable.assign(splitting.drift(q, self._scaled_velocity(p_half, variable), h))  # A
         momentum.assign(p_half)
-        self._report(q, p_full, noise)
+        self._report(self._inertia_position(q, variable), p_full, noise)

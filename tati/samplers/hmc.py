@@ -64,8 +64,11 @@ The loss must be given before each call: `sampler.set_loss(loss)` (the Simulatio
 
 Adaptation during the first `adaptation_steps` calls (the Simulation gives burn_in_steps;
 samplers/adaptation.py has the equations), at every evaluation, one value for all walkers:
-- the step width h (adapt_step_width): the mean acceptance probability min(1, exp(-beta
-  (H_new - H_old))) of the walkers that decide there drives log h by dual averaging towards
+- the step width h (adapt_step_width): first a search from `step_width` (`_search_width`:
+  legs of one step of exactly the probed width, not decisions, always returned from and
+  without rows, the width doubled or halved until the walkers' mean one-step acceptance
+  crosses 0.5); then the mean acceptance probability min(1, exp(-beta (H_new - H_old))) of
+  the walkers that decide there drives log h by dual averaging towards
   `target_acceptance_rate` (0.8), as NUTS and RWMH; afterwards the average of the iterates;
 - the metric (adapt_mass): a scale s per parameter, the standard deviation of the chain states
   in Stan-like windows counted in legs. Kicks and drifts become p <- p - h s grad U and
@@ -103,6 +106,9 @@ STEP_WIDTH_JITTER = (0.7, 1.3)
 # variables' values as the chain's state; a leg is decided; a pause (a standing walker of the
 # ensemble's halves) keeps the stored chain state. None of them but LEG is a decision.
 FIRST, LEG, PAUSE = 0.0, 1.0, 2.0
+# A probe of the initial width's search: one step of the probed width from the chain's state,
+# always returned from (not a decision, no row).
+PROBE = 3.0
 LEG_LENGTH_JITTER = (0.9, 1.1)
 
 # Per-walker state, read and written once per apply (not by integrate): the leg (the iteration
@@ -122,6 +128,7 @@ class HamiltonianMonteCarlo(SamplerBase):
 
     parameters = ("inverse_temperature", "hamiltonian_dynamics_time")
     metropolis = True
+    find_initial_width = False  # set by build()
     # The first kick's fraction c of the step width, one drawn at random per leg.
     first_kicks = (0.5,)
     hamiltonian_dynamics_time = parameter_property(
@@ -161,6 +168,14 @@ class HamiltonianMonteCarlo(SamplerBase):
                 initializer=lambda shape, dtype: tf.cast(start, dtype))
         if self.preconditioner is not None:  # B already scales the moves; legs are cut to phases
             self.adapt_mass = self.adapt_trajectory_length = False
+        # The initial width's search, where the width adapts (not with the ensemble's phases,
+        # whose legs are cut to them).
+        self.find_initial_width = self.adapt_step_width and self.preconditioner is None
+        if self.find_initial_width:
+            start = adaptation.initial_width_start(float(tf.convert_to_tensor(self.learning_rate).numpy()))
+            self._initial_width = self.add_variable(
+                (len(adaptation.INITIAL_WIDTH),), dtype="float64", name="initial_width",
+                initializer=lambda shape, dtype: tf.cast(start, dtype))
         self._scales = None
         if self.adapt_mass or self.adapt_trajectory_length:
             # The metric's scale s per parameter, shared by the walkers: kicks s g, drifts s p.
@@ -344,11 +359,17 @@ class HamiltonianMonteCarlo(SamplerBase):
         # The evaluation's uniforms are stream 0 of index 0, the momenta stream 1 of each variable.
         # Walker-major ([W, 4]), so that walker w's numbers do not depend on how many walkers there are.
         uniforms = self._philox(tf.raw_ops.StatelessRandomUniformV2, tuple(self._state[0].shape[1:]) + (4,),
-                                tf.float64, 0, 0)
+                                tf.float64, 0, 0, walker_numbers=4)
         u_accept, u_width, u_length, u_kick = tf.unstack(uniforms, axis=1)  # this decision's and the new leg's
-        u_length = tf.broadcast_to(u_length[0], tf.shape(u_length))  # one leg length for all walkers
+        if self.first_walker:  # the run's first walker's (its row, no skip): one leg length for all
+            u_length = self._philox(tf.raw_ops.StatelessRandomUniformV2, (1, 4), tf.float64, 0, 0)[:, 2]
+        u_length = tf.broadcast_to(u_length[0], tf.shape(u_accept))  # one leg length for all walkers
         accepted, divergent = metropolis(energy_error, u_accept)
         accept = (accepted & decides) | first  # where the chain's state becomes q
+        probed = tf.equal(s["leg_kind"], PROBE)
+        probing = tf.zeros_like(decides)  # where the new leg is a probe of the initial width's search
+        if self.find_initial_width:  # before dual averaging, which starts at the width found
+            probing, probe_width = self._search_width(energy_error, evaluate, probed, first)
         if self.adapt_step_width:  # the new legs take the adapted width
             h = self._adapt(energy_error, decides & evaluate)
         # The chain's state after the decision, for the walkers that evaluate.
@@ -362,7 +383,7 @@ class HamiltonianMonteCarlo(SamplerBase):
         # The state of a walker that evaluates: the decision (only after a leg), the chain's
         # state and the new leg. The end of a pause repeats a state: no row, no average.
         decided = tf.cast(decides, tf.float64)
-        shown = 1.0 - tf.cast(paused, tf.float64)
+        shown = 1.0 - tf.cast(paused | probed, tf.float64)
         evaluating = dict(s, evaluated=shown, legs=s["legs"] + shown)
         # The counts start again with the first leg decided after burn-in (as NUTS's).
         after_burn_in = tf.cast(self.iterations, tf.float64) >= float(self.adaptation_steps)
@@ -387,12 +408,17 @@ class HamiltonianMonteCarlo(SamplerBase):
         if self.adapt_trajectory_length:  # burn-in's legs at most MAX_LEG_STEPS, as TFP's ChEES
             adapting = tf.cast(self.iterations, tf.float64) < float(self.adaptation_steps)
             steps = tf.where(adapting, tf.minimum(steps, float(adaptation.MAX_LEG_STEPS)), steps)
+        if self.find_initial_width:  # a probe is one step of exactly the probed width
+            evaluating["leg_width"] = tf.where(probing, probe_width, evaluating["leg_width"])
+            steps = tf.where(probing, tf.ones_like(steps), steps)
         evaluating["leg_steps"] = steps
         new_scales = scales
         if self.adapt_mass:
             new_scales = self._adapt_metric(decides & evaluate, chain_qs, steps, scales)
         evaluating["leg_end"], evaluating["leg_kind"], evaluating["leg_width"] = self._schedule(
             s["leg_end"], steps, evaluating["leg_width"])
+        evaluating["leg_kind"] = tf.where(probing, tf.fill(tf.shape(probing), tf.constant(PROBE, tf.float64)),
+                                          evaluating["leg_kind"])
         if len(self.first_kicks) == 1:  # no choice to draw (leapfrog)
             evaluating["first_kick"] = tf.fill(tf.shape(u_kick), tf.constant(self.first_kicks[0], tf.float64))
         else:
@@ -437,6 +463,41 @@ class HamiltonianMonteCarlo(SamplerBase):
         for variable, group in zip(self._state, _STATE_GROUPS):
             variable.assign(tf.where(evaluate, tf.stack([evaluating[name] for name in group]),
                                      tf.stack([integrating[name] for name in group])))
+
+    def _search_width(self, energy_error, evaluate, probed, first):
+        """The initial width's search (Hoffman & Gelman 2014, Algorithm 4; samplers/adaptation.py)
+        at this evaluation: after the first call, probes of one step from the chain's state with
+        fresh momenta, the width doubled or halved until the mean one-step acceptance
+        min(1, exp(-beta dH)) crosses 0.5, pooled over the walkers as dual averaging is (one
+        width for all; the mean of W walkers' acceptances is less noisy than one chain's, which
+        Algorithm 4 takes). Once found, dual averaging starts from it. Returns ([W] bool: the
+        new leg is a probe, the probe's width)."""
+        f64 = tf.float64
+        state = tf.convert_to_tensor(self._initial_width)
+        weight = tf.cast(evaluate & probed, f64)
+        probes = tf.reduce_sum(weight)
+        acceptance = tf.reduce_sum(acceptance_probability(energy_error) * weight) / tf.maximum(probes, 1.0)
+        # A probe started now ends at the next call: only if that is still in burn-in.
+        go_on = tf.cast(self.iterations, f64) + 1.0 < float(self.adaptation_steps)
+        updated = adaptation.initial_width_update(state, acceptance, go_on)
+        state = tf.where(probes > 0, updated, state)
+        probing = evaluate & (first | probed) & tf.equal(state[3], 0.0) & go_on
+        # Found where nothing is left to probe (a burn-in too short to start: the user's width).
+        done = tf.reduce_any(evaluate) & tf.logical_not(tf.reduce_any(probing))
+        state = tf.where(done, tf.tensor_scatter_nd_update(state, [[3]], [1.0]), state)
+        just_found = done & (probes > 0)
+        width = tf.exp(state[2])
+        self._dual_averaging.assign(tf.where(just_found, adaptation.dual_averaging_start(width),
+                                             self._dual_averaging))
+        self._initial_width.assign(state)
+        return probing, width
+
+    def found_step_width(self):
+        """The initial width's search's result (float), or None before it ends or without it."""
+        if not getattr(self, "find_initial_width", False):
+            return None
+        probes, _, log_width, found = self._initial_width.numpy()
+        return float(np.exp(log_width)) if found and probes > 0 else None
 
     def _adapt(self, energy_error, deciding):
         """Dual averaging of the step width with this evaluation's decisions (during the first
@@ -523,9 +584,18 @@ class HamiltonianMonteCarlo(SamplerBase):
         last = decided & tf.logical_not(window_open) & (legs > 0)  # the collection ends
         close = (collecting & (legs >= target)
                  & ((legs_left - adaptation.TERMINAL_LEGS >= 2.0 * target) | tf.equal(index, 0.0))) | last
-        update = close & (count >= adaptation.MIN_METRIC_DRAWS)
-        new_scales = [tf.where(update, tf.cast(adaptation.shrunk_scale(count, m2, tf.cast(scale, f64)), scale.dtype), scale)
+        candidates = [tf.cast(adaptation.shrunk_scale(count, m2, tf.cast(scale, f64)), scale.dtype)
                       for m2, scale in zip(squares, scales)]
+        growths = tf.concat([tf.reshape(tf.cast(new / old, f64), [-1]) for new, old in zip(candidates, scales)], 0)
+        smallest, largest = (tf.maximum(tf.reduce_min(growths), 1e-300), tf.maximum(tf.reduce_max(growths), 1e-300))
+        # The legs left after the window at the width h / smallest and time T / largest as
+        # restarted below (where they adapt); too few, and the width would be frozen at its
+        # restart, untried.
+        shorter = ((smallest if self.adapt_step_width else 1.0)
+                   / (largest if self.adapt_trajectory_length else 1.0))
+        legs_after = (float(n) - now) / tf.maximum(tf.reduce_max(steps) * shorter, 1.0)
+        update = close & (count >= adaptation.MIN_METRIC_DRAWS) & (legs_after >= adaptation.MIN_LEGS_AFTER_WINDOW)
+        new_scales = [tf.where(update, new, scale) for new, scale in zip(candidates, scales)]
         for variable, value in zip(self._scales, new_scales):
             variable.assign(value)
         for variable, value in zip(self._metric_means + self._metric_squares, means + squares):
@@ -534,11 +604,9 @@ class HamiltonianMonteCarlo(SamplerBase):
         self._metric_window.assign(tf.where(close, tf.stack([index + tf.cast(update, f64), 0.0, 0.0, done]),
                                             tf.stack([index, legs, count, done])))
         if self.adapt_step_width:
-            self._dual_averaging.assign(adaptation.dual_averaging_restart(self._dual_averaging, update))
+            self._dual_averaging.assign(adaptation.dual_averaging_restart(self._dual_averaging, update, smallest))
         if self.adapt_trajectory_length:
-            growth = tf.reduce_max(tf.stack([tf.reduce_max(tf.cast(new / old, f64))
-                                             for new, old in zip(new_scales, scales)]))
-            self._chees.assign(adaptation.chees_restart(self._chees, update, tf.maximum(growth, 1e-300)))
+            self._chees.assign(adaptation.chees_restart(self._chees, update, largest))
         return new_scales
 
     def get_config(self):

@@ -15,10 +15,14 @@ theta=...)` on the whole dataset (no mini-batches: the target must not change wi
         min(1, exp(-beta (U(theta') - U(theta)))).
 
 Both move z = theta / s, s the metric's scale per coordinate (1 unless adapted), which gives
-NUTS's momenta the mass matrix diag(1 / s^2) and RWMH the proposal covariance eps^2 diag(s^2).
+NUTS's momenta the mass matrix diag(1 / s^2) and RWMH the proposal covariance eps^2 diag(s^2);
+with metric="dense", z = L^-1 (theta - c), c the mean and L L^T the (regularised) covariance
+of the metric window's draws: the mass matrix (L L^T)^-1, RWMH's covariance eps^2 L L^T.
 One step is one transition; NUTS's cost varies per step (`leapfrog_steps`, and the cumulative
 `gradient_evaluations`). With burn_in_steps > 0 the step width eps and the scale s adapt
-during burn-in (samplers/adaptation.py), one eps and one s for all walkers.
+during burn-in (samplers/adaptation.py), one eps and one s for all walkers; eps starts from a
+search (doubling or halving `step_width` until the walkers' mean one-step acceptance crosses
+0.5) before the first transition, whose probes NUTS counts in `gradient_evaluations`.
 
 State (checkpointed): z, log p(z) and its gradient (NUTS) per walker, eps, s, the adaptation
 state and the counters. The random numbers of step n are drawn from the key (seed, n): a
@@ -33,13 +37,16 @@ import tensorflow as tf
 
 from tati.errors import InputError
 from tati.names import target_acceptance
-from tati.options import default
+from tati.options import check, default
 from tati.samplers import adaptation
 
 # The per-walker counters: sum of acceptance statistics and of transitions since the end of
 # burn-in (during burn-in: since the start), divergent transitions in the same span, and the
 # cumulative gradient evaluations.
 _COUNTERS = ("acceptance", "transitions", "divergences", "gradient_evaluations")
+# metric="dense" keeps a d x d Cholesky factor and costs d^2 per gradient: beyond this many
+# parameters the diagonal metric is the one that scales.
+MAX_DENSE_PARAMETERS = 1000
 
 
 class ProposalKernel:
@@ -47,14 +54,14 @@ class ProposalKernel:
 
     has_momentum = False
     uses_gradient = True
-    parameters = ("inverse_temperature", "adapt_step_width", "target_acceptance_rate", "adapt_mass")
+    parameters = ("inverse_temperature", "adapt_step_width", "target_acceptance_rate", "adapt_mass", "metric")
     name = None  # the short name: its columns are recording/columns.py's PROPOSAL_* entries
 
     def __init__(self, model=None, step_width=default("step_width"), seed=default("seed"), burn_in_steps=0,
                  inverse_temperature=default("inverse_temperature"),
                  adapt_step_width=default("adapt_step_width"),
                  target_acceptance_rate=default("target_acceptance_rate"),
-                 adapt_mass=default("adapt_mass")):
+                 adapt_mass=default("adapt_mass"), metric=default("metric")):
         if not hasattr(model, "flat_parameters"):  # e.g. model.compile(optimizer=NUTS(...))
             raise InputError(f"{type(self).__name__} is not a Keras optimizer for model.fit: it evaluates the "
                              f"model itself; use tati.Simulation(model=..., sampler=\"{type(self).__name__}\")")
@@ -68,6 +75,10 @@ class ProposalKernel:
         self.metric_start, self.metric_ends = (adaptation.metric_windows(self.burn_in_steps)
                                                if adapt_mass else (0, []))
         walkers, d, dtype = model.num_walkers, model.num_parameters, model.dtype
+        self.metric = check("metric", metric)
+        if self.metric == "dense" and d > MAX_DENSE_PARAMETERS:
+            raise InputError(f"metric=dense is for at most {MAX_DENSE_PARAMETERS} parameters, this model has {d}: "
+                             "use metric=diagonal")
         self.dtype = dtype
         f64 = tf.float64
         # Created in this order and saved in it (checkpoint.py keeps the list's order).
@@ -78,16 +89,23 @@ class ProposalKernel:
         self.step_width = tf.Variable(tf.constant(self.initial_step_width, f64), trainable=False, name="step_width")
         self.dual_averaging = tf.Variable(adaptation.dual_averaging_start(self.initial_step_width),
                                           trainable=False, name="dual_averaging")
-        self.welford = tf.Variable(tf.zeros([1 + 2 * d], f64), trainable=False, name="metric_draws")
+        draws = 1 + d + d * d if self.metric == "dense" else 1 + 2 * d
+        self.welford = tf.Variable(tf.zeros([draws], f64), trainable=False, name="metric_draws")
         self.counters = tf.Variable(tf.zeros([len(_COUNTERS), walkers], f64), trainable=False, name="counters")
         # 1 until the chain's state has been taken from the model's parameters (first step, or
         # after the user set them): the next chunk starts by evaluating there.
         self.fresh = tf.Variable(tf.constant(True), trainable=False, name="fresh")
+        # The dense metric: theta = centre + L z (`scale` stays 1).
+        self.centre = self.cholesky = None
+        if self.metric == "dense":
+            self.centre = tf.Variable(tf.zeros([d], f64), trainable=False, name="metric_centre")
+            self.cholesky = tf.Variable(tf.eye(d, dtype=f64), trainable=False, name="metric_cholesky")
 
     @property
     def variables(self):
+        dense = [self.centre, self.cholesky] if self.metric == "dense" else []
         return [self.position, self.log_prob, self.gradient, self.scale, self.step_width,
-                self.dual_averaging, self.welford, self.counters, self.fresh]
+                self.dual_averaging, self.welford, self.counters, self.fresh] + dense
 
     def restart(self):
         """The next step starts from the model's current parameters (the user set them)."""
