@@ -143,7 +143,7 @@ class Shards:
         def chunk(n):
             return gathered(strategy.run(lambda replica: with_replica_axis(chunks[replica](n)), args=(ids,)))
 
-        states = {replica: [part for _, part in self._walker_pairs(shard)] for replica, shard in self.shards.items()}
+        states = {replica: [piece for _, piece, _ in self._walker_pairs(shard)] for replica, shard in self.shards.items()}
 
         @tf.function(autograph=False)
         def state():
@@ -159,44 +159,37 @@ class Shards:
         self._agree = getattr(getattr(strategy, "cluster_resolver", None), "task_type", None) is not None
 
     # -- state ---------------------------------------------------------------------------------
-    def _walker_pairs(self, shard):
-        """(whole-run variable, the shard's) of the state a checkpoint holds whose walker axis
-        is split; the others every shard holds whole."""
+    def _pairs(self, shard):
+        """(whole-run variable, the shard's, walker axis or None when every shard holds it whole)
+        of the state a checkpoint holds."""
         whole = self._groups(self.simulation, self.run)
         part = self._groups(shard, shard._run)
         walkers = self.simulation.model.num_walkers
         for group, named in whole.items():
             for (_, variable), (_, piece) in zip(named, part[group]):
-                if _shape_split(variable.shape, piece.shape, walkers) is not None:
-                    yield variable, piece
+                yield variable, piece, _shape_split(variable.shape, piece.shape, walkers)
+
+    def _walker_pairs(self, shard):
+        """(whole-run variable, the shard's, walker axis) of the state whose walkers are split."""
+        return [pair for pair in self._pairs(shard) if pair[2] is not None]
 
     def scatter(self):
         """Each shard takes its walkers' part of the whole run's state (every worker has it)."""
-        walkers = self.simulation.model.num_walkers
         for replica, shard in self.shards.items():
-            whole = self._groups(self.simulation, self.run)
-            part = self._groups(shard, shard._run)
-            for group, named in whole.items():
-                for (_, variable), (_, piece) in zip(named, part[group]):
-                    value = variable.numpy()
-                    axis = _shape_split(variable.shape, piece.shape, walkers)
-                    piece.assign(value if axis is None else np.take(
-                        value, range(replica * self.share, (replica + 1) * self.share), axis=axis))
+            walkers = range(replica * self.share, (replica + 1) * self.share)
+            for variable, piece, axis in self._pairs(shard):
+                value = variable.numpy()
+                piece.assign(value if axis is None else np.take(value, walkers, axis=axis))
 
     def gather(self):
         """The whole run's state from every replica's shard (on every worker); the state every
         shard holds whole from this worker's first (the replicas keep it alike)."""
         first = self.shards[min(self.shards)]
-        walkers = self.simulation.model.num_walkers
         parts = self._state()
-        whole = self._groups(self.simulation, self.run)
-        part = self._groups(first, first._run)
-        for group, named in whole.items():
-            for (_, variable), (_, piece) in zip(named, part[group]):
-                if _shape_split(variable.shape, piece.shape, walkers) is None:
-                    variable.assign(piece.numpy())
-        for i, (variable, piece) in enumerate(self._walker_pairs(first)):
-            axis = _shape_split(variable.shape, piece.shape, walkers)
+        for variable, piece, axis in self._pairs(first):
+            if axis is None:
+                variable.assign(piece.numpy())
+        for i, (variable, _, axis) in enumerate(self._walker_pairs(first)):
             value = np.concatenate(list(parts[str(i)].numpy()), axis=axis)
             variable.assign(value.astype(tf.as_dtype(variable.dtype).as_numpy_dtype))
 
