@@ -15,7 +15,7 @@ where Monte Carlo resolves the error the second term is not negligible (b h / a 
 for GLA1 and +0.2 for SGLD at h = 0.2), so a straight line through log|error| against log h
 has a biased slope, many of its standard errors away from the order: 0.81 +- 0.01 for GLA1 and
 1.10 +- 0.01 for SGLD over h = 0.025 ... 0.2, 2.07 +- 0.02 for GLA2 over h = 0.1 ... 0.4
-(`fitted_slope`, kept for tests/test_order.py). Over h = 0.05 ... 0.6 GLA1's error even turns
+(`fitted_slope`, kept for tests/samplers/test_order.py). Over h = 0.05 ... 0.6 GLA1's error even turns
 back towards zero above h = 0.4 (the h^2 term cancels the h term), which gave the old slope
 0.36 (the fit below gives 1.02 +- 0.01 on those same old numbers). The example fits error =
 h^p (a + b h) instead (`fitted_order`: weighted least squares, p on a grid, a and b linear)

@@ -1,4 +1,4 @@
-"""SGHMC on a double well with noisy gradients: with and without the noise correction, and NUTS.
+"""SGHMC on a double well with noisy gradients: with and without the noise correction, HMC2 and NUTS.
 
     python examples/sghmc_double_well.py [--chains 200] [--steps 4000] [--seed 1] [--plot sghmc_double_well.png]
 
@@ -18,13 +18,19 @@ loop on one tf.Variable holding all chains (each element is an independent chain
 elementwise), feeding it grad U(theta) plus noise drawn by tf.random.stateless_normal keyed by
 (seed, step), so every variant sees the very same gradient noise (common random numbers) and a
 run is reproducible. This is simpler than a tf.custom_gradient potential for a Simulation and
-exactly the source's model of the noise. NUTS (`tati.Simulation(sampler="NUTS")`, exact
-gradients, adapting its step during burn-in) is the reference of a correct sampler.
+exactly the source's model of the noise. The exact samplers are the reference of a correct
+sampler, with exact gradients and tati's default adaptation during their burn-in, from 0:
+NUTS (`tati.Simulation(sampler="NUTS")`, one chain of 4000 transitions, the first 200 left
+out, about 3 gradients each) and HMC2 (`sampler="HMC2"`, step width, leg length and metric
+adapted; its steps are gradients, so it gets about NUTS's gradients: 4 walkers x 3000 steps,
+the first 500 left out, a row at each leg's end). HMC2 runs 4 walkers because with one its
+leg-length adaptation (ChEES) shrinks the legs to a single step (T of 0.02-0.04 after 1000
+steps of burn-in, on a 1-D Gaussian too), and it is measured with 4 (doc/samplers.md).
 
-It prints, per sampler, the number of samples, their effective number (samples over the
-integrated autocorrelation time, chains pooled), the total-variation distance of the histogram
-(bins of width 0.1 on [-2.2, 2.2]) to the exact bin probabilities of exp(-U) (normalised by
-quadrature), and the Monte Carlo bound that distance stays below with probability 0.999 when
+It prints, per sampler, the gradients it evaluated, the number of samples, their effective
+number (samples over the integrated autocorrelation time, chains pooled), the total-variation
+distance of the histogram (bins of width 0.1 on [-2.2, 2.2]) to the exact bin probabilities of
+exp(-U) (normalised by quadrature), and the Monte Carlo bound that distance stays below with probability 0.999 when
 the sampler is exact: E TV <= 1/2 sum_b sqrt(p_b (1 - p_b) / n_eff), plus sqrt(ln(1000) / (2 n_eff))
 (McDiarmid: one of n_eff independent draws moves the histogram's TV by at most 1 / n_eff).
 The figure shows the histograms as densities with the exact density drawn over them and,
@@ -43,6 +49,7 @@ from tati.diagnostics import independent_readings
 from tati.samplers import SGHMC
 
 STEP_WIDTH, FRICTION, VARIANCE, BURN_IN = 0.1, 4.0, 4.0, 200
+HMC_WALKERS, HMC_BURN_IN = 4, 500  # HMC2's burn-in in steps (its adaptation needs at least 200)
 EDGES = np.linspace(-2.2, 2.2, 45)
 VARIANTS = {"corrected": dict(noise_estimate=0.5 * STEP_WIDTH * VARIANCE),
             "uncorrected": dict(noise_estimate=0.0),
@@ -84,13 +91,21 @@ def run_sghmc(variant, chains, steps, seed, burn_in=BURN_IN):
     return loop().numpy()
 
 
-def run_nuts(steps, seed, burn_in=BURN_IN):
-    """NUTS positions after burn-in, one chain, exact gradients."""
+def run_exact(sampler, steps, seed, burn_in=BURN_IN, walkers=1):
+    """(positions after burn-in [rows, walkers], gradients evaluated) of an exact sampler (NUTS,
+    HMC2) on exp(-U) with exact gradients, adapted by its defaults during burn-in. HMC2's walkers
+    have rows at their own legs' ends: each keeps as many as the one with fewest."""
     simulation = tati.Simulation(potential=lambda q: tf.reduce_sum(energy(q)), initial_parameters=[0.0],
-                                 sampler="NUTS", burn_in_steps=burn_in, max_steps=steps, seed=seed,
-                                 dtype="float64")
-    trajectory = simulation.sample().trajectory
-    return trajectory.loc[trajectory.step >= burn_in, ["param0"]].to_numpy()
+                                 sampler=sampler, burn_in_steps=burn_in, max_steps=steps, seed=seed,
+                                 dtype="float64", number_walkers=walkers)
+    result = simulation.sample()
+    kept = result.trajectory[result.trajectory.step >= burn_in]
+    positions = kept.pivot_table(index=kept.groupby("id").cumcount(), columns="id", values="param0").dropna()
+    # NUTS counts its gradients; HMC2 takes one per step and walker
+    run_info = result.run_info
+    gradients = (int(run_info.groupby("id")["gradient_evaluations"].last().sum()) if sampler == "NUTS"
+                 else walkers * steps)
+    return positions.to_numpy(), gradients
 
 
 def histogram(samples):
@@ -118,13 +133,13 @@ def plot(path, samples, z, bins):
     centres = 0.5 * (EDGES[:-1] + EDGES[1:])
     width = EDGES[1] - EDGES[0]
     styles = {"corrected": ("tab:blue", "-"), "uncorrected": ("tab:red", "-"),
-              "estimated": ("tab:green", "--"), "NUTS": ("tab:gray", ":")}
+              "estimated": ("tab:green", "--"), "HMC2": ("tab:purple", "-."), "NUTS": ("tab:gray", ":")}
     for name, x in samples.items():
         color, style = styles[name]
         density = histogram(x) / width
         top.step(centres, density, where="mid", color=color, linestyle=style, linewidth=1.6,
                  label=f"{name} ({x.size} samples)")
-        if name != "NUTS":  # NUTS's few samples would set the scale of the differences
+        if name in VARIANTS:  # the exact samplers' few samples would set the scale of the differences
             bottom.step(centres, density - bins / width, where="mid", color=color, linestyle=style, linewidth=1.6)
     grid = np.linspace(EDGES[0], EDGES[-1], 400)
     top.plot(grid, np.exp(-energy(grid)) / z, color="black", linewidth=2.2, label="exact exp(-U) / Z")
@@ -146,18 +161,24 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chains", type=int, default=200, help="independent SGHMC chains (one variable)")
     parser.add_argument("--steps", type=int, default=4000, help="steps per chain, burn-in included")
-    parser.add_argument("--nuts_steps", type=int, default=4000, help="NUTS steps, burn-in included")
+    parser.add_argument("--nuts_steps", type=int, default=4000, help="NUTS steps (transitions), burn-in included")
+    parser.add_argument("--hmc_steps", type=int, default=3000,
+                        help=f"HMC2 steps (gradients) of each of its {HMC_WALKERS} walkers, "
+                        f"burn-in ({HMC_BURN_IN}) included")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--plot", default="sghmc_double_well.png", help="PNG file of the histograms")
     args = parser.parse_args(argv)
 
     z, bins = exact_density()
     samples = {name: run_sghmc(name, args.chains, args.steps, args.seed) for name in VARIANTS}
-    samples["NUTS"] = run_nuts(args.nuts_steps, args.seed)
-    print(f"{'sampler':<12} {'samples':>8} {'effective':>9} {'TV to exp(-U)':>13} {'bound (0.999)':>13}")
+    gradients = {name: args.chains * args.steps for name in VARIANTS}
+    samples["HMC2"], gradients["HMC2"] = run_exact("HMC2", args.hmc_steps, args.seed, HMC_BURN_IN, HMC_WALKERS)
+    samples["NUTS"], gradients["NUTS"] = run_exact("NUTS", args.nuts_steps, args.seed)
+    print(f"{'sampler':<12} {'gradients':>9} {'samples':>8} {'effective':>9} {'TV to exp(-U)':>13} "
+          f"{'bound (0.999)':>13}")
     for name, x in samples.items():
         effective = independent_readings(x)
-        print(f"{name:<12} {x.size:>8} {effective:>9} {total_variation(x, bins):>13.4f} "
+        print(f"{name:<12} {gradients[name]:>9} {x.size:>8} {effective:>9} {total_variation(x, bins):>13.4f} "
               f"{tv_bound(bins, effective):>13.4f}")
     try:
         import matplotlib  # noqa: F401

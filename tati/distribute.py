@@ -5,22 +5,27 @@ distribution="mirrored" (a tf.distribute.MirroredStrategy over `devices`) or "mu
 replica at once, each replica advancing its own share of the walkers: replica r holds walkers
 r W/R ... (r+1) W/R - 1 in a shard of its own (model, data, sampler, step counter and running
 averages, all on its device). Nothing crosses replicas during a call: every draw is keyed by
-(seed, walker, step, stream) (the sampler's `first_walker`, samplers/base.py), so a shard's
-walkers are bitwise those of the same walkers on one device; the replicas' blocks of rows are
-gathered (a collective, so every worker has them) and joined along the walker axis.
+(seed, walker, step, stream) (the sampler's `first_walker`, samplers/base.py, and for NUTS and
+RWMH samplers/walker_draws.py), so a shard's walkers are bitwise those of the same walkers on
+one device; the replicas' blocks of rows are gathered (a collective, so every worker has them)
+and joined along the walker axis.
 
 The Simulation's own model, sampler and run state keep all W walkers, as on one device: they
 give each shard its part when the run starts (`scatter`, after a restored checkpoint too)
 and take the shards' state back after each call (`gather`), so `parameters`, `predictive`
 and the checkpoint see the whole run, and a checkpoint restores on any layout. The ensemble
 preconditioner, which needs every walker, is refreshed there too: the calls end at its refresh
-steps. Only the chief (`is_chief`) writes files. fit() runs every walker in the one process.
+steps. Burn-in with adaptation (step width, metric, leg length: pooled over all walkers at
+every step) runs on the Simulation's own run, on one device of every worker alike, and the
+shards take their part where it ends. Only the chief (`is_chief`) writes files. fit() runs
+every walker in the one process.
 """
 
 import numpy as np
 import tensorflow as tf
 
 from tati.errors import InputError
+from tati.preflight import pools_walkers_in_burn_in
 
 
 def split_cpu(devices):
@@ -120,6 +125,11 @@ class Shards:
                              f"give a multiple of {replicas}")
         self.share = walkers // replicas
         self.metropolis = run.metropolis
+        # Adaptation pools every walker at every step of burn-in: the whole run's own chunk does
+        # those steps (`_whole_run`), the shards the rest.
+        o = simulation.options
+        self.pooled_until = o["burn_in_steps"] if pools_walkers_in_burn_in(o) else 0
+        self._shards_current = False  # whether the shards hold the run's state (else: the whole run)
         ids = strategy.experimental_distribute_values_from_function(lambda context: context.replica_id_in_sync_group)
         self.shards = {}  # this worker's, by replica
         for replica, device in zip(strategy.experimental_local_results(ids), devices):
@@ -131,24 +141,38 @@ class Shards:
         chunks = {replica: shard._run.chunk for replica, shard in self.shards.items()}
         self._dtypes = {}
 
-        def gathered(per_replica):
-            """Every replica's values as [R, ...] float64 arrays, on every worker."""
-            return {name: strategy.gather(value, axis=0) for name, value in per_replica.items()}
+        def gathered(values_of):
+            """Every replica's values (`values_of(replica)`, a dict of tensors of static shapes) as
+            [R, ...] float64 arrays, on every worker: packed into one row per replica, for one
+            collective (each costs about 0.5 s to build, and a call of ~20 fields had one each)."""
+            shapes = {}
 
-        def with_replica_axis(values):
-            self._dtypes.update({name: value.dtype for name, value in values.items()})  # while tracing
-            return {name: _as_float64(value)[None] for name, value in values.items()}
+            def packed(replica):
+                values = values_of(replica)
+                self._dtypes.update({name: value.dtype for name, value in values.items()})  # while tracing
+                shapes.update({name: value.shape for name, value in values.items()})
+                # (no values: one replica holds every walker, so no state is split)
+                return tf.concat([tf.zeros([1, 0], tf.float64)]
+                                 + [tf.reshape(_as_float64(value), [1, -1]) for value in values.values()], 1)
+
+            rows = strategy.gather(strategy.run(packed, args=(ids,)), axis=0)
+            parts, start = {}, 0
+            for name, shape in shapes.items():
+                size = shape.num_elements()
+                parts[name] = tf.reshape(rows[:, start:start + size], [-1] + shape.as_list())
+                start += size
+            return parts
 
         @tf.function(autograph=False)
         def chunk(n):
-            return gathered(strategy.run(lambda replica: with_replica_axis(chunks[replica](n)), args=(ids,)))
+            return gathered(lambda replica: chunks[replica](n))
 
         states = {replica: [piece for _, piece, _ in self._walker_pairs(shard)] for replica, shard in self.shards.items()}
 
         @tf.function(autograph=False)
         def state():
-            return gathered(strategy.run(lambda replica: {str(i): _as_float64(tf.convert_to_tensor(part))[None]
-                                                          for i, part in enumerate(states[replica])}, args=(ids,)))
+            return gathered(lambda replica: {str(i): tf.convert_to_tensor(part)
+                                             for i, part in enumerate(states[replica])})
 
         @tf.function(autograph=False)
         def smallest(n):
@@ -175,6 +199,7 @@ class Shards:
 
     def scatter(self):
         """Each shard takes its walkers' part of the whole run's state (every worker has it)."""
+        self._shards_current = True
         for replica, shard in self.shards.items():
             walkers = range(replica * self.share, (replica + 1) * self.share)
             for variable, piece, axis in self._pairs(shard):
@@ -183,7 +208,10 @@ class Shards:
 
     def gather(self):
         """The whole run's state from every replica's shard (on every worker); the state every
-        shard holds whole from this worker's first (the replicas keep it alike)."""
+        shard holds whole from this worker's first (the replicas keep it alike); nothing while
+        the whole run is ahead of them (burn-in with adaptation)."""
+        if not self._shards_current:
+            return
         first = self.shards[min(self.shards)]
         parts = self._state()
         for variable, piece, axis in self._pairs(first):
@@ -202,12 +230,19 @@ class Shards:
         the one-device chunk returns them. HMC's calls are at most a block of steps long, so
         no replica's block fills early and the replicas stay at the same step.
 
+        During a burn-in with adaptation the Simulation's own run does the steps (`_whole_run`),
+        and the shards take the state where it ends.
+
         With the ensemble preconditioner (or collapse_walkers), whose refresh needs every
         walker, the calls end at each refresh step, where the whole run's ensemble is refreshed
         from the gathered state by the same operations as in the loop and the replicas take
         their part; a row the cut adds (not at a multiple of every_nth) is left out."""
         if self._agree:
             n = tf.cast(self._smallest(tf.cast(n, tf.float64)), n.dtype)
+        if int(self.run.step.numpy()) < self.pooled_until:
+            return self._whole_run(n)
+        if not self._shards_current:  # burn-in has just ended
+            self.scatter()
         if self.metropolis:
             n = tf.minimum(n, tf.cast(self._capacity(), n.dtype))
         ensemble = self.simulation.ensemble
@@ -236,6 +271,22 @@ class Shards:
                 break
             done = now
         return _concatenate(blocks)
+
+    def _whole_run(self, n):
+        """Up to n steps, at most to the end of burn-in, of the Simulation's own run: all walkers
+        on one device, as without distribution (every worker computes the same). A row the cut
+        adds (not at a multiple of every_nth) is left out, as at the ensemble's refresh."""
+        wanted = int(n)
+        first = int(self.run.step.numpy())
+        n = tf.minimum(n, tf.cast(self.pooled_until - first, n.dtype))
+        block = {name: np.asarray(value) for name, value in self.run.chunk(n).items()}
+        self._shards_current = False
+        rows = int(block["rows"])
+        cut = int(self.run.step.numpy()) - first < wanted
+        if (not self.metropolis and cut and rows and block["step"][rows - 1] % self.simulation.options["every_nth"]
+                and block["nonfinite_step"] < 0):
+            block["rows"] = np.int32(rows - 1)
+        return block
 
     def _call(self, n):
         gathered = {name: value.numpy() for name, value in self._chunk(n).items()}

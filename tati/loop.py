@@ -33,7 +33,7 @@ from tati.samplers import SamplerBase
 
 
 def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accuracy, ensemble=None,
-               every_nth=1, jit_compile=False, check_finite=False):
+               every_nth=1, jit_compile=False, check_finite=False, record_momenta=False):
     """A tf.function chunk(n) running n >= 1 steps and returning the last step's row values.
 
     optimizer None gives the bare loop (batch, loss, gradient, averages, no update): the
@@ -42,7 +42,9 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
     the chunk of `make_metropolis_chunk`. `jit_compile` compiles the chunk with XLA.
     `check_finite` stops the chunk after the first step whose loss or gradient is not finite
     for some walker; the row then carries that step and the walkers (`nonfinite_step`,
-    `nonfinite_walkers`), else nonfinite_step is -1.
+    `nonfinite_walkers`), else nonfinite_step is -1. `record_momenta` (a sampler with momenta)
+    adds to each row the momenta the step reports, times M^-1/2, and the gradients
+    (`momenta`, `gradients`: [walkers, parameters] each).
     """
     if getattr(optimizer, "metropolis", False):
         return make_metropolis_chunk(model, data, optimizer, step, averages, burn_in_steps,
@@ -111,7 +113,11 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
             scaled_gradient = tf.cast(rate, tf.float64) * gradient_norm
         if is_sampler:
             optimizer.report_details = record  # read while tracing: rows only need it at records
-            optimizer.apply(grads, variables)
+            if record and record_momenta:
+                momenta = optimizer.apply_reading_momenta(grads, variables)
+                gradients = tf.concat([tf.reshape(tf.cast(g, tf.float64), [walkers, -1]) for g in grads], axis=1)
+            else:
+                optimizer.apply(grads, variables)
             optimizer.report_details = True
         elif optimizer is not None:
             optimizer.apply(grads, variables)
@@ -140,6 +146,8 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
                 row.update(kinetic_energy=kinetic, momentum_sq=info["momentum_sq"])
         if estimating:  # SGHMC's V-hat, averaged over each walker's parameters
             row["gradient_noise_variance"] = per_walker(optimizer._noise_variances) / model.num_parameters
+        if record_momenta:
+            row.update(momenta=momenta, gradients=gradients)
         if noise_batches:  # the estimator's gradients besides one per step
             row["gradient_evaluations"] = tf.fill([walkers], tf.cast(step, tf.float64) + optimizer.noise_evaluations)
         return row
@@ -156,7 +164,13 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
         fields["gradient_noise_variance"] = [walkers]
     if noise_batches:
         fields["gradient_evaluations"] = [walkers]
-    rows = block_rows(walkers, model.num_parameters)
+    if record_momenta:
+        fields.update(momenta=[walkers, model.num_parameters], gradients=[walkers, model.num_parameters])
+    rows = block_rows(walkers, model.num_parameters * (3 if record_momenta else 1))
+
+    # AutoGraph converts only the chunk's own loops: converting the step and everything it
+    # calls (model, sampler, averages) was most of the first call's time (doc/benchmarks.md).
+    one_step = tf.autograph.experimental.do_not_convert(one_step)
 
     @tf.function(autograph=True, jit_compile=jit_compile)
     def chunk(n):
@@ -200,6 +214,38 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
         return result
 
     return chunk
+
+
+def leg_row_fields(walkers, parameters, has_accuracy):
+    """{column group: shape} of a row of a Metropolis sampler's chunk (make_metropolis_chunk)."""
+    fields = {"loss": [walkers], "parameters": [walkers, parameters], "scaled_gradient": [walkers],
+              "virial": [walkers], "averages": [4, walkers], "kinetic_energy": [walkers],
+              "momentum_sq": [walkers], "total_energy": [walkers], "old_total_energy": [walkers],
+              "rejection_rate": [walkers], "divergences": [walkers], "step_width": [walkers], "due": [walkers]}
+    if has_accuracy:
+        fields["accuracy"] = [walkers]
+    return fields
+
+
+def leg_row(sampler, report, averages, due, fields):
+    """The row of an evaluation step, float64 per walker (`fields`): the chain's state from
+    `report` (sampler.chain_report(): loss, accuracy, virial 1/2 q_a . g_a, the energies of
+    the redrawn momenta and of the last decision, the rejection rate and divergences), its
+    positions q_a, scaled_gradient h |g_a|, the step width h, the running averages, and `due`
+    (1 where the walker's row is kept)."""
+    walkers = fields["loss"][0]
+    positions = tf.concat([tf.reshape(q, [walkers, -1]) for q in sampler.chain_positions()], axis=1)
+    rate = tf.cast(sampler.learning_rate, tf.float64)
+    row = {"loss": report["loss"], "parameters": positions,
+           "scaled_gradient": rate * tf.sqrt(report["gradient_sq"]), "virial": report["virial"],
+           "averages": tf.stack(averages.values()), "kinetic_energy": report["kinetic_energy"],
+           "momentum_sq": report["momentum_sq"], "total_energy": report["total_energy"],
+           "old_total_energy": report["old_total_energy"],
+           "rejection_rate": report["rejection_rate"], "divergences": report["divergences"],
+           "step_width": tf.fill([walkers], rate), "due": tf.cast(due, tf.float64)}
+    if "accuracy" in fields:
+        row["accuracy"] = report["accuracy"]
+    return {name: tf.cast(row[name], tf.float64) for name in fields}
 
 
 def make_metropolis_chunk(model, data, sampler, step, averages, burn_in_steps, has_accuracy, every_nth,
@@ -250,12 +296,7 @@ def make_metropolis_chunk(model, data, sampler, step, averages, burn_in_steps, h
         step.assign_add(tf.cast(steps, tf.int64))
 
     walkers = model.num_walkers
-    fields = {"loss": [walkers], "parameters": [walkers, model.num_parameters], "scaled_gradient": [walkers],
-              "virial": [walkers], "averages": [4, walkers], "kinetic_energy": [walkers],
-              "momentum_sq": [walkers], "total_energy": [walkers], "old_total_energy": [walkers],
-              "rejection_rate": [walkers], "divergences": [walkers], "step_width": [walkers], "due": [walkers]}
-    if has_accuracy:
-        fields["accuracy"] = [walkers]
+    fields = leg_row_fields(walkers, model.num_parameters, has_accuracy)
     rows = block_rows(walkers, model.num_parameters)
 
     def one_step(left):
@@ -280,19 +321,12 @@ def make_metropolis_chunk(model, data, sampler, step, averages, burn_in_steps, h
                         None, sampler.inverse_temperature,
                         evaluated & (step > burn_in_steps))
         due = evaluated & tf.equal(tf.math.floormod(report["legs"], float(every_nth)), 0.0)
-        positions = tf.concat([tf.reshape(q, [walkers, -1]) for q in sampler.chain_positions()], axis=1)
-        rate = tf.cast(sampler.learning_rate, tf.float64)
-        row = {"loss": report["loss"], "parameters": positions,
-               "scaled_gradient": rate * tf.sqrt(report["gradient_sq"]), "virial": report["virial"],
-               "averages": tf.stack(averages.values()), "kinetic_energy": report["kinetic_energy"],
-               "momentum_sq": report["momentum_sq"], "total_energy": report["total_energy"],
-               "old_total_energy": report["old_total_energy"],
-               "rejection_rate": report["rejection_rate"], "divergences": report["divergences"],
-               "step_width": tf.fill([walkers], rate), "due": tf.cast(due, tf.float64)}
-        if has_accuracy:
-            row["accuracy"] = report["accuracy"]
-        row = {name: tf.cast(row[name], tf.float64) for name in fields}
+        row = leg_row(sampler, report, averages, due, fields)
         return tf.reduce_any(due), tf.minimum(sampler.free_steps(), left), row
+
+    # AutoGraph converts only the chunk's own loop, as in make_chunk.
+    integrate, one_step, free_steps = (tf.autograph.experimental.do_not_convert(f)
+                                       for f in (integrate, one_step, sampler.free_steps))
 
     @tf.function(autograph=True, jit_compile=jit_compile)
     def chunk(n):
@@ -306,7 +340,7 @@ def make_metropolis_chunk(model, data, sampler, step, averages, burn_in_steps, h
         arrays = tuple(tf.TensorArray(tf.float64, size=rows, element_shape=shape) for shape in fields.values())
         steps = tf.TensorArray(tf.int64, size=rows, element_shape=[])
         written = tf.constant(0)
-        i = tf.minimum(sampler.free_steps(), n)
+        i = tf.minimum(free_steps(), n)
         integrate(i)
         # Not a range (XLA would compile one program per n), nor `and` (a tf.cond per leg).
         while tf.logical_and(i < n, written < rows):

@@ -109,7 +109,8 @@ def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_
         from the chain's state before the first transition of burn-in: probes from kernel.step_width,
         doubled or halved until the walkers' mean one-step acceptance crosses 0.5 (pooled: one
         width for all walkers, as dual averaging's). Probe k draws its numbers from the key
-        (seed, -1 - k), for all walkers at once as TFP's kernels do. Returns (width, probes)."""
+        (seed, -1 - k), for all walkers at once: the search pools them anyway (a distributed
+        run does its adapting burn-in on one device, tati/distribute.py). Returns (width, probes)."""
         target = log_prob_at(metric)
 
         def again(state):
@@ -226,6 +227,10 @@ def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_
         fields["accuracy"] = [walkers]
     rows = block_rows(walkers, d)
 
+    # AutoGraph converts only the chunk's own loops, as in loop.make_chunk.
+    start, one_step, metric_now, to_theta, assign_flat = (
+        tf.autograph.experimental.do_not_convert(f) for f in (start, one_step, metric_now, to_theta, model.assign_flat))
+
     @tf.function(autograph=True, jit_compile=jit_compile)
     def chunk(n):
         """Up to n steps, n ending at a multiple of every_nth or where the caller wants a row;
@@ -249,7 +254,7 @@ def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_
         kernel.position.assign(z)
         kernel.log_prob.assign(log_prob)
         kernel.gradient.assign(gradient)
-        model.assign_flat(to_theta(z, metric_now()))
+        assign_flat(to_theta(z, metric_now()))
         result = {name: array.stack() for name, array in zip(fields, arrays)}
         result.update(step=steps.stack(), rows=written, nonfinite_step=tf.constant(-1, tf.int64),
                       nonfinite_walkers=tf.zeros([walkers], tf.bool))

@@ -457,8 +457,8 @@ OPTIONS = [
            "(MirroredStrategy over `devices`) or multi_worker (MultiWorkerMirroredStrategy over "
            "the machines of TF_CONFIG; every worker runs the same program, the first writes the "
            "files). Each replica advances number_walkers / replicas walkers of sample(); the "
-           "tables are those of one device, bitwise. Not with NUTS and RWMH, nor with adaptation "
-           "during burn-in, whose walkers interact; fit() keeps every walker in one process."),
+           "tables are those of one device, bitwise. Burn-in with adaptation (which pools the "
+           "walkers) runs on one device; fit() keeps every walker in one process."),
     Option("devices", None, Optional(ListOf(Text())), "walkers",
            "The devices of distribution=mirrored, e.g. GPU:0,GPU:1; none means every GPU, or "
            "every CPU device when there is no GPU (tati.distribute.split_cpu makes several "
@@ -491,15 +491,23 @@ OPTIONS = [
     Option("run_file", None, Optional(Text()), "output", "CSV file for the run-info table."),
     Option("trajectory_file", None, Optional(Text()), "output", "CSV file for the trajectory table."),
     Option("averages_file", None, Optional(Text()), "output", "CSV file for the averages table."),
+    Option("record_momenta", False, Boolean(), "output",
+           "Record, at every row (every_nth), each walker's momentum scaled by M^-1/2 (so that "
+           "beta |p|^2 is chi-square in equilibrium) and gradient per parameter in the Result's "
+           "`momenta` table, for the momentum diagnostics per layer (result.layer_temperatures(), "
+           "and the tati-sample summary). Samplers whose momenta persist from step to step only: "
+           "GLA1, GLA2, BAOAB, CCAdL, SGHMC."),
+    Option("momenta_file", None, Optional(Text()), "output",
+           "CSV file for the momenta table (record_momenta; giving the file records them)."),
     Option("summaries_path", None, Optional(Text()), "output",
            "Directory for TensorBoard summaries written as the run goes: at every row, a scalar of "
            "every run-info column and histograms of the parameters, one TensorBoard run per walker "
            "(walker0, walker1, ...). Each call adds event files; an existing directory is kept. "
            "View with tensorboard --logdir (pip install tati[tensorboard])."),
     Option("overwrite", False, Boolean(), "output",
-           "Replace existing output files (run_file, trajectory_file, averages_file). Without it a "
-           "run refuses to start if one exists, unless restore_model continues the run that wrote "
-           "it, in which case the new rows are appended."),
+           "Replace existing output files (run_file, trajectory_file, averages_file, momenta_file). "
+           "Without it a run refuses to start if one exists, unless restore_model continues the run "
+           "that wrote it, in which case the new rows are appended."),
     Option("progress", False, Boolean(), "output",
            "Show a progress bar with steps per second and the remaining time (needs tqdm: "
            "pip install tati[progress])."),

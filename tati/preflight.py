@@ -14,7 +14,7 @@ from tati.errors import InputError
 from tati.data.csv import check_file, header_columns
 from tati.names import BARZILAI_BORWEIN_NAMES, canonical_optimizer, canonical_sampler, is_metropolis, is_proposal
 
-OUTPUT_FILES = ("run_file", "trajectory_file", "averages_file")
+OUTPUT_FILES = ("run_file", "trajectory_file", "averages_file", "momenta_file")
 
 # Options that shape the saved state: a checkpoint resumes only with the values it was saved with.
 STRUCTURE = ("number_walkers", "dtype", "hidden_dimension", "hidden_activation", "output_activation",
@@ -24,7 +24,10 @@ STRUCTURE = ("number_walkers", "dtype", "hidden_dimension", "hidden_activation",
 # them on resume says nothing.
 PER_CALL = ("max_steps", "every_nth", "save_model", "restore_model", "overwrite", "progress",
             "jit_compile", "on_nan", "initial_parameters", "parse_parameters_file", "parse_steps",
-            "summaries_path") + OUTPUT_FILES
+            "summaries_path", "record_momenta") + OUTPUT_FILES
+# Samplers whose momenta persist from step to step (record_momenta): the one-gradient-per-step
+# Langevin family. HMC and NUTS redraw theirs at every leg, SGLD and RWMH have none.
+PERSISTENT_MOMENTA = ("GLA1", "GLA2", "BAOAB", "CCAdL", "SGHMC")
 
 
 def check(options, method=None):
@@ -35,6 +38,7 @@ def check(options, method=None):
     values = option_table.resolve(options)
     option_table.check_sampler_options(options, values["sampler"])
     _check_combinations(values)
+    _check_record_momenta(values, method)
     _check_input_files(values)
     _check_input_columns(values)
     notes, continuing = [], False
@@ -86,8 +90,6 @@ def _check_combinations(o):
             option = "covariance_blending" if o["covariance_blending"] > 0 else "collapse_walkers"
             raise InputError(f"{option} is not available with sampler {o['sampler']} (adapt_mass "
                              "adapts its metric instead)")
-    if o["distribution"] != "none":
-        _check_distribution(o)
     if o["covariance_blending"] == 0 and not o["collapse_walkers"]:
         return
     if is_metropolis(o["sampler"]):
@@ -101,20 +103,34 @@ def _check_combinations(o):
                          f"2 walkers), got {o['number_walkers']}")
 
 
-def _check_distribution(o):
-    """Walkers split over replicas must not interact (tati/distribute.py)."""
-    refuse = f"distribution={o['distribution']}: "
-    if is_proposal(o["sampler"]):
-        raise InputError(refuse + f"sampler {o['sampler']} draws the random numbers of all walkers at once "
-                         "(TensorFlow Probability), so its walkers cannot be split; use distribution=none")
+def _check_record_momenta(o, method):
+    """record_momenta (momenta_file sets it): a sampler whose momenta persist, one device."""
+    if o["momenta_file"] is not None:
+        o["record_momenta"] = True
+    if not o["record_momenta"]:
+        return
+    if method == "fit":
+        raise InputError("record_momenta: an optimizer has no momenta to record; drop record_momenta and momenta_file")
+    if o["sampler"] not in PERSISTENT_MOMENTA:
+        why = "has no momenta" if o["sampler"] in ("SGLD", "RWMH") else "redraws its momenta at every leg"
+        raise InputError(f"record_momenta: sampler {o['sampler']} {why}; momenta are recorded for "
+                         f"{', '.join(PERSISTENT_MOMENTA)} only")
+    if o["distribution"] != "none":
+        raise InputError(f"record_momenta is not available with distribution={o['distribution']} yet; "
+                         "use distribution=none")
+
+
+def pools_walkers_in_burn_in(o):
+    """Whether the sampler adapts during burn_in_steps from all walkers at once (HMC's and NUTS's
+    and RWMH's step width, metric and leg length; the Langevin samplers' adapt_mass=True): a
+    distributed run does that part on one device (tati/distribute.py)."""
+    if o["burn_in_steps"] == 0:
+        return False
     if is_metropolis(o["sampler"]):
-        adapting = [name for name in ("adapt_step_width", "adapt_mass", "adapt_trajectory_length") if o[name]]
-    else:  # the Langevin samplers' mass adapts only when asked (samplers/mass.py)
-        adapting = ["adapt_mass"] if o["adapt_mass"] is True else []
-    if adapting and o["burn_in_steps"] > 0:
-        raise InputError(refuse + f"{o['sampler']}'s {adapting[0]} pools the walkers during burn_in_steps, "
-                         "which are not split over replicas yet; give "
-                         f"{' and '.join(adapting)} false, or burn_in_steps 0")
+        return any(o[name] for name in ("adapt_step_width", "adapt_mass", "adapt_trajectory_length"))
+    if is_proposal(o["sampler"]):
+        return bool(o["adapt_step_width"] or o["adapt_mass"])
+    return o["adapt_mass"] is True  # the Langevin samplers' mass adapts only when asked (samplers/mass.py)
 
 
 def _check_input_files(o):

@@ -22,7 +22,7 @@ import signal
 import threading
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -38,7 +38,7 @@ from tati.models import MLP, KerasNetwork, Potential
 from tati.optimizers import make_optimizer
 from tati.optimizers.lbfgs import LBFGS, make_lbfgs_chunk
 from tati.recording.averages import RunningAverages
-from tati.recording.columns import (INTEGER_COLUMNS, PROPOSAL_RUN_INFO, averages_columns,
+from tati.recording.columns import (INTEGER_COLUMNS, PROPOSAL_RUN_INFO, averages_columns, momenta_columns,
                                     proposal_averages_columns, proposal_run_info_columns,
                                     run_info_columns, trajectory_columns)
 from tati.recording.table import Table, check_header
@@ -56,10 +56,13 @@ MAX_COVARIANCE = 4000
 
 @dataclass
 class Result:
-    """The three tables of one sample() or fit() call."""
+    """The three tables of one sample() or fit() call; with record_momenta also the momenta
+    table, and the model's parameter groups (name -> trajectory columns) for its diagnostics."""
     run_info: pd.DataFrame
     trajectory: pd.DataFrame
     averages: pd.DataFrame
+    momenta: pd.DataFrame = None
+    parameter_groups: dict = field(default=None, repr=False)
 
     def convergence(self, burn_in=0):
         """R-hat, ESS, mean and sd of each parameter across walkers (tati.diagnostics.convergence),
@@ -73,6 +76,19 @@ class Result:
         from tati.diagnostics.momentum import momentum_test
         return momentum_test(self.run_info, len(self.trajectory.columns) - 3, inverse_temperature, burn_in,
                              quantile, level)
+
+    def layer_temperatures(self, inverse_temperature=1.0, burn_in=0, quantile=0.99, level=0.99):
+        """The momentum diagnostics of the whole vector ("all") and of each weight and bias
+        tensor, from the momenta table (record_momenta) after burn_in: T_quantile with its
+        Clopper-Pearson interval, the kinetic temperature with its interval, the configurational
+        temperature q . grad U / d with its error, and the independent readings assumed; a
+        DataFrame with a row per group (tati.diagnostics.momentum.layer_temperatures)."""
+        from tati.diagnostics.momentum import layer_temperatures
+        if self.momenta is None:
+            raise InputError("layer_temperatures needs the momenta table: sample with record_momenta=True "
+                             "(a run read back: load_run's momenta_file)")
+        return layer_temperatures(self.momenta, self.trajectory, self.parameter_groups, inverse_temperature,
+                                  burn_in, quantile, level)
 
     def to_inference_data(self, burn_in=0, inverse_temperature=None):
         """ArviZ's InferenceData: walkers as chains, rows as draws, run info as sample_stats
@@ -111,7 +127,7 @@ class _Run:
             self.chunk = make_chunk(simulation.model, simulation.data, optimizer, self.step,
                                     self.averages, o["burn_in_steps"], simulation.has_accuracy,
                                     simulation.ensemble, o["every_nth"], o["jit_compile"],
-                                    o["on_nan"] == "stop")
+                                    o["on_nan"] == "stop", o["record_momenta"] and method == "sample")
 
 
 class Simulation:
@@ -320,6 +336,7 @@ class Simulation:
             if issubclass(cls, ProposalKernel):
                 self._sampler = cls(self.model, step_width=o["step_width"], seed=o["seed"],
                                     burn_in_steps=o["burn_in_steps"], **{name: o[name] for name in cls.parameters})
+                self._sampler.first_walker, self._sampler.total_walkers = self._first_walker, self._total_walkers
                 return self._sampler
             extra = {}
             if issubclass(cls, HamiltonianMonteCarlo):  # the step width adapts during burn-in
@@ -363,6 +380,8 @@ class Simulation:
         o = self.options
         if method == "fit" and self.ensemble is not None and self.ensemble.blending:
             raise InputError("covariance_blending applies to sample(), not to fit()")
+        if method == "fit" and o["record_momenta"]:
+            raise InputError("record_momenta applies to sample(), not to fit(): an optimizer has no momenta")
         if self._run is None or self._run.method != method:
             self._run = _Run(method, optimizer, self)
             if self._strategy is not None and method == "sample":  # fit() keeps every walker here
@@ -382,12 +401,15 @@ class Simulation:
                                                     getattr(optimizer, "estimating", False)),
                        "averages_file": averages_columns(run.is_sampler, momentum, run.metropolis)}
         columns["trajectory_file"] = trajectory_columns(self.model.parameter_names)
+        columns["momenta_file"] = momenta_columns(self.model.parameter_names)
+        # The momenta table only with record_momenta (which momenta_file implies, preflight.py).
+        outputs = [name for name in preflight.OUTPUT_FILES if name != "momenta_file" or o["record_momenta"]]
         append = {}
-        for name in preflight.OUTPUT_FILES:  # every file is checked before any is opened
+        for name in outputs:  # every file is checked before any is opened
             append[name] = preflight.check_output_file(name, paths[name], run.calls > 0, o["overwrite"])
             if append[name]:
                 check_header(name, paths[name], columns[name])
-        tables = [Table(columns[name], paths[name], append[name]) for name in preflight.OUTPUT_FILES]
+        tables = [Table(columns[name], paths[name], append[name]) for name in outputs]
         run.calls += 1
         bar = _progress_bar(o["progress"], o["max_steps"])
         stop = _StopSignals()
@@ -443,7 +465,8 @@ class Simulation:
             saved = f"; checkpoint written to {o['save_model']}" if o["save_model"] is not None else ""
             raise Interrupted(stop.signal, f"stopped by {signal.Signals(stop.signal).name} after step "
                               f"{int(run.step.numpy())}{saved}")
-        return Result(*(table.frame() for table in tables))
+        groups = self.model.parameter_groups() if hasattr(self.model, "parameter_groups") else None
+        return Result(*(table.frame() for table in tables), parameter_groups=groups)
 
     def _nonfinite(self, row, run):
         row = dict(row, nonfinite_step=int(row["nonfinite_step"]))
@@ -510,7 +533,12 @@ class Simulation:
         # [K, d]: with every walker's row due (not HMC) the rows are the block's in order, a view.
         parameters = parameters.reshape(len(r), parameters.shape[2]) if due.all() else parameters[r, w]
         kept = steps[r] > self.options["burn_in_steps"]
-        run_table, trajectory, averages_table = tables
+        run_table, trajectory, averages_table = tables[:3]
+        if len(tables) > 3:  # record_momenta: the rows' momenta and gradients
+            momenta = np.asarray(block["momenta"][:rows], dtype=np.float64)[r, w]
+            gradients = np.asarray(block["gradients"][:rows], dtype=np.float64)[r, w]
+            tables[3].extend_arrays(np.stack([columns["id"], columns["step"]], axis=1),
+                                    np.concatenate([momenta, gradients], axis=1))
         run_table.extend({c: columns[c] for c in run_table.columns})
         if trajectory.integer_columns == ["id", "step"] and trajectory.float_columns[0] == "loss":
             # The parameters as one matrix: 100 column views of it cost more to stack than the rest.

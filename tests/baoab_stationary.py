@@ -2,7 +2,7 @@
 
 Why: BAOAB's error of <q^2> on this target is about 1e-3, so Monte Carlo needs some 1e10
 samples to measure it well. The invariant density of the discrete chain, however, can be
-computed deterministically; tests/test_order.py compares tati's BAOAB with it (as the
+computed deterministically; tests/samplers/test_order.py compares tati's BAOAB with it (as the
 exact-covariance tests compare with the discrete Lyapunov equation on Gaussians) and checks
 the order claims on the chain itself, free of Monte Carlo noise.
 

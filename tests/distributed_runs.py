@@ -24,6 +24,7 @@ import os
 
 import tati
 from tati.distribute import split_cpu
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "samplers"))
 from test_walker_randomness import MODELS, keras_options  # the same models as the walker-count test
 
 FOUR = ["CPU:0", "CPU:1", "CPU:2", "CPU:3"]
@@ -132,6 +133,11 @@ def main(directory):
     set_between_calls("HMC2-set-between-calls", FOUR)
     same_tables("BAOAB-keras", keras_options, "BAOAB", FOUR)
     fit_then_sample("fit-then-sample", FOUR)
+    # Burn-in with adaptation (pooled over all walkers) on one device, then the replicas: RWMH's
+    # initial width search and dual averaging, then its draws keyed per walker over the replicas;
+    # HMC2's step width, metric and leg length (windows of legs) in 12 of 24 steps.
+    same_tables("RWMH-adapted-burn-in", potential, "RWMH", FOUR, burn_in_steps=10, every_nth=3)
+    same_tables("HMC2-adapted-burn-in", potential, "HMC2", FOUR, burn_in_steps=12)
     resumed("BAOAB-four-to-one", "BAOAB", FOUR, None, directory)
     # With the preconditioner, refreshed at steps 0, 10, 20, 30, 40 (HMC: its legs end there).
     resumed("HMC2-four-to-one", "HMC2", FOUR, None, directory, covariance_blending=1.0, covariance_after_steps=10)

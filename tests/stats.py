@@ -48,3 +48,38 @@ def for_sampler(name, **options):
     from tati.options import BY_NAME
     short = canonical_sampler(name)
     return {name: value for name, value in options.items() if name not in BY_NAME or BY_NAME[name].takes(short)}
+
+
+def dkwm_distance(samples):
+    """sup |F_n - F| against the logistic CDF (1 + tanh q) / 2."""
+    x = np.sort(samples)
+    cdf = 0.5 * (1.0 + np.tanh(x))
+    n = len(x)
+    return max(np.max(np.arange(1, n + 1) / n - cdf), np.max(cdf - np.arange(n) / n))
+
+
+def dkwm_bound(n, alpha=1e-6):
+    return np.sqrt(np.log(2.0 / alpha) / (2.0 * n))
+
+
+def mcse_deviations(chains, exact):
+    """|estimate - exact| / MCSE for each column of statistics [draws, walkers, k] against the
+    exact means, the MCSE from tfp's ESS over the walkers (as Stan's)."""
+    from tati.diagnostics.convergence import _quiet_tfp
+    with _quiet_tfp() as tfp:
+        if chains.shape[1] > 1:
+            ess = tfp.mcmc.effective_sample_size(chains, filter_beyond_positive_pairs=True, cross_chain_dims=1).numpy()
+        else:
+            ess = tfp.mcmc.effective_sample_size(chains[:, 0], filter_beyond_positive_pairs=True).numpy()
+    pooled = chains.reshape(-1, chains.shape[-1])
+    error = pooled.std(axis=0, ddof=1) / np.sqrt(ess)
+    return np.abs(pooled.mean(axis=0) - exact) / error
+
+
+def first_and_second_moments(trajectory, columns, burn_in):
+    """[draws, walkers, d + d (d + 1) / 2]: each draw's coordinates and their products x_i x_j, i <= j."""
+    kept = trajectory[trajectory.step > burn_in].sort_values(["step", "id"])
+    walkers = kept["id"].nunique()
+    x = kept[columns].to_numpy().reshape(-1, walkers, len(columns))
+    i, j = np.triu_indices(len(columns))
+    return np.concatenate([x, x[..., i] * x[..., j]], axis=-1), (i, j)

@@ -31,6 +31,7 @@ def test_without_noise_xla_and_graph_agree(options):
         pd.testing.assert_frame_equal(graph, xla, check_exact=False, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.statistical
 def test_xla_hmc_is_reproducible_and_exact():
     """HMC2 on N(0, I_4) with 200 walkers under XLA: same seed, same tables; the variance is 1
     within a Student-t bound across walkers (false-failure rate 1e-3)."""

@@ -126,6 +126,7 @@ def test_keras_model_is_sampled_through_the_flat_view():
     assert len(result.trajectory) == 2 and np.isfinite(result.trajectory.loss).all()
 
 
+@pytest.mark.statistical
 def test_equipartition_on_the_two_clusters_network():
     """average_kinetic_energy = N_dof / (2 beta) within its standard error.
 

@@ -69,6 +69,7 @@ def synthetic_swag(walkers, d=4, n=30, rank=5):
     return swag(trajectory, rank=rank)
 
 
+@pytest.mark.statistical
 def test_draws_have_the_swag_mean_and_covariance():
     """20000 draws per walker, two walkers: each walker's sample mean and every entry of its
     sample covariance (about the exact mean) within z standard errors of SWAG's mean and

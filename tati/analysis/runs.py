@@ -1,28 +1,35 @@
 """Runs read back: the tables of a finished or interrupted run from its CSV files.
 
     result = tati.load_run(run_file="run.csv", trajectory_file="trajectory.csv",
-                           averages_file="averages.csv")
+                           averages_file="averages.csv", momenta_file="momenta.csv")
     result = tati.load_run("results/")          # a directory holding the run's CSV files
+    result.layer_temperatures(burn_in=1000)    # with the momenta table (record_momenta)
 
 `load_run` gives the `Result` a `sample()` (or `fit()`) call returns: the same DataFrames,
 value for value (the files hold floats in shortest round-trip form, tati/recording/table.py),
 with `id`, `step`, `epoch` and `divergences` as int64 and every other column float64. A file
 that a run appended to over several calls gives all their rows. A table whose file is not
-given is an empty DataFrame.
+given is an empty DataFrame; the momenta table (`momenta_file`, written with record_momenta)
+is None then, as in a Result of a run without it. The files do not say how the parameters
+form layers: `parameter_groups` (name -> trajectory columns, e.g. the run's
+`sim.model.parameter_groups()`) gives them to `layer_temperatures`, which without them
+reports the whole vector only.
 
 An interrupted run is read up to its last complete row: a final line without its newline (cut
 by a kill while it was written) is left out. Any other malformed line is an InputError naming
 the file and the line.
 
 A directory: for each table, the file of the README's name (run.csv, trajectory.csv,
-averages.csv) if it exists, else the one CSV file in it whose header is of that table's kind
-(an averages table has `average_virials`; a trajectory has id, step, loss and then parameter
-columns only; a run-info table has id and step and other run-info columns; the output of
+averages.csv, momenta.csv) if it exists, else the one CSV file in it whose header is of that
+table's kind (an averages table has `average_virials`; a trajectory has id, step, loss and
+then parameter columns only; a run-info table has id and step and other run-info columns; a
+momenta table id, step and then momentum_ and gradient_ columns only; the output of
 tati-analyse traces is none of them). Two candidates for one table are an InputError asking
 for the file by name.
 
 `read_run` does the same without TensorFlow (it returns a `RunTables`, not a `Result`), so the
-command-line tool can check its inputs before importing TensorFlow.
+command-line tool can check its inputs before importing TensorFlow. The tool's analyses need
+no momenta, so `run_paths` looks for a momenta table in a directory only when asked.
 """
 
 import glob
@@ -37,43 +44,52 @@ from tati.recording import columns as table_columns
 
 # (option name, Result field, file name in a directory)
 KINDS = (("run_file", "run_info", "run.csv"), ("trajectory_file", "trajectory", "trajectory.csv"),
-         ("averages_file", "averages", "averages.csv"))
+         ("averages_file", "averages", "averages.csv"), ("momenta_file", "momenta", "momenta.csv"))
 FIELD = {option: name for option, name, _ in KINDS}
 
 
 @dataclass
 class RunTables:
-    """The three tables of a run, like a Result, and where each came from: `sources` maps a table
-    ("run_info", "trajectory", "averages") to the words that name its file in a message."""
+    """The tables of a run, like a Result, and where each came from: `sources` maps a table
+    ("run_info", "trajectory", "averages", "momenta") to the words that name its file in a
+    message. `momenta` is None without a momenta file."""
     run_info: pd.DataFrame = field(default_factory=pd.DataFrame)
     trajectory: pd.DataFrame = field(default_factory=pd.DataFrame)
     averages: pd.DataFrame = field(default_factory=pd.DataFrame)
     sources: dict = field(default_factory=dict)
+    momenta: pd.DataFrame = None
 
 
-def load_run(directory=None, *, run_file=None, trajectory_file=None, averages_file=None):
-    """The Result of the run whose CSV files are given (or found in `directory`); see the module
-    docstring. Raises InputError naming the file at fault."""
+def load_run(directory=None, *, run_file=None, trajectory_file=None, averages_file=None, momenta_file=None,
+             parameter_groups=None):
+    """The Result of the run whose CSV files are given (or found in `directory`), with the
+    parameter groups (name -> trajectory columns) for its layer_temperatures if given; see the
+    module docstring. Raises InputError naming the file at fault."""
     tables = read_run(directory, run_file=run_file, trajectory_file=trajectory_file,
-                      averages_file=averages_file)
+                      averages_file=averages_file, momenta_file=momenta_file)
     from tati.simulation import Result
-    return Result(run_info=tables.run_info, trajectory=tables.trajectory, averages=tables.averages)
+    return Result(run_info=tables.run_info, trajectory=tables.trajectory, averages=tables.averages,
+                  momenta=tables.momenta, parameter_groups=parameter_groups)
 
 
-def read_run(directory=None, *, run_file=None, trajectory_file=None, averages_file=None):
+def read_run(directory=None, *, run_file=None, trajectory_file=None, averages_file=None, momenta_file=None):
     """The run's tables as a RunTables (no TensorFlow); see the module docstring."""
     return read_paths(run_paths(directory, run_file=run_file, trajectory_file=trajectory_file,
-                                averages_file=averages_file))
+                                averages_file=averages_file, momenta_file=momenta_file, momenta=True))
 
 
-def run_paths(directory=None, *, run_file=None, trajectory_file=None, averages_file=None):
+def run_paths(directory=None, *, run_file=None, trajectory_file=None, averages_file=None, momenta_file=None,
+              momenta=False):
     """{option: path or None} of the run's table files: those given, and for the others those
-    found in `directory`."""
+    found in `directory` (the momenta table's only if `momenta` or momenta_file is given)."""
     paths = {"run_file": run_file, "trajectory_file": trajectory_file, "averages_file": averages_file}
+    if momenta or momenta_file is not None:
+        paths["momenta_file"] = momenta_file
     if directory is not None:
         paths.update(find_files(directory, [option for option, path in paths.items() if path is None]))
     elif all(path is None for path in paths.values()):
-        raise InputError("give the run's files: run_file, trajectory_file, averages_file, or a directory")
+        raise InputError("give the run's files: run_file, trajectory_file, averages_file, momenta_file, "
+                         "or a directory")
     return paths
 
 
@@ -89,7 +105,7 @@ def read_paths(paths):
 
 def find_files(directory, options=FIELD):
     """{option: path} of the run's tables in `directory` (see the module docstring), for the
-    table `options` (run_file, trajectory_file, averages_file) asked for."""
+    table `options` (run_file, trajectory_file, averages_file, momenta_file) asked for."""
     if not os.path.exists(directory):
         raise InputError(f"directory '{directory}' does not exist")
     if not os.path.isdir(directory):
@@ -114,7 +130,7 @@ def find_files(directory, options=FIELD):
         found[option] = paths[0]
     if not found and options:
         raise InputError(f"directory '{directory}' holds no tati table (run.csv, trajectory.csv, "
-                         "averages.csv or CSV files with their headers)")
+                         "averages.csv, momenta.csv or CSV files with their headers)")
     return {option: path for option, path in found.items() if option in options}
 
 
@@ -152,6 +168,9 @@ def classify(header):
         return None  # written by tati-analyse traces
     if "average_virials" in header or "ensemble_average_loss" in header:  # RWMH has no virial
         return "averages_file"
+    prefixes = (table_columns.MOMENTUM_PREFIX, table_columns.GRADIENT_PREFIX)
+    if header[:2] == ["id", "step"] and len(header) > 2 and all(c.startswith(prefixes) for c in header[2:]):
+        return "momenta_file"
     known = _known_columns()
     if header[:3] == ["id", "step", "loss"] and len(header) > 3 and not known & set(header[3:]):
         return "trajectory_file"

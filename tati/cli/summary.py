@@ -37,7 +37,9 @@ MAX_DEPTH_MAX = 0.1
 WIDTH_FLOOR = 1e-3
 WIDTH = 100  # every line is shorter
 MIN_MOMENTUM_READINGS = 100
-FILES = (("run_file", "run info"), ("trajectory_file", "trajectory"), ("averages_file", "averages"))
+LAYER_NAME = 20  # longer layer names are cut at the front
+FILES = (("run_file", "run info"), ("trajectory_file", "trajectory"), ("averages_file", "averages"),
+         ("momenta_file", "momenta"))
 
 
 def summarise(prog, simulation, result, sampler, seconds=None):
@@ -61,7 +63,7 @@ def summarise(prog, simulation, result, sampler, seconds=None):
             lines += _kernel_lines(o, run_info)
         elif "average_rejection_rate" in run_info:
             adapted = o["adapt_step_width"] and o["burn_in_steps"] > 0
-            lines.append(_hmc_line(run_info, "raise target_acceptance_rate" if adapted else "lower step_width"))
+            lines += _hmc_lines(run_info, "raise target_acceptance_rate" if adapted else "lower step_width")
             if o["burn_in_steps"] > 0:
                 lines += _hmc_adaptation_lines(o, simulation.sampler)
         if walkers >= 2:
@@ -197,6 +199,8 @@ def _temperature_lines(simulation, result):
         lines += _virial_lines(o, last, run_info, expected, burn_in)
     if "kinetic_energy" in run_info and (run_info["step"] > burn_in).any():
         lines += _momentum_lines(result, o, simulation.num_parameters)
+        if getattr(result, "momenta", None) is not None and not result.momenta.empty:  # record_momenta
+            lines += _layer_lines(result, o)
     return lines
 
 
@@ -218,6 +222,43 @@ def _momentum_lines(result, o, dof):
     else:
         hint = "momenta too cold (too many inside): run longer (burn_in_steps)"
     return [head, f"    {hint}"]
+
+
+def _layer_lines(result, o):
+    """The momentum diagnostics per weight and bias tensor (record_momenta), a row each and one
+    for the whole vector: T_0.99 and the kinetic temperature with their 99% intervals and a
+    verdict, the configurational temperature q . grad U / d with its standard error (no
+    verdict: it is 1 / beta only where exp(-beta U) confines theta)."""
+    table = result.layer_temperatures(o["inverse_temperature"], o["burn_in_steps"])
+    readings = int(table["readings"].iloc[0])
+    if readings < MIN_MOMENTUM_READINGS:
+        return [f"  momenta per layer: only {readings} independent readings after burn-in (run longer)"]
+    width = min(LAYER_NAME, max(len(str(name)) for name in table.index))
+    lines = [f"  momenta per layer, {readings} readings, 99% intervals (config. T = q . grad U / d, "
+             "1/beta if U confines)",
+             f"    {'':<{width}} {'dof':>5}  {'T_0.99':<29}{'kinetic T':<26}config. T"]
+    verdicts = set()
+    for name, row in table.iterrows():
+        name = str(name) if len(str(name)) <= width else "..." + str(name)[3 - width:]
+        fraction = _verdict(0.99, row["low"], row["high"])  # the fraction's interval holds 0.99?
+        kinetic = _verdict(row["kinetic_temperature"], row["kinetic_low"], row["kinetic_high"])  # at 1/beta
+        verdicts |= {fraction, kinetic}
+        t = f"{row['fraction']:.4f} [{row['low']:.4f}, {row['high']:.4f}] {fraction}"
+        k = f"{row['kinetic_temperature']:.3f} [{row['kinetic_low']:.3f}, {row['kinetic_high']:.3f}] {kinetic}"
+        c = _plus_minus(row["configurational_temperature"], row["configurational_error"])
+        lines.append(f"    {name:<{width}} {int(row['dof']):>5}  {t:<29}{k:<26}{c}")
+    if "hot" in verdicts:
+        lines.append("    momenta too hot in some layer: lower step_width"
+                     + (", or set gradient_noise_estimator" if o["sampler"] == "SGHMC" else ""))
+    elif "cold" in verdicts:
+        lines.append("    momenta too cold in some layer: run longer (burn_in_steps)")
+    return lines
+
+
+def _verdict(value, low, high):
+    """"ok" if value lies in [low, high], "hot" above (too few momenta inside the quantile, or a
+    kinetic temperature above its interval), "cold" below."""
+    return "ok" if low <= value <= high else "hot" if value > high else "cold"
 
 
 def _virial_lines(o, last, run_info, expected, burn_in):
@@ -266,16 +307,17 @@ def _plus_minus(value, error):
 
 
 # -- HMC --------------------------------------------------------------------------------------------
-def _hmc_line(run_info, hint="lower step_width"):
+def _hmc_lines(run_info, hint="lower step_width"):
     """Rejection rate (mean over walkers of their last row) and divergences (the column counts
-    each walker's divergent legs so far, so the sum of the last rows)."""
+    each walker's divergent legs so far, so the sum of the last rows); the hint on a line of its
+    own if it does not fit."""
     last = run_info.groupby("id").tail(1)
     rate = float(last["average_rejection_rate"].mean())
     divergent = int(last["divergences"].sum())
     text = f"  rejected {rate:.0%} of HMC proposals, {divergent} divergent (energy error > 1000/beta)"
-    if rate > REJECTION_MAX or divergent > 0:
-        return text + f": {hint}"
-    return text + ": ok"
+    if not (rate > REJECTION_MAX or divergent > 0):
+        return [text + ": ok"]
+    return [f"{text}: {hint}"] if len(text) + len(hint) + 2 < WIDTH else [text + ":", f"    {hint}"]
 
 
 def _hmc_adaptation_lines(o, sampler):
@@ -288,8 +330,11 @@ def _hmc_adaptation_lines(o, sampler):
                      f"acceptance {target:g})")
         lines += _width_hints(width, o["step_width"])
     if sampler.adapt_trajectory_length:
-        lines.append(f"  hamiltonian_dynamics_time adapted to {float(sampler.hamiltonian_dynamics_time):.3g} "
-                     f"(started at {o['hamiltonian_dynamics_time']:g})")
+        time = float(sampler.hamiltonian_dynamics_time)
+        lines.append(f"  hamiltonian_dynamics_time adapted to {time:.3g} (started at {o['hamiltonian_dynamics_time']:g})")
+        if time < 2.0 * float(sampler.learning_rate.numpy()):  # ChEES's gradient is one noisy number per leg
+            lines += ["    legs of about one step: adapting them is too noisy with so few walkers x parameters;",
+                      "    use number_walkers >= 4, or hamiltonian_dynamics_time with adapt_trajectory_length false"]
     if sampler.adapt_mass:
         scales = sampler.metric_scales()
         windows = int(sampler.metric_windows())

@@ -72,9 +72,13 @@ class Batches:
             return self._all
         position = tf.convert_to_tensor(self.position)
         epoch = position // self.batches_per_epoch
-        if tf.not_equal(epoch, self._order_epoch):
+
+        def new_epoch():
             self._order.assign(self._permutation(epoch))
             self._order_epoch.assign(epoch)
+            return tf.constant(True)
+
+        tf.cond(tf.not_equal(epoch, self._order_epoch), new_epoch, lambda: tf.constant(False))
         start = (position % self.batches_per_epoch) * self.batch_size
         stop = tf.minimum(start + self.batch_size, self.size)
         indices = self._order[start:stop]

@@ -20,6 +20,9 @@ function thins the rows evenly to `readings` of them, by default the number of r
 by the integrated autocorrelation time of the group "all"'s statistic (`independent_readings`),
 and returns how many it used in the column `readings`.
 
+`layer_temperatures` puts the three together for a run's momenta table (record_momenta), per
+walker, with the positions from its trajectory (Result.layer_temperatures).
+
 No TensorFlow here: numpy, scipy and pandas.
 """
 
@@ -29,6 +32,7 @@ import pandas as pd
 from tati.diagnostics.convergence import equal_rows
 from tati.diagnostics.temperature import kinetic_temperature_interval, momentum_chi_square
 from tati.errors import InputError
+from tati.recording.columns import GRADIENT_PREFIX, MOMENTUM_PREFIX
 
 
 def integrated_autocorrelation_time(series):
@@ -158,3 +162,81 @@ def configurational_temperatures(positions, gradients, groups=None, readings=Non
         table[name] = dict(dof=len(columns), temperature=float(values.mean()), standard_error=error,
                            readings=len(rows))
     return pd.DataFrame.from_dict(table, orient="index")
+
+
+def _per_walker(table, columns):
+    """[rows, walkers, len(columns)] of a table's columns, each walker's rows in step order
+    (as many per walker as every walker has: its last ones)."""
+    ordered = table.sort_values(["id", "step"], kind="stable")
+    walkers = [group[columns].to_numpy(np.float64) for _, group in ordered.groupby("id", sort=True)]
+    n = min(len(w) for w in walkers)
+    return np.stack([w[len(w) - n:] for w in walkers], axis=1)
+
+
+def _independent_rows(values, statistic):
+    """values [n, W, d] thinned evenly per walker to its independent readings of the [n, W]
+    statistic (n / tau, tau pooled over the walkers), as [readings, d]."""
+    n = values.shape[0]
+    per_walker = int(min(max(n / integrated_autocorrelation_time(statistic), 1), n))
+    rows = np.linspace(0, n - 1, per_walker).round().astype(np.int64)
+    return values[rows].reshape(-1, values.shape[2])
+
+
+def layer_temperatures(momenta, trajectory=None, groups=None, inverse_temperature=1.0, burn_in=0, quantile=0.99,
+                       level=0.99):
+    """The momentum diagnostics per layer from a run's momenta table (record_momenta: the
+    momenta scaled by M^{-1/2} and the gradients of the trajectory's rows): a DataFrame indexed
+    by group, "all" (the whole vector) first, with
+
+    * dof, and readings: the independent readings assumed (each walker's rows after burn_in
+      thinned evenly to rows / tau, tau the integrated autocorrelation time of beta p^T M^-1 p,
+      pooled over the walkers);
+    * fraction, low, high: T_quantile and its Clopper-Pearson interval at `level`
+      (quantile_fractions);
+    * kinetic_temperature, kinetic_low, kinetic_high: p^T M^-1 p / dof and the interval it falls
+      in at 1 / beta with probability `level` (kinetic_temperatures);
+    * configurational_temperature, configurational_error, configurational_readings:
+      q . grad U / dof with its standard error, over readings thinned by the autocorrelation
+      of q . grad U itself (positions decorrelate more slowly than momenta); q from the
+      trajectory rows of the same walker and step (NaN without a trajectory). It is 1 / beta
+      only where exp(-beta U) confines q (configurational_temperatures).
+
+    groups: name -> parameter names (the trajectory's columns, e.g. the built-in network's
+    `model.parameter_groups()`); names not in the table (fixed parameters) are left out, and so
+    are groups left empty. Only the rows with step > burn_in count."""
+    names = [c[len(MOMENTUM_PREFIX):] for c in momenta.columns if c.startswith(MOMENTUM_PREFIX)]
+    if not names:
+        raise InputError("layer_temperatures: the momenta table has no momentum_ columns (record_momenta)")
+    kept = momenta[momenta["step"] > burn_in]
+    if kept.empty:
+        raise InputError(f"layer_temperatures: no momenta row after burn_in {burn_in}")
+    index = {name: i for i, name in enumerate(names)}
+    members = {}
+    for group, columns in (groups or {}).items():
+        found = [index[name] for name in columns if name in index]
+        if found and group != "all":
+            members[group] = found
+    p = _per_walker(kept, [MOMENTUM_PREFIX + name for name in names])
+    squares = inverse_temperature * np.square(p)
+    p = _independent_rows(p, squares.sum(axis=2))
+    fractions = quantile_fractions(p, 1.0, inverse_temperature, members, quantile, level, readings=len(p))
+    kinetic = kinetic_temperatures(p, 1.0, inverse_temperature, members, level, readings=len(p))
+    table = fractions[["dof", "readings", "fraction", "low", "high"]].copy()
+    table["kinetic_temperature"] = kinetic["temperature"]
+    table["kinetic_low"], table["kinetic_high"] = kinetic["low"], kinetic["high"]
+    table["configurational_temperature"] = table["configurational_error"] = np.nan
+    table["configurational_readings"] = 0
+    if trajectory is not None and set(names) <= set(trajectory.columns) and not trajectory.empty:
+        joined = kept[["id", "step"] + [GRADIENT_PREFIX + name for name in names]].merge(
+            trajectory[["id", "step"] + names], on=["id", "step"], how="inner", sort=False)
+        if not joined.empty:
+            q = _per_walker(joined, names)
+            g = _per_walker(joined, [GRADIENT_PREFIX + name for name in names])
+            both = np.concatenate([q, g], axis=2)
+            both = _independent_rows(both, (q * g).sum(axis=2))
+            d = len(names)
+            configurational = configurational_temperatures(both[:, :d], both[:, d:], members, readings=len(both))
+            table["configurational_temperature"] = configurational["temperature"]
+            table["configurational_error"] = configurational["standard_error"]
+            table["configurational_readings"] = configurational["readings"]
+    return table

@@ -89,6 +89,12 @@ def make_lbfgs_chunk(model, data, lbfgs, step, averages, has_accuracy, every_nth
             row["accuracy"] = tf.cast(model.loss_and_accuracy(features, labels, theta=done.position)[1], tf.float64)
         return row, losses, virial
 
+    # AutoGraph converts only the chunk's own loop (doc/contributing.md, "Compiled code").
+    value_and_gradients, from_model, stored, row_of = (
+        tf.autograph.experimental.do_not_convert(f) for f in (value_and_gradients, from_model, stored, row_of))
+    update_averages = tf.autograph.experimental.do_not_convert(averages.update)
+    assign_flat = tf.autograph.experimental.do_not_convert(model.assign_flat)
+
     @tf.function(autograph=True)
     def chunk(n):
         arrays = tuple(tf.TensorArray(tf.float64, size=rows, element_shape=shape) for shape in fields.values())
@@ -109,7 +115,7 @@ def make_lbfgs_chunk(model, data, lbfgs, step, averages, has_accuracy, every_nth
             step.assign_add(iterations)
             row, losses, virial = row_of(done)
             zero = tf.zeros([walkers], tf.float64)
-            averages.update(losses, virial, zero, None, tf.constant(1.0, tf.float64), iterations > 0)
+            update_averages(losses, virial, zero, None, tf.constant(1.0, tf.float64), iterations > 0)
             row["averages"] = tf.stack(averages.values())
             arrays = tuple(array.write(written, tf.cast(row[name], tf.float64)) for array, name in zip(arrays, fields))
             steps = steps.write(written, step.read_value())
@@ -124,7 +130,7 @@ def make_lbfgs_chunk(model, data, lbfgs, step, averages, has_accuracy, every_nth
                                 (lbfgs.position_deltas, results.position_deltas),
                                 (lbfgs.gradient_deltas, results.gradient_deltas)):
             variable.assign(value)
-        model.assign_flat(results.position)
+        assign_flat(results.position)
         block = {name: array.stack() for name, array in zip(fields, arrays)}
         block.update(step=steps.stack(), rows=written, nonfinite_step=tf.constant(-1, tf.int64),
                      nonfinite_walkers=tf.zeros([walkers], tf.bool))

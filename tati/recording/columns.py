@@ -25,6 +25,16 @@ def trajectory_columns(parameter_names):
     return ["id", "step", "loss"] + list(parameter_names)
 
 
+# The momenta table (record_momenta): a momentum and a gradient column per parameter, named
+# after its trajectory column with these prefixes.
+MOMENTUM_PREFIX, GRADIENT_PREFIX = "momentum_", "gradient_"
+
+
+def momenta_columns(parameter_names):
+    names = list(parameter_names)
+    return ["id", "step"] + [MOMENTUM_PREFIX + n for n in names] + [GRADIENT_PREFIX + n for n in names]
+
+
 def averages_columns(sampler, momentum=True, metropolis=False):
     if metropolis:
         return ["id", "step", "epoch", "loss", "ensemble_average_loss", "average_kinetic_energy",

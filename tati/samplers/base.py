@@ -86,6 +86,8 @@ class SamplerBase(keras.optimizers.Optimizer):
     # own). Every draw is then this part of the whole run's draw.
     first_walker = 0
     total_walkers = None
+    # While `apply_reading_momenta` runs: the list `_report` appends each variable's momentum to.
+    _momentum_readings = None
 
     def __init__(self, step_width, seed, name, kwargs):
         cls_name = type(self).__name__
@@ -203,6 +205,22 @@ class SamplerBase(keras.optimizers.Optimizer):
         for variable, old in zip(held, before):
             variable.assign(tf.where(self._per_walker(self.moving, variable), variable, old))
 
+    def apply_reading_momenta(self, grads, trainable_variables=None):
+        """apply(), returning the momenta the step reports (those of its kinetic energy, paired
+        with the positions the gradients were taken at) times M^{-1/2}, so that beta |p|^2 is
+        chi-square in equilibrium: a float64 tensor [W, d] (walker_axis) or [1, d], the
+        variables' flat order (the table rows of record_momenta, tati/loop.py)."""
+        self._momentum_readings = []
+        try:
+            self.apply(grads, trainable_variables)
+            readings = self._momentum_readings
+        finally:
+            self._momentum_readings = None
+        if len(readings) != len(self._trainable_variables):
+            raise ValueError(f"{type(self).__name__} reported no momenta to read")
+        rows = 1 if self._walkers is None else self._walkers
+        return tf.concat([tf.reshape(p, [rows, -1]) for p in readings], axis=1)
+
     def _walker_state(self):
         """Per-walker variables besides momenta that a standing walker keeps (e.g. CCAdL's xi)."""
         return []
@@ -305,6 +323,8 @@ class SamplerBase(keras.optimizers.Optimizer):
         else:
             momentum_sq = self._sum(tf.square(momentum))
             inertia = self._sum(position * momentum)
+            if self._momentum_readings is not None:
+                self._momentum_readings.append(tf.cast(momentum, tf.float64) / tf.sqrt(tf.cast(mass, tf.float64)))
             values = tf.stack([0.5 * momentum_sq / mass, momentum_sq, inertia, noise_sq], axis=-1)
         self._step_info.assign_add(tf.cast(values, tf.float64))
 

@@ -26,8 +26,11 @@ search (doubling or halving `step_width` until the walkers' mean one-step accept
 
 State (checkpointed): z, log p(z) and its gradient (NUTS) per walker, eps, s, the adaptation
 state and the counters. The random numbers of step n are drawn from the key (seed, n): a
-resumed run continues bitwise. TFP draws them for all walkers at once, so, unlike the Langevin
-samplers, a walker's numbers depend on the number of walkers.
+resumed run continues bitwise. TFP draws the numbers of all walkers at once; tati makes it draw
+each walker's from counters of its own (samplers/walker_draws.py), so that walker w's numbers
+depend on (seed, step, w) only, and computes the kernel's step of several walkers on them
+padded to whole SIMD packets (`transition`): walker w's step is then the same bits whatever the
+number of walkers and wherever they run (tati/distribute.py), as the Langevin samplers' are.
 """
 
 import math
@@ -39,6 +42,8 @@ from tati.errors import InputError
 from tati.names import target_acceptance
 from tati.options import check, default
 from tati.samplers import adaptation
+from tati.samplers.base import PACKET
+from tati.samplers.walker_draws import keyed_per_walker
 
 # The per-walker counters: sum of acceptance statistics and of transitions since the end of
 # burn-in (during burn-in: since the start), divergent transitions in the same span, and the
@@ -47,6 +52,10 @@ _COUNTERS = ("acceptance", "transitions", "divergences", "gradient_evaluations")
 # metric="dense" keeps a d x d Cholesky factor and costs d^2 per gradient: beyond this many
 # parameters the diagonal metric is the one that scales.
 MAX_DENSE_PARAMETERS = 1000
+# The padding walkers' target is a Gaussian of width step_width / PADDING_NARROWNESS in z: their
+# first leapfrog step raises the energy by ~ PADDING_NARROWNESS^4 / 8 |p|^2, beyond NUTS's
+# divergence threshold (1000), so their trees stop at once and never lengthen a step's loop.
+PADDING_NARROWNESS = 1000.0
 
 
 class ProposalKernel:
@@ -56,6 +65,11 @@ class ProposalKernel:
     uses_gradient = True
     parameters = ("inverse_temperature", "adapt_step_width", "target_acceptance_rate", "adapt_mass", "metric")
     name = None  # the short name: its columns are recording/columns.py's PROPOSAL_* entries
+    # This kernel's walkers as part of a larger run (a replica's share, tati/distribute.py): its
+    # first walker's index there, which keys its walkers' random numbers, and the run's walker
+    # count (None: its own).
+    first_walker = 0
+    total_walkers = None
 
     def __init__(self, model=None, step_width=default("step_width"), seed=default("seed"), burn_in_steps=0,
                  inverse_temperature=default("inverse_temperature"),
@@ -114,7 +128,35 @@ class ProposalKernel:
     def transition(self, target, z, log_prob, gradient, width, seed):
         """One step of the TFP kernel from z [W, d] with log p(z) [W] and its gradient: returns
         (z, log p, gradient, info), info a dict of [W] float64 with at least `acceptance`
-        (the step's acceptance statistic), `divergent` and `gradient_evaluations`."""
+        (the step's acceptance statistic), `divergent` and `gradient_evaluations`.
+
+        Each walker's numbers are keyed by its index in the run (`keyed_per_walker`). TFP's
+        arithmetic on [W] vectors (exp, log1p of energies and weights) computes a vector's last
+        elements short of a SIMD packet by a scalar path that may differ in the last bit, so the
+        step runs on the walkers padded to whole packets: the padding walkers sit at z = 0 in a
+        narrow Gaussian of their own (no evaluation of the model) and are dropped afterwards.
+        Not in a run of one walker, which has no other layout (padding would double its cost
+        on a cheap target: TFP's arithmetic on 16 walkers)."""
+        walkers = int(z.shape[0])
+        extra = -walkers % PACKET if (self.total_walkers or walkers) > 1 else 0
+
+        def padded(value):
+            return tf.pad(value, [[0, extra]] + [[0, 0]] * (value.shape.rank - 1))
+
+        def padded_target(z):
+            padding = tf.square(z[walkers:] * (PADDING_NARROWNESS / width))
+            return tf.concat([target(z[:walkers]), -0.5 * tf.reduce_sum(padding, axis=1)], 0)
+
+        with keyed_per_walker(self.first_walker, walkers + extra):
+            if not extra:
+                return self._kernel_step(target, z, log_prob, gradient, width, seed)
+            z, log_prob, gradient, info = self._kernel_step(padded_target, padded(z), padded(log_prob),
+                                                            padded(gradient), width, seed)
+        return (z[:walkers], log_prob[:walkers], gradient[:walkers],
+                {name: value[:walkers] for name, value in info.items()})
+
+    def _kernel_step(self, target, z, log_prob, gradient, width, seed):
+        """`transition` on the padded walkers: the TFP kernel's one_step and its info."""
         raise NotImplementedError
 
 
@@ -128,7 +170,7 @@ class NUTS(ProposalKernel):
         super().__init__(model, **options)
         self.max_tree_depth = int(max_tree_depth)
 
-    def transition(self, target, z, log_prob, gradient, width, seed):
+    def _kernel_step(self, target, z, log_prob, gradient, width, seed):
         import tensorflow_probability as tfp
         nuts = tfp.mcmc.NoUTurnSampler(target, step_size=width, max_tree_depth=self.max_tree_depth)
         walkers = tf.shape(log_prob)
@@ -158,7 +200,7 @@ class RWMH(ProposalKernel):
     name = "RWMH"
     uses_gradient = False
 
-    def transition(self, target, z, log_prob, gradient, width, seed):
+    def _kernel_step(self, target, z, log_prob, gradient, width, seed):
         import tensorflow_probability as tfp
         from tensorflow_probability.python.mcmc.metropolis_hastings import MetropolisHastingsKernelResults
         from tensorflow_probability.python.mcmc.random_walk_metropolis import UncalibratedRandomWalkResults

@@ -11,6 +11,7 @@ is split into three exactly solvable parts, each a function here with no state:
     O (Ornstein-Uhlenbeck, solved exactly over time h):
                 p <- alpha p + sqrt((1 - alpha^2) / beta) G,   alpha = exp(-gamma h), G ~ N(0, I)
 
+HMC's momentum refresh p ~ N(0, I / beta) (`fresh_momentum`) is O in the limit gamma h -> infinity.
 A sampler is a composition of these with fractions of the step width h. The overdamped
 (first-order) Langevin dynamics dq = -grad U dt + sqrt(2 / beta) dW has the Euler-Maruyama step
 `euler_maruyama`.
@@ -42,6 +43,11 @@ def ou_noise_scale(alpha, inverse_temperature):
 def ornstein_uhlenbeck(momentum, alpha, noise):
     """O: alpha p + noise, the noise being ou_noise_scale(alpha, beta) G with G ~ N(0, I)."""
     return alpha * momentum + noise
+
+
+def fresh_momentum(normal, inverse_temperature):
+    """p ~ N(0, I / beta): G / sqrt(beta) for G ~ N(0, I) (HMC's redraw at the start of a leg)."""
+    return normal / tf.sqrt(inverse_temperature)
 
 
 def euler_maruyama(position, gradient, h, inverse_temperature, normal):

@@ -10,7 +10,7 @@ from scipy import stats
 import tati
 from langevin_harness import exact_draws, linear_scheme, stationary
 from stats import for_sampler, seed, t_critical
-from test_langevin_exact import A, COVARIANCE
+from targets import A, COVARIANCE
 
 WALKERS, COPIES, H, STEPS, THIN = 8, 16, 0.2, 6000, 3
 ALL = ("SGLD", "GLA1", "GLA2", "BAOAB", "CCAdL", "SGHMC", "HMC1", "HMC2")
@@ -25,6 +25,7 @@ def copies_potential(theta):
     return 0.5 * tf.einsum("wki,ij,wkj->w", x, tf.constant(A, theta.dtype), x)
 
 
+@pytest.mark.statistical
 @pytest.mark.parametrize("name", ALL)
 def test_walkers_keep_the_exact_stationary_distribution(name):
     """8 walkers x 16 copies = 128 independent chains of the correlated 2-D Gaussian, started at
@@ -113,13 +114,14 @@ def test_same_seed_same_tables_for_any_number_of_walkers(walkers):
         assert sorted(set(first.id)) == list(range(walkers))
 
 
+@pytest.mark.statistical
 def test_keras_model_with_walkers_samples_a_conjugate_regression():
     """A Keras model y = w . x + b (one Dense layer) with 4 walkers through BAOAB (exact
     positions on a Gaussian): the mean squared loss and a Gaussian prior of standard deviation
     s on w make exp(-beta U) Gaussian (see test_proposal.py). Means and covariances within
     the MCSE bound (normal, budget 1e-3 over 3 + 6), and convergence() compares the 4 walkers."""
     import keras
-    from test_proposal import first_and_second_moments, mcse_deviations
+    from stats import first_and_second_moments, mcse_deviations
     rng = np.random.default_rng(seed(740))
     n, beta, s = 50, 5.0, 0.5
     features = rng.normal(size=(n, 2)) * [1.0, 3.0]
@@ -176,6 +178,7 @@ def ill_conditioned_gaussian(rng, d=10):
     return covariance, lambda x: 0.5 * tf.tensordot(x, tf.linalg.matvec(precision, x), 1)
 
 
+@pytest.mark.statistical
 def test_preconditioned_baoab_samples_an_ill_conditioned_gaussian():
     """eta = 1, 16 walkers on the 10-D Gaussian with condition number 10^4, walkers started at
     exact draws; rows every 10 steps, batches of 1000 steps."""
@@ -192,6 +195,7 @@ def test_preconditioned_baoab_samples_an_ill_conditioned_gaussian():
     assert float(sim.ensemble.eta.numpy()) == 1.0  # no factorisation failed
 
 
+@pytest.mark.statistical
 @pytest.mark.parametrize("b_from", ["standing half", "moving half"])
 def test_preconditioned_hmc2_samples_an_ill_conditioned_gaussian(b_from, monkeypatch):
     """HMC2 with eta = 1 on the same target, 4 walkers: each half moves by whole legs within
@@ -261,7 +265,6 @@ def test_blending_needs_four_walkers():
 def test_halves_take_turns_and_use_the_standing_half():
     """With covariance_after_steps = 5: steps 1-5 move the even walkers with B from the odd
     ones' positions, steps 6-10 the odd ones; a standing walker keeps its parameters."""
-    from tati.samplers.ensemble import preconditioner
     rng = np.random.default_rng(1)
     start = rng.normal(size=(4, 2))
     sim = tati.Simulation(potential=lambda x: 0.5 * tf.reduce_sum(x * x), initial_parameters=start,
@@ -278,6 +281,7 @@ def test_halves_take_turns_and_use_the_standing_half():
 
 
 
+@pytest.mark.statistical
 def test_layer_blocks_precondition_a_linear_network_with_its_exact_gaussian_posterior():
     """covariance_blocks=layers on a linear network (3 weights, 1 bias, mean squared loss on
     centred data) whose posterior exp(-beta U) is Gaussian with covariance (2 beta S)^-1 for the

@@ -23,6 +23,7 @@ def run_info(rng, beta=BETA):
                          "virial": rng.gamma(DOF / 2, 1 / beta, ROWS * WALKERS)})
 
 
+@pytest.mark.statistical
 def test_temperatures_of_equilibrium_readings():
     """Mean of 2K/d: 1/beta; its standard error for 10000 independent readings is
     sqrt(2 / d) / (beta sqrt(10000)) = 0.0014434; batch means (4 x 50 batches) estimate it within
@@ -40,6 +41,7 @@ def test_temperatures_of_equilibrium_readings():
         assert row.batches == 200 and row.expected == 1 / BETA
 
 
+@pytest.mark.statistical
 def test_a_wrong_temperature_is_reported():
     """Readings at beta = 4 judged against beta = 3.6: 1/beta differs by 0.028, about 19 standard
     errors, so 'too cold'."""

@@ -3,7 +3,6 @@
 import numpy as np
 import pandas as pd
 import pytest
-import tensorflow as tf
 
 import tati
 from stats import seed

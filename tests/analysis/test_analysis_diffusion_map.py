@@ -59,6 +59,7 @@ def generator_spectrum(points, count, epsilon=None, **options):
 
 @pytest.mark.parametrize("method, drawn_at", [("vanilla", 1.0), ("target_measure", 1.0), ("target_measure", 0.5)],
                          ids=["vanilla", "target_measure", "target_measure_from_hotter_draws"])
+@pytest.mark.statistical
 def test_first_coordinate_follows_the_reaction_coordinate_of_a_double_well(method, drawn_at):
     """1000 exact draws (2 walkers x 500) of U = 3 (x^2 - 1)^2 + 2 y^2, at the target's beta = 1
     or, for the reweighting, at beta = 1/2 (the barrier better covered, the wells wider), mapped

@@ -151,6 +151,7 @@ def test_fixed_parameters_never_change(sampler):
     np.testing.assert_allclose(sim.loss(), free.loss(), rtol=1e-6)
 
 
+@pytest.mark.statistical
 def test_equipartition_counts_only_the_free_parameters():
     """U = |q|^2/2 in 5-D with 2 fixed: the mean kinetic energy is 3/(2 beta), not 5/(2 beta).
     The run's mean over 16 walkers and 4000 steps has a standard error below 0.01 (readings

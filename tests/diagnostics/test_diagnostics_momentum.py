@@ -28,6 +28,7 @@ def ornstein_uhlenbeck(rng, steps, variance, decay=0.8, noise_times=1):
     return rows
 
 
+@pytest.mark.statistical
 def test_exact_gaussian_momenta():
     """Independent draws of N(0, M): T_0.99 inside its interval around 0.99, overall and per
     layer, with as many readings assumed as rows; kinetic temperature inside its chi-square
@@ -48,6 +49,7 @@ def test_exact_gaussian_momenta():
     assert np.all(np.abs(configurational.temperature - 1) < 3.5 * configurational.standard_error)
 
 
+@pytest.mark.statistical
 def test_overheated_momenta_fall_below():
     """Momenta of a correlated chain with the noise added twice (temperature 2): T_0.99 falls
     below its interval around 0.99 overall and per layer, the kinetic temperature above its
@@ -68,6 +70,7 @@ def test_overheated_momenta_fall_below():
             assert np.all((kinetic.low <= kinetic.temperature) & (kinetic.temperature <= kinetic.high))
 
 
+@pytest.mark.statistical
 def test_autocorrelation_time_of_ar1():
     """tau of an AR(1) with coefficient a is (1 + a) / (1 - a) = 9 for a = 0.8; from 40 chains
     of 2000 steps the estimate is within 15% (its relative standard error is about

@@ -26,7 +26,7 @@ import tati
 from stats import seed, z_critical
 from tati.errors import InputError
 from tati.samplers import BAOAB, CCAdL, GLA2
-from test_proposal import mcse_deviations
+from stats import mcse_deviations
 
 ALPHA = 1e-3
 SIGMAS = np.logspace(0.0, 2.0, 5)  # 1, 3.16, 10, 31.6, 100
@@ -58,6 +58,7 @@ def ess(chains):
         return tfp.mcmc.effective_sample_size(chains, filter_beyond_positive_pairs=True, cross_chain_dims=1).numpy()
 
 
+@pytest.mark.statistical
 def test_baoab_adapts_the_scales_and_samples_exactly_where_unit_mass_does_not_mix():
     """BAOAB, adapt_mass=True, h = 0.5 (stable for unit mass: h / sigma_min = 0.5 < 2): the
     scales s adapt within a factor 1.25 of sigma (measured: within 3%); after burn-in every
@@ -84,6 +85,7 @@ def test_baoab_adapts_the_scales_and_samples_exactly_where_unit_mass_does_not_mi
     assert control_ess < 0.1 * adapted_ess, (control_ess, adapted_ess)
 
 
+@pytest.mark.statistical
 def test_gla2_with_adapted_mass_keeps_equipartition():
     """GLA2, adapt_mass=True, beta = 2: after burn-in the kinetic energy |p'|^2 / 2 averages
     d / (2 beta) within its MCSE, and each variance is the shadow law's

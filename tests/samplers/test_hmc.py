@@ -14,7 +14,8 @@ from scipy import integrate, stats as sps
 
 import tati
 import tati.samplers.hmc as hmc
-from stats import seed, t_critical
+from stats import dkwm_bound, dkwm_distance, seed, t_critical
+from targets import logistic_potential
 from tati.errors import InputError
 
 ALPHA, TESTS = 1e-3, 10  # budget of the non-DKWM assertions, and their number
@@ -23,12 +24,6 @@ ALPHA, TESTS = 1e-3, 10  # budget of the non-DKWM assertions, and their number
 def first_rows_after(frame, legs):
     """Each walker's row after `legs` completed legs (row 0 is the initial state)."""
     return frame.sort_values(["id", "step"]).groupby("id").nth(legs)
-
-
-def logistic_potential(theta):
-    """U(q) = 2 log cosh q per walker ([W, 1] -> [W]): density sech^2(q) / 2, CDF (1 + tanh q) / 2."""
-    q = theta[:, 0]
-    return 2.0 * (tf.abs(q) + tf.math.log1p(tf.exp(-2.0 * tf.abs(q))) - np.log(2.0))
 
 
 def no_metropolis(monkeypatch):
@@ -51,18 +46,7 @@ def one_leg(name, step_width, walkers=20000):
     return start[after["id"].to_numpy(), 0], after["param0"].to_numpy()
 
 
-def dkwm_distance(samples):
-    """sup |F_n - F| against the logistic CDF (1 + tanh q) / 2."""
-    x = np.sort(samples)
-    cdf = 0.5 * (1.0 + np.tanh(x))
-    n = len(x)
-    return max(np.max(np.arange(1, n + 1) / n - cdf), np.max(cdf - np.arange(n) / n))
-
-
-def dkwm_bound(n, alpha=1e-6):
-    return np.sqrt(np.log(2.0 / alpha) / (2.0 * n))
-
-
+@pytest.mark.statistical
 @pytest.mark.parametrize("name", ["HMC1", "HMC2"])
 def test_one_leg_keeps_the_target_invariant(name):
     """20,000 chains at exact draws, one leg at a step width with many rejections: the DKWM
@@ -75,6 +59,7 @@ def test_one_leg_keeps_the_target_invariant(name):
     assert 0.3 < moved < 0.95, moved  # many moved, many were rejected
 
 
+@pytest.mark.statistical
 def test_one_leg_without_metropolis_is_detected(monkeypatch):
     """Negative control: without the accept/reject step at a large step width the same test fails."""
     no_metropolis(monkeypatch)
@@ -121,6 +106,7 @@ def gaussian_variance(name, step_width, metropolis=True, walkers=400, copies=4, 
     return per_walker, result
 
 
+@pytest.mark.statistical
 def test_exact_at_a_large_step_width(monkeypatch):
     """N(0, 1) at step width 1.2 (jittered): HMC2's variance is 1; the same legs without the
     Metropolis step give the predicted biased variance (1.44 here, 1/(1-h^2/4) = 1.5625 unjittered)."""
@@ -140,6 +126,7 @@ def test_exact_at_a_large_step_width(monkeypatch):
 COVARIANCE_3D = np.array([[1.0, 0.6, 0.2], [0.6, 2.0, -0.5], [0.2, -0.5, 0.5]])
 
 
+@pytest.mark.statistical
 def test_agrees_with_tfp_hmc():
     """Two-sample Kolmogorov-Smirnov tests, per coordinate and on the Mahalanobis norm, between
     2000 independent chains of our HMC2 and of tfp.mcmc.HamiltonianMonteCarlo, both started
@@ -167,6 +154,7 @@ def test_agrees_with_tfp_hmc():
     assert min(pvalues) > ALPHA / TESTS, pvalues
 
 
+@pytest.mark.statistical
 def test_rejection_rate_rises_with_step_width():
     rates = []
     for h in (0.3, 0.7, 1.1):
@@ -202,6 +190,7 @@ def test_same_seed_same_tables_and_legs_cost_one_gradient_per_step():
     assert list(first.trajectory.groupby("id")["step"].apply(list))[0] == list(range(1, 302, 3))
 
 
+@pytest.mark.statistical
 def test_nan_region_is_rejected_and_never_reaches_the_tables():
     """U = q^2 / 2 on q >= 0 and NaN below (gradient 0 there): the chain samples the half-normal
     (E q^2 = 1), every proposal into q < 0 is rejected, and no NaN is written."""
@@ -264,6 +253,7 @@ def test_config_round_trip_and_names():
     assert tati.samplers.get_sampler("hmc1") is tati.samplers.HMC1
 
 
+@pytest.mark.statistical
 def test_one_walker_fast_path_is_exact():
     """One walker, so most steps run the bare kick-and-drift loop between evaluations: HMC2 on a
     4-D standard Gaussian at h = 0.5, T = 1.5 (legs of about 3 steps, a quarter period, so
@@ -282,6 +272,7 @@ def test_one_walker_fast_path_is_exact():
     assert 0.067 / error > t_critical(1e-4, 19)  # the unadjusted bias would not pass
 
 
+@pytest.mark.statistical
 @pytest.mark.parametrize("name", ["HMC1", "HMC2"])
 def test_step_width_adapts_during_burn_in(name):
     """From a width 100 times too small and from one where most legs are rejected, burn-in

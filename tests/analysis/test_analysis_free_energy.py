@@ -41,6 +41,7 @@ def quadratic_fit(rows, least=50):
     return coef[2], np.sqrt(covariance[2, 2]), chi2, len(c) - 3
 
 
+@pytest.mark.statistical
 def test_harmonic_potential_gives_a_quadratic_of_curvature_k():
     """40000 independent draws (4 walkers) of x with U = 4 x^2 / 2 at beta = 2: the free energy
     along x is 4 x^2 / 2 + constant. A histogram's bins average the density, which lowers the
@@ -64,6 +65,7 @@ def test_harmonic_potential_gives_a_quadratic_of_curvature_k():
     assert error < 0.02 * K  # the answer is informative
 
 
+@pytest.mark.statistical
 def test_errors_account_for_correlated_rows():
     """Rows correlated in time (AR(1) with 0.95, as a slow sampler's) carry less information than
     independent ones: the batch-means error of the central bins is well above the error
@@ -76,6 +78,7 @@ def test_errors_account_for_correlated_rows():
     assert (central.free_energy_error / naive).median() > 1.5, central.free_energy_error / naive
 
 
+@pytest.mark.statistical
 def test_eigenvector_coordinates_and_the_harmonic_approximation():
     """Along the eigenvectors the soft direction y (variance 1/2) comes first, the stiff x (1/8)
     second; the harmonic approximation from the rows' variance is the exact quadratic up to the

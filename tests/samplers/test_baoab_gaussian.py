@@ -14,7 +14,6 @@ beyond the momentum's correlation time 1 / gamma). Critical values are Student-t
 false-failure budget of 1e-4 for this file, split by Bonferroni over its 3 assertions.
 """
 
-import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -44,11 +43,13 @@ def beta_one():
     return run(1.0, seed(11))
 
 
+@pytest.mark.statistical
 def test_position_variance_is_exact(beta_one):
     (mean, error, dof), _ = beta_one
     assert abs(mean - 1.0) < t_critical(ALPHA, dof, TESTS) * error, (mean, error)
 
 
+@pytest.mark.statistical
 def test_full_step_kinetic_energy_matches_theory(beta_one):
     _, (mean, error, dof) = beta_one
     exact = (1.0 - H * H / 4.0) / 2.0
@@ -58,6 +59,7 @@ def test_full_step_kinetic_energy_matches_theory(beta_one):
     assert abs(mean - exact) < bound, (mean, exact, error)
 
 
+@pytest.mark.statistical
 def test_inverse_temperature_scales_variance():
     (mean, error, dof), _ = run(4.0, seed(12))
     assert abs(mean - 0.25) < t_critical(ALPHA, dof, TESTS) * error, (mean, error)

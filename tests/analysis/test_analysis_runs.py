@@ -1,19 +1,19 @@
 """Runs read back (tati/analysis/runs.py): load_run of a finished run equals the Result of the
 call that wrote it, exactly, for one walker (BAOAB) and several (HMC2, whose walkers have rows
-at different steps); an interrupted run loads its complete rows; bad files are one-line
-InputErrors. Two short real runs; everything else on their files."""
+at different steps); the momenta table too, and its per-layer diagnostics; an interrupted run
+loads its complete rows; bad files are one-line InputErrors. Two short real runs; everything
+else on their files."""
 
 import os
 
 import numpy as np
 import pandas as pd
 import pytest
-import tensorflow as tf
 
 import tati
 from stats import seed
 from tati.analysis.autocorrelation import autocorrelation
-from tati.analysis.runs import RunTables, find_files, load_run, read_run, read_table
+from tati.analysis.runs import RunTables, classify, find_files, load_run, read_run, read_table, run_paths
 from tati.analysis.temperature import temperature
 from tati.recording.table import Table
 
@@ -36,11 +36,14 @@ def run(directory, names, calls=1, **options):
 
 @pytest.fixture(scope="module")
 def baoab(tmp_path_factory):
-    """BAOAB, one walker, 2 calls of 1500 steps (the files hold both calls' rows), burn-in 300."""
+    """BAOAB, one walker, 2 calls of 1500 steps (the files hold both calls' rows), burn-in 300,
+    with its momenta table."""
     directory = tmp_path_factory.mktemp("baoab")
+    momenta = str(directory / "momenta.csv")
     results, paths = run(directory, ("run.csv", "trajectory.csv", "averages.csv"), calls=2, sampler="BAOAB",
-                         step_width=0.3, max_steps=1500, every_nth=3, burn_in_steps=300, seed=seed(11))
-    return directory, results, paths
+                         step_width=0.3, max_steps=1500, every_nth=3, burn_in_steps=300, seed=seed(11),
+                         momenta_file=momenta)
+    return directory, results, dict(paths, momenta_file=momenta)
 
 
 @pytest.fixture(scope="module")
@@ -87,6 +90,38 @@ def test_load_run_of_hmc_walkers_equals_the_result(hmc):
     after = loaded.trajectory[loaded.trajectory.step > 100].groupby("id").size()
     assert (table.rows == after.min()).all() and (table.walkers == 3).all()
     assert (table.r_hat < 1.1).all(), table
+
+
+@pytest.mark.statistical
+def test_momenta_table_and_layer_diagnostics_read_back(baoab, tmp_path):
+    """The momenta file (momenta_file) loads as the calls' momenta tables, exactly, given or found
+    in a directory (by name, or by its header under another name), and the loaded run's
+    layer_temperatures equal those of the run in memory, per group given. Without the file the
+    table is None and layer_temperatures names momenta_file; tati-analyse's run_paths does not
+    look for it."""
+    directory, results, paths = baoab
+    groups = {"x": ["param0"], "y": ["param1"]}
+    whole = tati.simulation.Result(*(pd.concat([getattr(r, name) for r in results], ignore_index=True)
+                                     for name in TABLES + ("momenta",)), parameter_groups=groups)
+    loaded = load_run(**paths, parameter_groups=groups)
+    pd.testing.assert_frame_equal(loaded.momenta, whole.momenta, check_exact=True)
+    assert list(loaded.momenta.columns) == ["id", "step", "momentum_param0", "momentum_param1",
+                                            "gradient_param0", "gradient_param1"]
+    assert loaded.momenta.dtypes["step"] == np.int64 and len(loaded.momenta) == len(whole.trajectory) == 1000
+    table = loaded.layer_temperatures(burn_in=300)
+    pd.testing.assert_frame_equal(table, whole.layer_temperatures(burn_in=300), check_exact=True)
+    assert list(table.index) == ["all", "x", "y"] and (table.configurational_readings > 0).all(), table
+    pd.testing.assert_frame_equal(load_run(directory).momenta, whole.momenta, check_exact=True)
+    assert list(load_run(directory).layer_temperatures(burn_in=300).index) == ["all"]  # no groups given
+    os.symlink(paths["momenta_file"], tmp_path / "readings.csv")
+    assert classify(list(whole.momenta.columns)) == "momenta_file"
+    assert find_files(str(tmp_path)) == {"momenta_file": str(tmp_path / "readings.csv")}
+    assert read_run(str(tmp_path)).sources == {"momenta": f"momenta_file '{tmp_path / 'readings.csv'}'"}
+    assert "momenta_file" not in run_paths(str(directory))
+    without = load_run(trajectory_file=paths["trajectory_file"])
+    assert without.momenta is None
+    with pytest.raises(tati.InputError, match="momenta_file"):
+        without.layer_temperatures()
 
 
 def test_configurational_temperature_of_a_sampled_gaussian(baoab):

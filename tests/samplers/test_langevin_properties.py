@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from langevin_harness import exact_draws, linear_scheme, run_standalone, stationary
+from langevin_harness import exact_draws, run_standalone
 from stats import seed, t_critical
 from tati.diagnostics import kinetic_temperature_interval, momentum_chi_square
-from tati.samplers import BAOAB, CCAdL, GLA1, GLA2, SGHMC, SGLD, get_sampler
+from tati.samplers import CCAdL, GLA2, SGLD, get_sampler
 
 ALL = ("SGLD", "GLA1", "GLA2", "BAOAB", "CCAdL", "SGHMC")
 
@@ -20,6 +20,7 @@ def noisy_gradient(precision, variance, generator_seed):
     return lambda x: tf.matmul(x, a) + np.sqrt(variance) * generator.normal(tf.shape(x), dtype=x.dtype)
 
 
+@pytest.mark.statistical
 def test_sgld_bias_under_gradient_noise_matches_closed_form():
     """On N(0, sigma^2) with gradient noise of variance V, SGLD's stationary variance is
     sigma^2 (1 + h V / 2) / (1 - h / (2 sigma^2)). 256 independent chains from exact draws;
@@ -38,6 +39,7 @@ def test_sgld_bias_under_gradient_noise_matches_closed_form():
     assert abs(sigma2 / (1 - h / (2 * sigma2)) - exact) > 10 * error
 
 
+@pytest.mark.statistical
 def test_ccadl_thermostat_absorbs_gradient_noise_where_gla2_overheats():
     """100 degrees of freedom (50 chains of the correlated 2-D Gaussian in one variable, which
     CCAdL's single thermostat sees as one system), gradient noise of variance 4, h = 0.05.
@@ -64,6 +66,7 @@ def test_ccadl_thermostat_absorbs_gradient_noise_where_gla2_overheats():
     assert results["GLA2"][0] > high, (results, (low, high))
 
 
+@pytest.mark.statistical
 def test_ccadl_positions_at_small_step_width():
     """Exact gradients, h = 0.02: the position covariance of the correlated 2-D Gaussian
     (50 chains in one variable from exact draws) agrees with the target covariance within

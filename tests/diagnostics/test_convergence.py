@@ -41,6 +41,7 @@ def ar1(rng, rho, shape):
     return lfilter([np.sqrt(1.0 - rho ** 2)], [1.0, -rho], noise, axis=0)
 
 
+@pytest.mark.statistical
 def test_independent_draws_agree_and_count_every_row():
     """4 walkers x 1000 iid N(0, 1) draws, 8 parameters. Measured over 57,600 parameters
     (1,200 seeds): ESS / 4000 has mean 0.969, sd 0.058, quantiles 1e-4: 0.61, 1 - 1e-4: 1.12,
@@ -60,6 +61,7 @@ def test_independent_draws_agree_and_count_every_row():
     assert (np.abs(table.sd - 1.0) < 6.0 / np.sqrt(2 * total)).all()
 
 
+@pytest.mark.statistical
 def test_ar1_chains_have_ess_n_times_one_minus_rho_over_one_plus_rho():
     """rho = 0.8, 4 walkers x 5000 rows: ESS = 20000 x 0.2 / 1.8 = 2222. Measured over 14,400
     parameters (300 seeds): ESS / 2222 has mean 0.982, sd 0.073, range 0.59-1.25; the mean
@@ -73,6 +75,7 @@ def test_ar1_chains_have_ess_n_times_one_minus_rho_over_one_plus_rho():
     assert (table.r_hat ** 2 < 1.05).all()
 
 
+@pytest.mark.statistical
 def test_walkers_with_shifted_means_disagree():
     """One of 4 walkers shifted by 3 sd in x0 only: R-hat of x0 near sqrt(1 + 9 x 3/16) = 1.6,
     the cross-chain ESS of x0 collapses; x1 is unaffected."""
@@ -106,6 +109,7 @@ def test_burn_in_order_and_input_checks():
     assert tati.convergence is convergence and tati.diagnostics.convergence is convergence
 
 
+@pytest.mark.statistical
 def test_walkers_sampling_a_gaussian_converge():
     """4 walkers of BAOAB on a 2-D standard Gaussian (h = 0.5, gamma = 1), all started at the
     origin, 2000 steps. The integrated autocorrelation time of q is about 2 gamma / omega^2 = 2

@@ -14,9 +14,10 @@ import tensorflow as tf
 from scipy import stats as sps
 
 import tati
-from stats import seed
+from stats import first_and_second_moments, mcse_deviations, seed
 from tati.errors import InputError
-from test_hmc import dkwm_bound, dkwm_distance, logistic_potential
+from stats import dkwm_bound, dkwm_distance
+from targets import logistic_potential
 
 ALPHA = 1e-3
 
@@ -35,6 +36,7 @@ def one_transition(name, step_width, inverse_temperature=1.0, walkers=20000):
     return start[trajectory["id"].to_numpy(), 0], trajectory["param0"].to_numpy()
 
 
+@pytest.mark.statistical
 @pytest.mark.parametrize("name, step_width", [("NUTS", 1.5), ("RWMH", 2.5)])
 def test_one_transition_keeps_the_target_invariant(name, step_width):
     """20,000 chains at exact draws, one transition: the DKWM bound at false-failure rate 1e-6
@@ -47,35 +49,13 @@ def test_one_transition_keeps_the_target_invariant(name, step_width):
         assert moved < 0.8, moved
 
 
+@pytest.mark.statistical
 @pytest.mark.parametrize("name, step_width", [("NUTS", 1.5), ("RWMH", 2.5)])
 def test_one_transition_towards_another_target_is_detected(name, step_width):
     """Negative control: the same draws moved by a kernel of the wrong temperature (beta = 0.5)
     fail the same test."""
     _, end = one_transition(name, step_width, inverse_temperature=0.5)
     assert dkwm_distance(end) > dkwm_bound(len(end))
-
-
-def mcse_deviations(chains, exact):
-    """|estimate - exact| / MCSE for each column of statistics [draws, walkers, k] against the
-    exact means, the MCSE from tfp's ESS over the walkers (as Stan's)."""
-    from tati.diagnostics.convergence import _quiet_tfp
-    with _quiet_tfp() as tfp:
-        if chains.shape[1] > 1:
-            ess = tfp.mcmc.effective_sample_size(chains, filter_beyond_positive_pairs=True, cross_chain_dims=1).numpy()
-        else:
-            ess = tfp.mcmc.effective_sample_size(chains[:, 0], filter_beyond_positive_pairs=True).numpy()
-    pooled = chains.reshape(-1, chains.shape[-1])
-    error = pooled.std(axis=0, ddof=1) / np.sqrt(ess)
-    return np.abs(pooled.mean(axis=0) - exact) / error
-
-
-def first_and_second_moments(trajectory, columns, burn_in):
-    """[draws, walkers, d + d (d + 1) / 2]: each draw's coordinates and their products x_i x_j, i <= j."""
-    kept = trajectory[trajectory.step > burn_in].sort_values(["step", "id"])
-    walkers = kept["id"].nunique()
-    x = kept[columns].to_numpy().reshape(-1, walkers, len(columns))
-    i, j = np.triu_indices(len(columns))
-    return np.concatenate([x, x[..., i] * x[..., j]], axis=-1), (i, j)
 
 
 def badly_scaled(case):
@@ -102,6 +82,7 @@ BUDGETS = {("NUTS", "log-spaced 100-D"): (1000, 2000), ("NUTS", "correlated 10-D
            ("HMC2", "log-spaced 100-D"): (10000, 30000), ("HMC2", "correlated 10-D"): (40000, 200000)}
 
 
+@pytest.mark.statistical
 @pytest.mark.parametrize("sampler, case", list(BUDGETS))
 def test_adapted_samplers_need_no_tuning_on_badly_scaled_gaussians(sampler, case):
     """Only burn_in_steps and max_steps given (4 walkers started at 1): after the adaptation
@@ -129,6 +110,7 @@ def test_adapted_samplers_need_no_tuning_on_badly_scaled_gaussians(sampler, case
         assert result.run_info.groupby("id").tail(1)["divergences"].sum() == 0
 
 
+@pytest.mark.statistical
 def test_nuts_samples_a_conjugate_bayesian_regression_through_a_keras_model():
     """A Keras model y = w . x + b (one Dense layer) with the mean squared loss and a Gaussian
     prior of standard deviation s on w: exp(-beta U) is Gaussian, precision
@@ -209,6 +191,7 @@ def test_options_that_do_not_apply_are_refused_in_one_line():
             kernel(step_width=0.1)
 
 
+@pytest.mark.statistical
 def test_dense_metric_takes_fewer_leapfrog_steps_on_a_correlated_gaussian():
     """NUTS with metric="dense" on the 10-D Gaussian of condition number 1e4 (only burn_in_steps,
     max_steps and the metric given): every mean and covariance lies within the MCSE bound (as

@@ -29,6 +29,7 @@ def ar1(rng, rho, shape):
     return lfilter([np.sqrt(1.0 - rho ** 2)], [1.0, -rho], noise, axis=0)
 
 
+@pytest.mark.statistical
 def test_ar1_autocorrelation_time_is_19_within_its_standard_error():
     """x_k = 0.9 x_{k-1} + noise: rho_t = 0.9^t, tau = 1 + 2 sum 0.9^t = (1 + 0.9) / (1 - 0.9) = 19
     rows, so 4 walkers x 25000 rows are worth ESS = 100000 / 19 = 5263 draws. tau is within z
@@ -53,6 +54,7 @@ def test_ar1_autocorrelation_time_is_19_within_its_standard_error():
     assert row.r_hat < 1.01 and row.verdict == "ok" and row.rows == rows and row.walkers == walkers
 
 
+@pytest.mark.statistical
 def test_eigenvector_coordinates_have_the_autocorrelation_of_their_mode():
     """Two independent AR(1) modes (rho 0.9 with sd 3, rho 0.5 with sd 1) rotated by 30 degrees:
     the leading eigenvector is the slow, wide mode (tau 19), the second the fast one (tau 3);
@@ -72,6 +74,7 @@ def test_eigenvector_coordinates_have_the_autocorrelation_of_their_mode():
     assert (table.verdict == "ok").all(), table
 
 
+@pytest.mark.statistical
 def test_walkers_that_disagree_get_a_verdict_naming_r_hat():
     """One of 4 walkers shifted by 3 sd: tfp's ratio of variances (split chains) is about
     1 + 2 = 3, R-hat its square root, and the verdict names it; too few rows for 100

@@ -52,18 +52,22 @@ def assert_same(few, many):
         pd.testing.assert_frame_equal(few[name], many[name], check_exact=True, obj=name)
 
 
-# Every sampler on the potential but NUTS and RWMH, whose random numbers TensorFlow Probability
-# draws for all walkers at once (doc/samplers.md); on the network (mini-batches, float32) one
-# of each kind; on a Keras model (walkers through a vectorised stateless call) one too.
-CASES = ([(sampler, "potential") for sampler in sampler_names() if sampler not in ("NUTS", "RWMH")]
-         + [("BAOAB", "network"), ("HMC2", "network"), ("BAOAB", "keras")])
+# Every sampler on the potential (NUTS and RWMH: TensorFlow Probability's kernels, their draws
+# keyed per walker by samplers/walker_draws.py); on the network (mini-batches, float32) one of
+# each kind (NUTS on the whole dataset); on a Keras model (walkers through a vectorised
+# stateless call) one Langevin sampler and one proposal kernel.
+CASES = ([(sampler, "potential") for sampler in sampler_names()]
+         + [("BAOAB", "network"), ("HMC2", "network"), ("NUTS", "network"), ("BAOAB", "keras"), ("RWMH", "keras")])
 
 
 @pytest.mark.parametrize("sampler, model", CASES)
 def test_first_walkers_do_not_depend_on_the_walker_count(sampler, model):
     def options():
-        return for_sampler(sampler, **(keras_options() if model == "keras" else MODELS[model]), sampler=sampler,
-                           step_width=0.05, max_steps=24, hamiltonian_dynamics_time=0.2)
+        given = keras_options() if model == "keras" else dict(MODELS[model])
+        if sampler in ("NUTS", "RWMH"):  # they evaluate the whole dataset at every step
+            given.pop("batch_size", None)
+        return for_sampler(sampler, **given, sampler=sampler, step_width=0.05, max_steps=24,
+                           hamiltonian_dynamics_time=0.2, max_tree_depth=3)  # NUTS: legs of at most 7 steps
     assert_same(tables(FEW[model], FEW[model], **options()), tables(8, FEW[model], **options()))
 
 
@@ -77,3 +81,22 @@ def test_large_variables_box_muller_noise_is_keyed_per_walker():
     assert_same(few, many)
     last = few["trajectory"].groupby("id").tail(1).filter(like="param").to_numpy()
     assert not np.array_equal(last[0], last[1])  # walkers have noise of their own
+
+
+@pytest.mark.parametrize("sampler", ["NUTS", "RWMH", "BAOAB"])
+def test_a_share_of_the_walkers_moves_as_in_the_whole_run(sampler):
+    """Walkers 3-5 of 8 run alone as a share of the run (first_walker 3, as one replica of a
+    distributed run holds them, tati/distribute.py) are bitwise walkers 3-5 of the whole run."""
+    options = for_sampler(sampler, **MODELS["potential"], sampler=sampler, number_walkers=8, every_nth=1, seed=3,
+                          step_width=0.05, max_steps=24, max_tree_depth=3)
+    simulation = tati.Simulation(**options)
+    share = simulation.shard(3, 3).sample()
+    whole = simulation.sample()
+    for name in ("run_info", "trajectory"):
+        mine = getattr(share, name).drop(columns=["time_per_nth_step"], errors="ignore")
+        theirs = getattr(whole, name).drop(columns=["time_per_nth_step"], errors="ignore")
+        theirs = theirs[theirs.id.between(3, 5)].assign(id=lambda frame: frame.id - 3)
+        assert len(mine) == 3 * 24
+        pd.testing.assert_frame_equal(mine.sort_values(["id", "step"], kind="stable").reset_index(drop=True),
+                                      theirs.sort_values(["id", "step"], kind="stable").reset_index(drop=True),
+                                      check_exact=True, obj=name)

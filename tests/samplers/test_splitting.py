@@ -33,6 +33,12 @@ def test_ornstein_uhlenbeck_keeps_the_momentum_distribution(friction, h):
                                float(alpha) * np.array([0.5, -1.5]) + [0.1, 0.2], rtol=1e-15)
 
 
+def test_fresh_momentum_is_its_formula():
+    """HMC's redraw p = G / sqrt(beta)."""
+    normal = tf.constant([1.0, -2.0], F64)
+    np.testing.assert_array_equal(splitting.fresh_momentum(normal, tf.constant(4.0, F64)).numpy(), [0.5, -1.0])
+
+
 def test_euler_maruyama_is_its_formula():
     q, g, normal = tf.constant([1.0], F64), tf.constant([2.0], F64), tf.constant([0.5], F64)
     h, beta = tf.constant(0.01, F64), tf.constant(4.0, F64)

@@ -62,6 +62,7 @@ def minibatch_gradients(rng, x, y, theta, batch, steps):
 @pytest.mark.parametrize("estimator, place, decays", [
     ("adam", "minimum", (0.9, 0.999)), ("adam_centered", "minimum", (0.9, 0.999)),
     ("adam", "away", (0.999, 0.999)), ("adam_centered", "away", (0.9, 0.999))])
+@pytest.mark.statistical
 def test_estimator_matches_minibatch_variance(estimator, place, decays):
     """Once warmed up (3000 steps of b2 = 0.999), V-hat is within 20% of the exact mini-batch
     gradient variance of every parameter, at the least-squares minimum (mean gradient 0, where
@@ -226,13 +227,14 @@ def test_bad_input(options, name):
 
 
 def _double_well():
-    path = pathlib.Path(__file__).resolve().parent.parent / "examples" / "sghmc_double_well.py"
+    path = pathlib.Path(__file__).resolve().parents[2] / "examples" / "sghmc_double_well.py"
     spec = importlib.util.spec_from_file_location("sghmc_double_well", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
+@pytest.mark.statistical
 def test_double_well_noise_correction():
     """The reduced double-well experiment (examples/sghmc_double_well.py, 400 chains x 1200
     steps, 200 of burn-in): the corrected SGHMC histogram's TV distance to exp(-U) lies below
@@ -320,6 +322,7 @@ def test_batch_estimate_is_the_sample_variance_of_its_own_batches():
     assert list(changes) == [21, 41]
 
 
+@pytest.mark.statistical
 def test_batch_estimator_matches_minibatch_variance():
     """Acceptance (issue 20): once it has made its first estimate, the batch estimator estimates
     the mini-batch gradient variance of every parameter within its own sampling error.

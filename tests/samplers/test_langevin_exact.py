@@ -20,11 +20,9 @@ import tensorflow as tf
 
 from langevin_harness import exact_draws, linear_scheme, run_standalone, stationary
 from stats import seed, t_critical
+from targets import A
 from tati.samplers import get_sampler
 
-STD, RHO = np.array([1.0, 2.0]), 0.9
-COVARIANCE = np.outer(STD, STD) * np.array([[1.0, RHO], [RHO, 1.0]])
-A = np.linalg.inv(COVARIANCE)
 CHAINS, STEPS, THIN = 32, 6000, 3
 STEP_WIDTHS = {1.0: (0.1, 0.5), 10.0: (0.05, 0.15)}
 SECOND_ORDER = ("GLA1", "GLA2", "BAOAB", "SGHMC")
@@ -77,12 +75,14 @@ def check(moments, kinetic, sigma, exact_kinetic, name):
     return failures
 
 
+@pytest.mark.statistical
 @pytest.mark.parametrize("name,h,gamma,beta", CASES, ids=[f"{c[0]}-h{c[1]}-g{c[2]}-b{c[3]}" for c in CASES])
 def test_stationary_covariance_is_the_discrete_schemes(name, h, gamma, beta):
     failures = check(*sample(name, h, gamma, beta, run_seed=seed(100)), name)
     assert not failures, failures
 
 
+@pytest.mark.statistical
 def test_negative_control_wrong_scheme_is_rejected():
     """GLA1 at a large step width is not BAOAB: testing it against BAOAB's covariance fails."""
     failures = check(*sample("GLA1", 0.5, 1.0, 1.0, scheme_name="BAOAB", run_seed=seed(200)), "GLA1")

@@ -38,6 +38,7 @@ def line_with(text, start):
 
 
 # -- the error bar on synthetic readings --------------------------------------------------------
+@pytest.mark.statistical
 def test_batch_means_error_of_independent_gamma_draws():
     """2000 i.i.d. kinetic energies of d = 10 at beta = 1 (gamma, shape 5, scale 1): variance 5,
     so the standard error of their mean is sqrt(5/2000) = 0.05. With 44 batches of 45 the
@@ -50,6 +51,7 @@ def test_batch_means_error_of_independent_gamma_draws():
     assert error == pytest.approx(math.sqrt(5.0 / 2000), rel=0.2)
 
 
+@pytest.mark.statistical
 def test_batch_means_error_is_unbiased_over_seeds():
     """The mean over 40 seeds of the estimated / true standard error is 1 within 5% (its
     scatter is 0.11 / sqrt(40) = 0.017, so 5% is three of those)."""
@@ -58,6 +60,7 @@ def test_batch_means_error_is_unbiased_over_seeds():
     assert np.mean(ratios) / math.sqrt(5.0 / 2000) == pytest.approx(1.0, abs=0.05)
 
 
+@pytest.mark.statistical
 def test_batch_means_error_of_correlated_walkers():
     """4 walkers of an AR(1) process x_t = 0.5 x_{t-1} + e_t, 5000 readings each: the variance
     of the mean of n readings is 1 / ((1 - 0.5)^2 n), four times the naive sd^2 / n (the
@@ -121,6 +124,7 @@ def gamma_readings(rng, walkers, rows, beta, d=10):
     return rng.gamma(d / 2.0, 1.0 / beta, (walkers, rows))
 
 
+@pytest.mark.statistical
 def test_summary_error_bar_and_verdict_on_known_readings():
     """Independent kinetic energies of d = 10 at beta = 2 (mean 2.5, variance 1.25), 4 walkers x
     500 rows after a burn-in of 100: the printed error is sqrt(1.25 / 1600) within 25% (88
@@ -203,6 +207,7 @@ def test_summary_timing_and_files():
                                      "checkpoint to state.npz")
 
 
+@pytest.mark.statistical
 def test_summary_convergence_verdict():
     """Two walkers at different levels disagree (R-hat far above 1.01); two that sample the same
     independent draws agree, with an ESS near 2 x 500 > 200."""
@@ -244,6 +249,7 @@ def kinetic_and_virial(text):
     return ((float(kinetic[1]), float(kinetic[2]), kinetic[3]), (float(virial[1]), float(virial[2]), virial[3]))
 
 
+@pytest.mark.statistical
 def test_baoab_on_a_gaussian_with_a_small_step_is_consistent():
     """10-D standard Gaussian, beta = 1: d/(2 beta) = 5. BAOAB's kinetic energy is biased by
     (1 - h^2/4), 0.0125 at h = 0.1, against an error of about 0.06 (8 walkers x 280 rows one time
@@ -263,6 +269,7 @@ def test_baoab_on_a_gaussian_with_a_small_step_is_consistent():
     assert line_with(text, "  R-hat max").endswith("over 8 walkers")
 
 
+@pytest.mark.statistical
 def test_baoab_with_a_large_step_has_a_flagged_kinetic_energy():
     """At h = 1 BAOAB's momenta have variance 1 - h^2/4 = 0.75 per component on this Gaussian
     (doc/columns.md), so the kinetic energy averages 3.75, not 5: about 25 errors off. Its
@@ -308,6 +315,7 @@ def test_sgld_on_a_network_has_a_virial_but_no_kinetic_energy():
         "(theta . grad U / 2; equals d/(2 beta) only if U confines theta)")
 
 
+@pytest.mark.statistical
 def test_hmc2_walkers_on_a_gaussian():
     """HMC2 redraws the momenta at each evaluation, so their kinetic energy is exactly
     equipartitioned; the chain's virial is too, and at h = 0.3 few legs are rejected. At h = 2.5
@@ -332,6 +340,17 @@ def test_hmc2_walkers_on_a_gaussian():
     assert f" {divergent} divergent " in line and line.endswith(": lower step_width"), line
 
 
+def test_a_leg_length_adapted_to_one_step_gets_a_hint():
+    """One walker on a 1-D Gaussian: ChEES's gradient is one noisy number per leg, whose drift
+    vanishes as T shrinks, so T ends near one step (0.011-0.030 over seeds 1-3 after 1000 steps,
+    width about 1); with 4 walkers or 10 parameters it adapts to 1.3-1.8. The summary says so."""
+    sim = gaussian(sampler="HMC2", initial_parameters=[0.5], burn_in_steps=1000, max_steps=1000, every_nth=1,
+                   seed=1)
+    text = summarise("tati-sample", sim, sim.sample(), sampler=True)
+    check_layout(text)
+    assert "legs of about one step" in text, text
+
+
 def test_hmc_call_without_a_row():
     sim = gaussian(sampler="HMC1", step_width=0.05, max_steps=2)
     sim.sample()
@@ -343,6 +362,7 @@ def test_hmc_call_without_a_row():
     assert lines[2] == "  took 0.1 s: 20 steps per second"
 
 
+@pytest.mark.statistical
 def test_nuts_and_rwmh_summaries_say_acceptance_width_and_stans_warnings():
     """NUTS on the 10-D Gaussian: kinetic energy and virial equipartitioned, acceptance against
     its target, no warning. With max_tree_depth 1 (a single leapfrog step: every tree is cut)

@@ -36,6 +36,7 @@ def gaussian_draws(rng, rows, walkers):
     return (rng.standard_normal((rows, walkers, 3)) * np.sqrt(EIGENVALUES)) @ vectors.T, vectors
 
 
+@pytest.mark.statistical
 def test_eigenvalues_and_eigenvectors_of_a_known_gaussian():
     """20000 independent draws (4 walkers x 5000) of N(0, V diag(4, 1, 0.25) V^T).
 
@@ -92,6 +93,7 @@ def test_matrix_is_the_sample_covariance_pooled_or_per_walker():
     assert list(narrow.matrix.columns) == ["parameter", "param1"]
 
 
+@pytest.mark.statistical
 def test_plain_and_boltzmann_weighted_moments():
     """x ~ N(0, 1) with loss U = x^2 / 2, weighted by exp(-beta U) at beta = 1: the weighted
     density is N(0, 1/2). The plain mean and variance are numpy's; the weighted ones are within

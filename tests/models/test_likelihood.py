@@ -12,7 +12,7 @@ from scipy import stats as sps
 
 import tati
 from stats import seed
-from test_proposal import first_and_second_moments, mcse_deviations
+from stats import first_and_second_moments, mcse_deviations
 
 
 def conjugate_regression():
@@ -28,6 +28,7 @@ def conjugate_regression():
     return features, labels[:, None], sigma, s, mean, covariance
 
 
+@pytest.mark.statistical
 @pytest.mark.parametrize("sampler, options", [("NUTS", {}), ("BAOAB", dict(step_width=0.02, friction_constant=5.0))])
 def test_gaussian_likelihood_samples_the_conjugate_posterior(sampler, options):
     """4 walkers after burn-in: means and covariances of (w, b) within the MCSE bound."""
@@ -78,6 +79,7 @@ def test_likelihood_needs_a_network():
         tati.Simulation(potential=lambda x: tf.reduce_sum(x * x), initial_parameters=[0.0], likelihood="gaussian")
 
 
+@pytest.mark.statistical
 def test_predictive_interval_and_log_density():
     """NUTS draws of the conjugate posterior: the 95% predictive band covers held-out points
     drawn from the exact posterior predictive at a rate inside the binomial bounds (two-sided,
