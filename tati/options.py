@@ -396,14 +396,14 @@ OPTIONS = [
            "means 0.8, for RWMH 0.234.",
            samplers=ADAPTING),
     Option("adapt_mass", "auto", BooleanOrAuto(), "sampler",
-           "NUTS, RWMH, HMC1, HMC2, GLA2, BAOAB, CCAdL: estimate a diagonal metric (each "
+           "NUTS, RWMH, HMC1, HMC2, GLA1, GLA2, BAOAB, CCAdL: estimate a diagonal metric (each "
            "parameter's scale s; for the samplers with momenta the inverse mass s^2) from the "
            "draws of burn-in in Stan's windows; needs burn_in_steps >= 20 (HMC: >= 200 gradient "
            "evaluations, windows counted in legs). auto: on for NUTS, RWMH, HMC1, HMC2; off for "
-           "GLA2, BAOAB, CCAdL, whose dynamics (trajectories, kinetic temperature) it changes, "
+           "GLA1, GLA2, BAOAB, CCAdL, whose dynamics (trajectories, kinetic temperature) it changes, "
            "so they adapt only with true, and keep their step_width (then relative to each "
            "parameter's scale). With covariance_blending the ensemble preconditioner takes its place.",
-           samplers=ADAPTING + ("GLA2", "BAOAB", "CCAdL")),
+           samplers=ADAPTING + ("GLA1", "GLA2", "BAOAB", "CCAdL")),
     Option("metric", "diagonal", Text(("diagonal", "dense")), "sampler",
            "NUTS, RWMH: the metric adapt_mass estimates: diagonal (a scale per parameter) or dense "
            "(the draws' covariance, theta = centre + L z with L its Cholesky factor; for at most "

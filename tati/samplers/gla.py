@@ -22,7 +22,7 @@ that of p^n, paired with q^n.
 
 Target: exp(-beta (U(q) + |p|^2 / 2)), with O(h) bias for GLA1 and O(h^2) for GLA2.
 With the ensemble preconditioner B (ensemble.py) the kicks use B^T grad U and the drifts B p.
-GLA2 takes an adapted diagonal mass (samplers/mass.py): kicks s grad U, drifts s p, p whitened.
+GLA1 and GLA2 take an adapted diagonal mass (samplers/mass.py): kicks s grad U, drifts s p, p whitened.
 """
 
 import keras
@@ -52,18 +52,25 @@ class _GLA(SamplerBase):
 
 
 @keras.saving.register_keras_serializable(package="tati")
-class GLA1(_GLA):
-    """First-order Geometric Langevin Algorithm, B A O."""
+class GLA1(AdaptedMass, _GLA):
+    """First-order Geometric Langevin Algorithm, B A O; `adapt_mass` with `adaptation_steps`
+    adapts a diagonal mass during them (samplers/mass.py)."""
+
+    def __init__(self, step_width=default("step_width"), friction_constant=default("friction_constant"),
+                 inverse_temperature=default("inverse_temperature"), seed=default("seed"),
+                 adapt_mass=default("adapt_mass"), adaptation_steps=0, name=None, **kwargs):
+        super().__init__(step_width, friction_constant, inverse_temperature, seed, name, **kwargs)
+        self._init_mass(adapt_mass, adaptation_steps)
 
     def update_step(self, gradient, variable, learning_rate):
         h = tf.cast(learning_rate, variable.dtype)
         momentum = self._momentum(variable)
         q, p = tf.convert_to_tensor(variable), tf.convert_to_tensor(momentum)
-        p_kicked = splitting.kick(p, self._force(gradient), h)           # B
-        variable.assign(splitting.drift(q, self._velocity(p_kicked), h))  # A
+        p_kicked = splitting.kick(p, self._scaled_force(gradient, variable), h)           # B
+        variable.assign(splitting.drift(q, self._scaled_velocity(p_kicked, variable), h))  # A
         alpha, noise = self._thermostat(variable, h)
         momentum.assign(splitting.ornstein_uhlenbeck(p_kicked, alpha, noise))  # O
-        self._report(q, p, noise)
+        self._report(self._inertia_position(q, variable), p, noise)
 
 
 @keras.saving.register_keras_serializable(package="tati")

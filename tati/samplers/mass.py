@@ -1,4 +1,4 @@
-"""A diagonal mass for the Langevin samplers with momenta (GLA2, BAOAB, CCAdL), adapted during burn-in.
+"""A diagonal mass for the Langevin samplers with momenta (GLA1, GLA2, BAOAB, CCAdL), adapted during burn-in.
 
 The formulation is HMC's metric (samplers/hmc.py): the momentum is kept in whitened
 coordinates p' ~ N(0, I / beta), and each parameter has a scale s, the mass matrix being

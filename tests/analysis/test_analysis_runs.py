@@ -124,6 +124,7 @@ def test_momenta_table_and_layer_diagnostics_read_back(baoab, tmp_path):
         without.layer_temperatures()
 
 
+@pytest.mark.statistical
 def test_configurational_temperature_of_a_sampled_gaussian(baoab):
     """BAOAB samples a Gaussian's positions exactly, so q . grad U / d averages to 1/beta = 1;
     the interval at level 1 - 1e-3 holds it (false-failure budget 1e-3, if the batch-means

@@ -23,10 +23,10 @@ import pytest
 import tensorflow as tf
 
 import tati
-from stats import seed, z_critical
+from langevin_harness import linear_scheme, stationary
+from stats import mcse_deviations, seed, z_critical
 from tati.errors import InputError
-from tati.samplers import BAOAB, CCAdL, GLA2
-from stats import mcse_deviations
+from tati.samplers import BAOAB, CCAdL, GLA1, GLA2
 
 ALPHA = 1e-3
 SIGMAS = np.logspace(0.0, 2.0, 5)  # 1, 3.16, 10, 31.6, 100
@@ -103,6 +103,30 @@ def test_gla2_with_adapted_mass_keeps_equipartition():
     assert np.all(deviations < z_critical(ALPHA, len(deviations))), deviations
 
 
+@pytest.mark.statistical
+def test_gla1_with_adapted_mass_samples_its_exact_discrete_chain():
+    """GLA1 (first order, B A O), adapt_mass=True, beta = 2: after burn-in the chain is GLA1 at
+    unit mass on z = q / s with precisions s^2 / sigma^2 (s frozen), whose stationary law the
+    discrete Lyapunov equation gives exactly (tests/langevin_harness.py): each variance of q
+    (s^2 times z's) and the mean reported kinetic energy within their MCSE (d + 1 assertions,
+    normal, budget 1e-3); the scales adapted to the sampled spread, within a factor 1.25 of
+    sigma / sqrt(beta)."""
+    beta = 2.0
+    sim, result = run("GLA1", True, beta=beta)
+    scales = sim.sampler.metric_scales()
+    assert sim.sampler.metric_windows() == 5
+    assert np.all(np.abs(np.log(scales * np.sqrt(beta) / SIGMAS)) < np.log(1.25)), scales
+    step, _ = linear_scheme("GLA1", np.diag((scales / SIGMAS) ** 2), H, 1.0, beta)
+    covariance = stationary(step)  # of (z, p): stored and reported alike for GLA1
+    d = len(SIGMAS)
+    exact_variance = scales ** 2 * np.diag(covariance)[:d]
+    exact_kinetic = np.trace(covariance[d:, d:]) / 2.0
+    kinetic = after_burn_in(result.run_info, ["kinetic_energy"])
+    q = after_burn_in(result.trajectory, [f"param{i}" for i in range(d)])
+    deviations = np.concatenate([mcse_deviations(kinetic, [exact_kinetic]), mcse_deviations(q * q, exact_variance)])
+    assert np.all(deviations < z_critical(ALPHA, len(deviations))), deviations
+
+
 def test_resumed_burn_in_continues_bitwise(tmp_path):
     """BAOAB with 300 burn-in steps (windows end at steps 100, 150, 250), cut by a checkpoint at
     step 120, inside the second window, and continued in a new Simulation: the rows of one whole
@@ -123,10 +147,10 @@ def test_resumed_burn_in_continues_bitwise(tmp_path):
 
 
 def test_the_option_is_off_by_default_for_langevin_and_checked():
-    """adapt_mass "auto" (the default) leaves GLA2, BAOAB and CCAdL at unit mass with no
+    """adapt_mass "auto" (the default) leaves GLA1, GLA2, BAOAB and CCAdL at unit mass with no
     variables added; HMC2 still adapts with it; a bad value is refused in one line; the
     samplers' configs keep the option; CCAdL adapts on request."""
-    for name in ("GLA2", "BAOAB", "CCAdL"):
+    for name in ("GLA1", "GLA2", "BAOAB", "CCAdL"):
         sim = tati.Simulation(potential=gaussian, potential_batched=True, initial_parameters=[1.0] * 5,
                               sampler=name, burn_in_steps=400)
         assert not sim.sampler.adapt_mass and np.all(sim.sampler.metric_scales() == 1.0)
@@ -136,7 +160,7 @@ def test_the_option_is_off_by_default_for_langevin_and_checked():
     assert sim.sampler.adapt_mass
     with pytest.raises(InputError, match="^adapt_mass must be auto, true or false, got 'sometimes'$"):
         tati.Simulation(sampler="BAOAB", adapt_mass="sometimes")
-    for cls in (GLA2, BAOAB, CCAdL):
+    for cls in (GLA1, GLA2, BAOAB, CCAdL):
         config = cls(adapt_mass=True, adaptation_steps=200).get_config()
         again = cls.from_config(config)
         assert again.adapt_mass and again.adaptation_steps == 200
