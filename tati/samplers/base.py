@@ -47,6 +47,21 @@ BOX_MULLER_SIZE = 4096
 PACKET = 16
 
 
+def packed_pairs(numbers):
+    """Pairs of uniforms per walker for `numbers` normals, rounded up to whole SIMD packets."""
+    return -(-((numbers + 1) // 2) // PACKET) * PACKET
+
+
+def box_muller(uniforms):
+    """[W, 2k] uniforms in [0, 1) -> [W, 2k] standard normals (Box-Muller): the first k of a
+    row give the radii, the last k the angles. With k a multiple of PACKET, log, cos and sin
+    compute every element by the same code path, wherever the row ends."""
+    half = uniforms.shape[1] // 2
+    radius = tf.sqrt(-2.0 * tf.math.log(1.0 - uniforms[:, :half]))  # 1 - u in (0, 1] exactly
+    angle = (2.0 * math.pi) * uniforms[:, half:]
+    return tf.concat([radius * tf.cos(angle), radius * tf.sin(angle)], 1)
+
+
 def parameter_property(name, doc=""):
     """A property reading the parameter's variable (once built) and assigning it on set."""
 
@@ -278,14 +293,9 @@ class SamplerBase(keras.optimizers.Optimizer):
             return tf.cast(self._philox(tf.raw_ops.StatelessRandomNormalV2, shape, work, index, stream), dtype)
         # Rows padded to whole SIMD packets: log, cos and sin compute the last few elements of
         # an array by another code path, which must not depend on where the walkers end.
-        pairs = (size + 1) // 2
-        half = -(-pairs // PACKET) * PACKET
-        uniforms = self._philox(tf.raw_ops.StatelessRandomUniformV2, [walkers, 2, half], work, index, stream,
-                                2 * half)
-        u1, u2 = uniforms[:, 0], uniforms[:, 1]
-        radius = tf.sqrt(-2.0 * tf.math.log(1.0 - u1))  # u1 in [0, 1), so 1 - u1 in (0, 1] exactly
-        angle = (2.0 * math.pi) * u2
-        normal = tf.concat([radius * tf.cos(angle), radius * tf.sin(angle)], 1)
+        half = packed_pairs(size)
+        normal = box_muller(self._philox(tf.raw_ops.StatelessRandomUniformV2, [walkers, 2 * half], work, index,
+                                         stream, 2 * half))
         if 2 * half != size:
             normal = normal[:, :size]
         return tf.cast(tf.reshape(normal, shape), dtype)

@@ -21,7 +21,7 @@ import math
 
 import tensorflow as tf
 
-from tati.samplers.base import PACKET
+from tati.samplers.base import box_muller, packed_pairs
 
 _PHILOX = 1  # tf.random.Algorithm.PHILOX: the same numbers on every device
 
@@ -96,9 +96,5 @@ def _normal(seed, first_walker, walkers, numbers, dtype):
     row padded to whole SIMD packets, whose log, cos and sin would differ in the last bit from
     those of a tail."""
     work = tf.float64 if dtype == tf.float64 else tf.float32
-    half = -(-((numbers + 1) // 2) // PACKET) * PACKET
-    uniforms = _uniform(seed, first_walker, walkers, 2 * half, work)
-    radius = tf.sqrt(-2.0 * tf.math.log(1.0 - uniforms[:, :half]))
-    angle = (2.0 * math.pi) * uniforms[:, half:]
-    values = tf.concat([radius * tf.cos(angle), radius * tf.sin(angle)], 1)
+    values = box_muller(_uniform(seed, first_walker, walkers, 2 * packed_pairs(numbers), work))
     return values if work == dtype else tf.cast(values, dtype)
