@@ -98,7 +98,7 @@ def run_method(name, options, quick):
         sgd = tati.Simulation(**options, optimizer="GradientDescent", learning_rate=5e-4, batch_size=32,
                               max_steps=1000 if quick else 4000, every_nth=20, initial_parameters=sim.parameters)
         return sgd, swag(sgd.fit().trajectory, rank=20, burn_in=200).sample(500, seed=options["seed"]), None
-    # HMC2's steps are leapfrog steps (NUTS takes about 20 per transition here), NUTS's transitions
+    # HMC2's steps are leapfrog steps (NUTS takes about 90 per transition here), NUTS's transitions
     burn_in, total = {"HMC2": (1000, 2000), "NUTS": (100, 300)}[name] if quick else \
         {"HMC2": (2000, 8000), "NUTS": (500, 1500)}[name]
     sim = tati.Simulation(**options, sampler=name, number_walkers=4 if name == "HMC2" else 2,

@@ -1,5 +1,9 @@
 """The compiled chunk: n steps of one optimizer or sampler inside one tf.function.
 
+`compile_chunk(Loop(...))` builds the chunk of a kernel's kind (tati/kernels.py): make_chunk
+for one gradient per step (below), make_metropolis_chunk for HMC's legs, loop_proposal.py for
+NUTS and RWMH, optimizers/lbfgs.py for L-BFGS.
+
 Each step: next batch, every walker's loss and gradient at its current parameters q_n (one
 gradient of the summed loss: walkers do not interact through it), the virial
 1/2 q_n . grad U(q_n) per walker, the optimizer's update, and the running averages. The last
@@ -8,9 +12,11 @@ parameters at q_n (the state before the update), the step's gradient norm times 
 width, and the sampler's report.
 """
 
+from dataclasses import dataclass
+
 import tensorflow as tf
 
-from tati.models.flat import FlatModel
+from tati.kernels import FULL_BATCH, LEGS, PROPOSAL, info_of, is_sampler, kind_of
 
 # Numbers one block of rows may hold (16 MiB of float64), and at most this many rows: a compiled
 # call hands its rows to Python at once, in constant memory however long the run.
@@ -18,18 +24,48 @@ BLOCK_NUMBERS = 2 ** 21
 MAX_BLOCK_ROWS = 4096
 
 
-def value_and_gradient(function, x):
-    """function(x) and its gradient with respect to the tensor x (zeros where x does not enter)."""
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        value = function(x)
-    return value, tape.gradient(value, x, unconnected_gradients=tf.UnconnectedGradients.ZERO)
-
-
 def block_rows(walkers, parameters):
     """Rows of one block: every row holds the parameters and about 16 numbers per walker."""
     return int(max(1, min(MAX_BLOCK_ROWS, BLOCK_NUMBERS // (walkers * (parameters + 16)))))
-from tati.samplers import SamplerBase
+
+
+@dataclass(frozen=True)
+class Loop:
+    """What a compiled chunk runs: the model and its data, the kernel, the run's step counter
+    and running averages, and how the run goes (see make_chunk for each field's meaning)."""
+    model: object
+    data: object
+    kernel: object
+    step: object
+    averages: object
+    burn_in_steps: int = 0
+    has_accuracy: bool = False
+    ensemble: object = None
+    every_nth: int = 1
+    jit_compile: bool = False
+    check_finite: bool = False
+    record_momenta: bool = False
+
+
+def compile_chunk(loop):
+    """The compiled chunk of the loop's kernel, by its kind (tati/kernels.py): chunk(n) runs up
+    to n steps and returns their rows as a block."""
+    kind = kind_of(loop.kernel)
+    if kind == FULL_BATCH:
+        from tati.optimizers.lbfgs import make_lbfgs_chunk
+        return make_lbfgs_chunk(loop.model, loop.data, loop.kernel, loop.step, loop.averages, loop.has_accuracy,
+                                loop.every_nth)
+    if kind == PROPOSAL:
+        from tati.loop_proposal import make_proposal_chunk
+        return make_proposal_chunk(loop.model, loop.data, loop.kernel, loop.step, loop.averages, loop.burn_in_steps,
+                                   loop.has_accuracy, loop.every_nth, loop.jit_compile)
+    if kind == LEGS:
+        return make_metropolis_chunk(loop.model, loop.data, loop.kernel, loop.step, loop.averages,
+                                     loop.burn_in_steps, loop.has_accuracy, loop.every_nth, loop.jit_compile,
+                                     loop.ensemble)
+    return make_chunk(loop.model, loop.data, loop.kernel, loop.step, loop.averages, loop.burn_in_steps,
+                      loop.has_accuracy, loop.ensemble, loop.every_nth, loop.jit_compile, loop.check_finite,
+                      loop.record_momenta)
 
 
 def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accuracy, ensemble=None,
@@ -46,12 +82,12 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
     adds to each row the momenta the step reports, times M^-1/2, and the gradients
     (`momenta`, `gradients`: [walkers, parameters] each).
     """
-    if getattr(optimizer, "metropolis", False):
+    if kind_of(optimizer) == LEGS:
         return make_metropolis_chunk(model, data, optimizer, step, averages, burn_in_steps,
                                      has_accuracy, every_nth, jit_compile, ensemble)
     variables = model.variables
-    is_sampler = isinstance(optimizer, SamplerBase)
-    estimating = getattr(optimizer, "estimating", False)
+    sampling = is_sampler(optimizer)
+    info_columns = info_of(optimizer).run_info
     noise_batches = getattr(optimizer, "noise_batches", 0)  # SGHMC's batch estimator: K gradients
     walkers = model.num_walkers
 
@@ -72,10 +108,7 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
         (data.extra_batch, keyed by the step) at the current parameters: evaluations only, the
         chain, its noise stream and the training batches do not move."""
         def gradients_of(k):
-            features, labels = data.extra_batch(step, k)
-            with tf.GradientTape() as tape:
-                total = tf.reduce_sum(model.loss(features, labels))
-            return tape.gradient(total, variables, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+            return [model.loss_and_gradient(*data.extra_batch(step, k))[1]]
 
         if getattr(data, "full", True):
             due = tf.equal(tf.math.floormod(step, optimizer.noise_estimation_steps), 0)
@@ -93,14 +126,8 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
             ensemble.maybe_refresh(model.theta, step)
         if noise_batches:
             estimate_noise()
-        features, labels = data.next()
-        with tf.GradientTape() as tape:
-            if record and has_accuracy:
-                losses, accuracy = model.loss_and_accuracy(features, labels)
-            else:
-                losses = model.loss(features, labels)
-            total = tf.reduce_sum(losses)
-        grads = tape.gradient(total, variables, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+        losses, gradient, accuracy = model.loss_and_gradient(*data.next(), with_accuracy=record and has_accuracy)
+        grads = [gradient]
         virial = 0.5 * per_walker([v * g for v, g in zip(variables, grads)])
         finite = None  # only computed when checked: a loop variable costs its operations every step
         if check_finite:
@@ -111,7 +138,7 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
             gradient_norm = tf.sqrt(per_walker([tf.square(g) for g in grads]))
             rate = 1.0 if optimizer is None else optimizer.learning_rate
             scaled_gradient = tf.cast(rate, tf.float64) * gradient_norm
-        if is_sampler:
+        if sampling:
             optimizer.report_details = record  # read while tracing: rows only need it at records
             if record and record_momenta:
                 momenta = optimizer.apply_reading_momenta(grads, variables)
@@ -125,7 +152,7 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
                 scaled_gradient = tf.sqrt(per_walker([tf.square(x) for x in optimizer.scaled_gradients(grads)]))
         step.assign_add(1)
         zeros = tf.zeros_like(virial)
-        if is_sampler:
+        if sampling:
             info = {k: as_walkers(v) for k, v in optimizer.step_info.items()}
             kinetic, inertia, beta = info["kinetic_energy"], info["inertia"], optimizer.inverse_temperature
         else:
@@ -134,36 +161,28 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
         averages.update(losses, virial, kinetic, inertia, beta, step > burn_in_steps)
         if not record:
             return finite
-        row = {"loss": losses, "parameters": parameters, "scaled_gradient": scaled_gradient,
-               "virial": virial, "averages": tf.stack(averages.values())}
+        evaluations = tf.cast(step, tf.float64)
+        if noise_batches:  # the estimator's gradients besides one per step
+            evaluations += optimizer.noise_evaluations
+        columns = {"scaled_gradient": scaled_gradient, "virial": virial,
+                   "gradient_evaluations": tf.fill([walkers], evaluations)}
+        if sampling:  # the sampler's report of this step
+            columns.update({k: as_walkers(v) for k, v in optimizer.row_info(losses, per_walker).items()})
+        row = {"loss": losses, "parameters": parameters, "averages": tf.stack(averages.values())}
+        row.update({name: columns[name] for name in info_columns})
         if has_accuracy:
             row["accuracy"] = accuracy
         if check_finite:
             row["finite"] = finite
-        if is_sampler:
-            row["noise_sq"] = info["noise_sq"]
-            if optimizer.has_momentum:
-                row.update(kinetic_energy=kinetic, momentum_sq=info["momentum_sq"])
-        if estimating:  # SGHMC's V-hat, averaged over each walker's parameters
-            row["gradient_noise_variance"] = per_walker(optimizer._noise_variances) / model.num_parameters
         if record_momenta:
             row.update(momenta=momenta, gradients=gradients)
-        if noise_batches:  # the estimator's gradients besides one per step
-            row["gradient_evaluations"] = tf.fill([walkers], tf.cast(step, tf.float64) + optimizer.noise_evaluations)
         return row
 
-    fields = {"loss": [walkers], "parameters": [walkers, model.num_parameters], "scaled_gradient": [walkers],
-              "virial": [walkers], "averages": [4, walkers]}
+    # The row: loss, parameters and running averages, the kernel's columns (tati/kernels.py).
+    fields = {"loss": [walkers], "parameters": [walkers, model.num_parameters], "averages": [4, walkers]}
+    fields.update({name: [walkers] for name in info_columns})
     if has_accuracy:
         fields["accuracy"] = [walkers]
-    if is_sampler:
-        fields["noise_sq"] = [walkers]
-        if optimizer.has_momentum:
-            fields.update(kinetic_energy=[walkers], momentum_sq=[walkers])
-    if estimating:
-        fields["gradient_noise_variance"] = [walkers]
-    if noise_batches:
-        fields["gradient_evaluations"] = [walkers]
     if record_momenta:
         fields.update(momenta=[walkers, model.num_parameters], gradients=[walkers, model.num_parameters])
     rows = block_rows(walkers, model.num_parameters * (3 if record_momenta else 1))
@@ -216,33 +235,33 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
     return chunk
 
 
-def leg_row_fields(walkers, parameters, has_accuracy):
-    """{column group: shape} of a row of a Metropolis sampler's chunk (make_metropolis_chunk)."""
-    fields = {"loss": [walkers], "parameters": [walkers, parameters], "scaled_gradient": [walkers],
-              "virial": [walkers], "averages": [4, walkers], "kinetic_energy": [walkers],
-              "momentum_sq": [walkers], "total_energy": [walkers], "old_total_energy": [walkers],
-              "rejection_rate": [walkers], "divergences": [walkers], "step_width": [walkers], "due": [walkers]}
+def leg_row_fields(sampler, walkers, parameters, has_accuracy):
+    """{field: shape} of a row of a Metropolis sampler's chunk (make_metropolis_chunk): the
+    sampler's columns (its info) and `due`."""
+    fields = {"loss": [walkers], "parameters": [walkers, parameters], "averages": [4, walkers], "due": [walkers]}
+    fields.update({name: [walkers] for name in sampler.info.run_info})
     if has_accuracy:
         fields["accuracy"] = [walkers]
     return fields
 
 
-def leg_row(sampler, report, averages, due, fields):
+def leg_row(sampler, report, averages, due, step, fields):
     """The row of an evaluation step, float64 per walker (`fields`): the chain's state from
     `report` (sampler.chain_report(): loss, accuracy, virial 1/2 q_a . g_a, the energies of
     the redrawn momenta and of the last decision, the rejection rate and divergences), its
-    positions q_a, scaled_gradient h |g_a|, the step width h, the running averages, and `due`
-    (1 where the walker's row is kept)."""
+    positions q_a, scaled_gradient h |g_a|, the step width h, the gradients so far (one per
+    step), the running averages, and `due` (1 where the walker's row is kept)."""
     walkers = fields["loss"][0]
     positions = tf.concat([tf.reshape(q, [walkers, -1]) for q in sampler.chain_positions()], axis=1)
     rate = tf.cast(sampler.learning_rate, tf.float64)
     row = {"loss": report["loss"], "parameters": positions,
            "scaled_gradient": rate * tf.sqrt(report["gradient_sq"]), "virial": report["virial"],
            "averages": tf.stack(averages.values()), "kinetic_energy": report["kinetic_energy"],
-           "momentum_sq": report["momentum_sq"], "total_energy": report["total_energy"],
+           "scaled_momentum": tf.sqrt(report["momentum_sq"]), "total_energy": report["total_energy"],
            "old_total_energy": report["old_total_energy"],
-           "rejection_rate": report["rejection_rate"], "divergences": report["divergences"],
-           "step_width": tf.fill([walkers], rate), "due": tf.cast(due, tf.float64)}
+           "average_rejection_rate": report["rejection_rate"], "divergences": report["divergences"],
+           "step_width": tf.fill([walkers], rate), "gradient_evaluations": tf.fill([walkers], tf.cast(step, tf.float64)),
+           "due": tf.cast(due, tf.float64)}
     if "accuracy" in fields:
         row["accuracy"] = report["accuracy"]
     return {name: tf.cast(row[name], tf.float64) for name in fields}
@@ -266,44 +285,23 @@ def make_metropolis_chunk(model, data, sampler, step, averages, burn_in_steps, h
     variables = model.variables
     sampler.build(variables)  # free_steps reads its state while the chunk is traced
 
-    def loss_and_gradients(with_accuracy=False):
-        """Every walker's loss at its parameters, the gradients of their sum, the accuracy if asked."""
-        features, labels = data.next()
-        with tf.GradientTape() as tape:
-            if with_accuracy:
-                losses, accuracy = model.loss_and_accuracy(features, labels)
-            else:
-                losses, accuracy = model.loss(features, labels), None
-            total = tf.reduce_sum(losses)
-        grads = tape.gradient(total, variables, unconnected_gradients=tf.UnconnectedGradients.ZERO)
-        return losses, grads, accuracy
-
     def gradients_at(positions):
-        """The gradients of the walkers' summed loss at the given positions (tensors, one per
-        variable): a FlatModel evaluates at them directly, another model gets them assigned."""
-        if not isinstance(model, FlatModel):
-            for v, q in zip(variables, positions):
-                v.assign(q)
-            return loss_and_gradients()[1]
-        features, labels = data.next()
-        with tf.GradientTape() as tape:
-            tape.watch(positions)
-            total = tf.reduce_sum(model.loss(features, labels, theta=positions[0]))
-        return tape.gradient(total, positions, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+        """The gradient of the walkers' summed loss at the given positions ([theta], a loop tensor)."""
+        return [model.loss_and_gradient(*data.next(), theta=positions[0])[1]]
 
     def integrate(steps):
         sampler.integrate(steps, gradients_at, variables)
         step.assign_add(tf.cast(steps, tf.int64))
 
     walkers = model.num_walkers
-    fields = leg_row_fields(walkers, model.num_parameters, has_accuracy)
+    fields = leg_row_fields(sampler, walkers, model.num_parameters, has_accuracy)
     rows = block_rows(walkers, model.num_parameters)
 
     def one_step(left):
         if ensemble is not None:
             ensemble.maybe_refresh(sampler.chain_positions()[0], sampler.iterations)
-        losses, grads, accuracy = loss_and_gradients(has_accuracy)
-        return evaluation(losses, grads, accuracy, left)
+        losses, gradient, accuracy = model.loss_and_gradient(*data.next(), with_accuracy=has_accuracy)
+        return evaluation(losses, [gradient], accuracy, left)
 
     @tf.function(jit_compile=True, autograph=False)
     def evaluation(losses, grads, accuracy, left):
@@ -312,8 +310,7 @@ def make_metropolis_chunk(model, data, sampler, step, averages, burn_in_steps, h
         small operations would cost a microsecond or more of executor time. Returns the walkers
         whose row is due, how many kick-and-drift steps follow (up to the next evaluation, at
         most `left`) and the row's values."""
-        sampler.set_loss(losses, accuracy)
-        sampler.apply(grads, variables)
+        sampler.apply(grads, variables, loss=losses, accuracy=accuracy)
         step.assign_add(1)
         report = sampler.chain_report()
         evaluated = report["evaluated"] > 0
@@ -321,7 +318,7 @@ def make_metropolis_chunk(model, data, sampler, step, averages, burn_in_steps, h
                         None, sampler.inverse_temperature,
                         evaluated & (step > burn_in_steps))
         due = evaluated & tf.equal(tf.math.floormod(report["legs"], float(every_nth)), 0.0)
-        row = leg_row(sampler, report, averages, due, fields)
+        row = leg_row(sampler, report, averages, due, step, fields)
         return tf.reduce_any(due), tf.minimum(sampler.free_steps(), left), row
 
     # AutoGraph converts only the chunk's own loop, as in make_chunk.

@@ -10,8 +10,8 @@ like loop.make_chunk's. The model's parameters are set to theta = s z at the end
 
 import tensorflow as tf
 
-from tati.loop import block_rows, value_and_gradient
-from tati.recording.columns import PROPOSAL_RUN_INFO
+from tati.loop import block_rows
+from tati.models.flat import value_and_gradient
 from tati.samplers import adaptation
 
 
@@ -216,13 +216,9 @@ def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_
             row["accuracy"] = tf.cast(model.loss_and_accuracy(features, labels, theta=theta)[1], tf.float64)
         return z, log_prob, gradient, row
 
-    # The row's fields: what the kernel's columns and the averages need.
-    fields = {"loss": [walkers], "parameters": [walkers, d], "virial": [walkers], "averages": [4, walkers],
-              "kinetic_energy": [walkers], "total_energy": [walkers], "step_width": [walkers],
-              "average_rejection_rate": [walkers], "divergences": [walkers], "gradient_evaluations": [walkers]}
-    for name in ("tree_depth", "leapfrog_steps"):
-        if name in PROPOSAL_RUN_INFO[kernel.name]:
-            fields[name] = [walkers]
+    # The row's fields: the loss, parameters and running averages, and the kernel's columns.
+    fields = {"loss": [walkers], "parameters": [walkers, d], "averages": [4, walkers]}
+    fields.update({name: [walkers] for name in kernel.info.run_info})
     if has_accuracy:
         fields["accuracy"] = [walkers]
     rows = block_rows(walkers, d)

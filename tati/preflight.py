@@ -104,10 +104,9 @@ def _check_combinations(o):
 
 
 def _check_record_momenta(o, method):
-    """record_momenta (momenta_file sets it): a sampler whose momenta persist, one device."""
-    if o["momenta_file"] is not None:
-        o["record_momenta"] = True
-    if not o["record_momenta"]:
+    """record_momenta (momenta_file implies it: records_momenta): a sampler whose momenta
+    persist, one device."""
+    if not records_momenta(o):
         return
     if method == "fit":
         raise InputError("record_momenta: an optimizer has no momenta to record; drop record_momenta and momenta_file")
@@ -118,6 +117,19 @@ def _check_record_momenta(o, method):
     if o["distribution"] != "none":
         raise InputError(f"record_momenta is not available with distribution={o['distribution']} yet; "
                          "use distribution=none")
+
+
+def check_method(o, method):
+    """The rules that depend on the method called, sample() or fit()."""
+    if method == "fit" and o["covariance_blending"] > 0:
+        raise InputError("covariance_blending applies to sample(), not to fit()")
+    if method == "fit" and records_momenta(o):
+        raise InputError("record_momenta applies to sample(), not to fit(): an optimizer has no momenta")
+
+
+def records_momenta(o):
+    """Whether a run records the momenta table: record_momenta, or a momenta_file to write it to."""
+    return bool(o["record_momenta"]) or o["momenta_file"] is not None
 
 
 def pools_walkers_in_burn_in(o):

@@ -2,8 +2,6 @@
 from the option table, and every column the tables can have is documented in doc/columns.md."""
 
 import importlib.util
-import inspect
-import itertools
 import pathlib
 import re
 
@@ -34,18 +32,13 @@ def test_options_doc_lists_every_option():
         assert f"| `{option.name}` |" in rendered
 
 
-def _variants(function, **fixed):
-    """Calls of function over True/False for every boolean parameter it has (beyond `fixed`)."""
-    names = [name for name in inspect.signature(function).parameters if name not in fixed]
-    for values in itertools.product((True, False), repeat=len(names)):
-        yield function(**fixed, **dict(zip(names, values)))
-
-
 def all_column_names():
+    """Every column of every kernel's tables (recording/columns.py's EVERY_INFO)."""
     names = set()
-    for result in itertools.chain(_variants(columns.run_info_columns),
-                                  _variants(columns.averages_columns)):
-        names.update(result)
+    for info in columns.EVERY_INFO:
+        for accuracy in (True, False):
+            names.update(columns.run_info_columns(info, accuracy))
+        names.update(columns.averages_columns(info))
     names.update(columns.trajectory_columns([]))  # the fixed columns id, step, loss
     return names
 

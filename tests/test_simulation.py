@@ -9,7 +9,9 @@ import tensorflow as tf
 import tati
 from stats import read_csv, seed, t_critical
 from tati.errors import InputError
-from tati.recording.columns import averages_columns, run_info_columns
+from tati.recording.columns import OPTIMIZER_INFO, averages_columns, run_info_columns
+from tati.options import default
+from tati.samplers import get_sampler
 
 
 def small(**options):
@@ -25,8 +27,9 @@ def without_time(frame):
 
 def test_tables_have_the_documented_columns_and_steps():
     result = small(every_nth=7, max_steps=30, burn_in_steps=10).sample()
-    assert list(result.run_info.columns) == run_info_columns(sampler=True, accuracy=True)
-    assert list(result.averages.columns) == averages_columns(sampler=True)
+    info = get_sampler(default("sampler")).info
+    assert list(result.run_info.columns) == run_info_columns(info, accuracy=True)
+    assert list(result.averages.columns) == averages_columns(info)
     names = [f"weight{i}" for i in range(12)] + [f"bias{i}" for i in range(5)]
     assert list(result.trajectory.columns) == ["id", "step", "loss"] + names
     # rows every 7th step and at the last; averages only after burn-in
@@ -81,7 +84,7 @@ def test_sample_again_continues_the_run_and_appends(tmp_path):
 def test_fit_reaches_95_percent_on_two_clusters():
     sim = tati.Simulation(dataset="two_clusters", max_steps=1000, every_nth=100)
     result = sim.fit()
-    assert list(result.run_info.columns) == run_info_columns(sampler=False, accuracy=True)
+    assert list(result.run_info.columns) == run_info_columns(OPTIMIZER_INFO, accuracy=True)
     assert sim.score() >= 0.95
     assert result.run_info.loss.iloc[-1] < result.run_info.loss.iloc[0]
 
@@ -168,11 +171,11 @@ def test_summary_of_a_continued_hmc_call_without_a_row():
 def test_tables_do_not_depend_on_how_a_call_is_cut_into_compiled_calls(sampler, monkeypatch):
     """The loop sizes its compiled calls by time (CALL_SECONDS); with calls of one step, or of
     one row, the tables are the same, and the call ends at max_steps with its last row."""
-    import tati.simulation as simulation
+    import tati.running as running
     options = dict(potential=lambda x: 0.5 * tf.reduce_sum(x ** 2), initial_parameters=[0.5, -0.5],
                    sampler=sampler, step_width=0.2, max_steps=25, every_nth=10, seed=4, number_walkers=2)
     whole = tati.Simulation(**options).sample()
-    monkeypatch.setattr(simulation, "CALL_SECONDS", 1e-9)  # every call as short as it may be
+    monkeypatch.setattr(running, "CALL_SECONDS", 1e-9)  # every call as short as it may be
     cut = tati.Simulation(**options).sample()
     for name in ("run_info", "trajectory", "averages"):
         pd.testing.assert_frame_equal(getattr(whole, name).drop(columns="time_per_nth_step", errors="ignore"),

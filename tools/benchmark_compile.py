@@ -20,7 +20,7 @@ CHILD = r"""
 import json, sys, time
 import tensorflow as tf
 import tati
-from tati.simulation import _Run
+from tati.running import Run
 sampler, walkers, jit = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "XLA"
 if sampler == "NUTS":
     sim = tati.Simulation(potential=lambda q: 0.5 * tf.reduce_sum(q * q, axis=-1), potential_batched=True,
@@ -29,9 +29,8 @@ if sampler == "NUTS":
 else:
     sim = tati.Simulation(hidden_dimension=[8], sampler=sampler, number_walkers=walkers, max_steps=1,
                           seed=1, jit_compile=jit)
-run = _Run("sample", sim.sampler, sim)
-metropolis = getattr(sim.sampler, "metropolis", False)
-n = tf.constant(1, tf.int32 if metropolis else tf.int64)
+run = Run("sample", sim.sampler, sim)
+n = tf.constant(1, tf.int32 if run.metropolis else tf.int64)
 start = time.perf_counter()
 run.chunk.get_concrete_function(n)
 tracing = time.perf_counter() - start

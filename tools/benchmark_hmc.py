@@ -9,11 +9,12 @@ Simulation's own chunk (one gradient per step, no rows in between), TFP's is
 `tfp.mcmc.sample_chain` in one tf.function. Each in graph mode and compiled with XLA
 (`jit_compile`), timed interleaved, median of `--repeats`.
 
-    python tools/benchmark_hmc.py [--steps 5000] [--repeats 5] [--threads N]
+    python tools/benchmark_hmc.py [--steps 5000] [--repeats 5] [--threads N] [--chains C]
     (or: python tools/benchmark.py --hmc)
 
 `--threads N` runs TensorFlow's operations on N threads (inter- and intra-op) instead of its
 default, one per core: for problems this small, thread hand-offs cost more than they save.
+`--chains C` runs C walkers of ours against C batched chains of TFP's (default 1).
 """
 
 import argparse
@@ -49,13 +50,14 @@ def logistic_regression():
     return potential, 25, 0.02
 
 
-def ours(potential, dimension, h, steps, jit):
+def ours(potential, dimension, h, steps, jit, chains=1):
     """(seconds per step of one chunk call, the simulation)."""
     sim = tati.Simulation(potential=potential, potential_batched=True, dtype="float64",
-                          initial_parameters=np.full((1, dimension), 0.01), sampler="HMC2", step_width=h,
-                          hamiltonian_dynamics_time=LEG * h, every_nth=10 ** 9, jit_compile=jit, seed=1)
+                          initial_parameters=np.full((chains, dimension), 0.01), number_walkers=chains,
+                          sampler="HMC2", step_width=h, hamiltonian_dynamics_time=LEG * h, every_nth=10 ** 9,
+                          jit_compile=jit, seed=1)
     chunk = make_chunk(sim.model, sim.data, sim.sampler, tf.Variable(tf.constant(0, tf.int64)),
-                       RunningAverages(1), 0, False, None, 10 ** 9, jit)
+                       RunningAverages(chains), 0, False, None, 10 ** 9, jit)
 
     def run():
         start = time.perf_counter()
@@ -64,10 +66,10 @@ def ours(potential, dimension, h, steps, jit):
     return run, sim
 
 
-def theirs(potential, dimension, h, steps, jit):
+def theirs(potential, dimension, h, steps, jit, chains=1):
     kernel = tfp.mcmc.HamiltonianMonteCarlo(lambda x: -potential(x), step_size=h, num_leapfrog_steps=LEG)
     legs = steps // LEG
-    start_state = tf.constant(np.full((1, dimension), 0.01))
+    start_state = tf.constant(np.full((chains, dimension), 0.01))
 
     @tf.function(jit_compile=jit)
     def chain(state):
@@ -85,6 +87,7 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=5000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, help="TensorFlow's inter- and intra-op threads (default: its own)")
+    parser.add_argument("--chains", type=int, default=1, help="walkers of ours, batched chains of TFP's")
     args = parser.parse_args(argv)
     set_threads(args.threads)
     print("| case | mode | HMC2 us/step | TFP HMC us/step | ratio | HMC2 gradients per leg (mean L) | rejection rate |")
@@ -92,8 +95,8 @@ def main(argv=None):
     for name, case in (("(a) 100-D Gaussian", gaussian), ("(b) logistic regression, 25 weights", logistic_regression)):
         potential, dimension, h = case()
         for jit in (False, True):
-            run_ours, sim = ours(potential, dimension, h, args.steps, jit)
-            run_theirs = theirs(potential, dimension, h, args.steps, jit)
+            run_ours, sim = ours(potential, dimension, h, args.steps, jit, args.chains)
+            run_theirs = theirs(potential, dimension, h, args.steps, jit, args.chains)
             run_ours(), run_theirs()  # trace and compile
             times = {"ours": [], "theirs": []}
             for _ in range(args.repeats):

@@ -7,7 +7,8 @@
 
 `load_run` gives the `Result` a `sample()` (or `fit()`) call returns: the same DataFrames,
 value for value (the files hold floats in shortest round-trip form, tati/recording/table.py),
-with `id`, `step`, `epoch` and `divergences` as int64 and every other column float64. A file
+with the counting columns (`id`, `step`, `epoch`, `divergences`, `gradient_evaluations`, ...,
+recording/columns.py's INTEGER_COLUMNS) as int64 and every other column float64. A file
 that a run appended to over several calls gives all their rows. A table whose file is not
 given is an empty DataFrame; the momenta table (`momenta_file`, written with record_momenta)
 is None then, as in a Result of a run without it. The files do not say how the parameters
@@ -145,18 +146,9 @@ def _header(path):
 
 def _known_columns():
     """Every column a run-info or averages table can have, besides id, step and loss."""
-    names = set()
-    for sampler in (True, False):
-        for momentum in (True, False):
-            for metropolis in (True, False):
-                names.update(table_columns.averages_columns(sampler, momentum, metropolis))
-                for accuracy in (True, False):
-                    names.update(table_columns.run_info_columns(sampler, accuracy, momentum, metropolis))
-    for sampler in table_columns.PROPOSAL_RUN_INFO:
-        names.update(table_columns.proposal_averages_columns(sampler))
-        for accuracy in (True, False):
-            names.update(table_columns.proposal_run_info_columns(sampler, accuracy))
-    names.add("gradient_noise_variance")
+    names = set(table_columns.head(accuracy=True))
+    for info in table_columns.EVERY_INFO:
+        names.update(info.run_info + info.averages)
     return names - {"id", "step", "loss"}
 
 

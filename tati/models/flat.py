@@ -13,6 +13,8 @@ Interface the Simulation relies on (all models):
     prior              a priors.Prior whose energy the losses include, or None
     get_parameters()   theta as a numpy array [W, d];  set_parameters(values): [d] or [W, d]
     loss(features, labels) -> [W] losses;  loss_and_accuracy(...) -> ([W], [W])
+    loss_and_gradient(features, labels, theta=None, with_accuracy=False)
+                       -> ([W] losses, [W, d] gradient of their sum, [W] accuracy or None)
     outputs(features) -> [W, batch, outputs];  uses_data
 
 Every model's loss (and loss_and_accuracy) also takes `theta=`, a [W, d] tensor to evaluate
@@ -26,6 +28,19 @@ import numpy as np
 import tensorflow as tf
 
 from tati.errors import InputError
+
+
+def value_and_gradient(function, x, has_aux=False):
+    """function(x) and its gradient with respect to x, a tensor or variable (zeros where x does
+    not enter; a value of several numbers: the gradient of their sum). With has_aux, function
+    returns (value, extra) and this (value, gradient, extra). The one tape of the package: every
+    loss and log-density is differentiated here."""
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        result = function(x)
+        value = result[0] if has_aux else result
+    gradient = tape.gradient(value, x, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+    return (value, gradient, result[1]) if has_aux else (value, gradient)
 
 
 class FlatModel:
@@ -66,6 +81,23 @@ class FlatModel:
         values, slots = self._fixed
         fixed = tf.broadcast_to(values, [tf.shape(theta)[0], tf.shape(values)[0]])
         return tf.gather(tf.concat([theta, fixed], axis=1), slots, axis=1)
+
+    def loss_and_gradient(self, features, labels, theta=None, with_accuracy=False):
+        """Every walker's loss [W] at theta ([W, d], by default the variable), the gradient of
+        their sum with respect to theta ([W, d]: walkers do not interact through it, so row w is
+        walker w's gradient) and, with_accuracy, the accuracy [W] (else None)."""
+        at = {} if theta is None else {"theta": theta}
+
+        def losses_of(_):
+            if with_accuracy:
+                losses, accuracy = self.loss_and_accuracy(features, labels, **at)
+            else:
+                losses, accuracy = self.loss(features, labels, **at), None
+            return tf.reduce_sum(losses), (losses, accuracy)
+
+        _, gradient, (losses, accuracy) = value_and_gradient(losses_of, self.theta if theta is None else theta,
+                                                             has_aux=True)
+        return losses, gradient, accuracy
 
     def with_prior(self, losses, theta=None):
         """losses [W] plus the prior's energy at theta (by default the variable)."""

@@ -12,7 +12,7 @@ so a checkpoint continues it.
 
 import tensorflow as tf
 
-from tati.loop import block_rows, value_and_gradient
+from tati.loop import block_rows
 
 CORRECTION_PAIRS = 10
 TOLERANCE = 1e-8
@@ -59,7 +59,8 @@ def make_lbfgs_chunk(model, data, lbfgs, step, averages, has_accuracy, every_nth
     rows = block_rows(walkers, d)
 
     def value_and_gradients(theta):
-        return value_and_gradient(lambda t: model.loss(features, labels, theta=t), theta)
+        losses, gradient, _ = model.loss_and_gradient(features, labels, theta=theta)
+        return losses, gradient
 
     def from_model():  # the first call, or after the user set the parameters
         start = model.flat_parameters()

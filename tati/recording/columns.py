@@ -1,24 +1,80 @@
-"""Which columns each table has, by method. Their meanings are documented in doc/columns.md.
+"""Which columns each table has. Their meanings are documented in doc/columns.md.
 
-`sampler`: a sampler rather than an optimizer; `momentum`: the sampler keeps momenta (all
-but SGLD); `accuracy`: a network with a built-in loss; `metropolis`: HMC, whose rows show the
-chain's state at evaluation steps. The proposal kernels (NUTS, RWMH) list their own columns.
+Every table starts with the same columns; the rest of a run-info and an averages row is what
+its kernel reports: its `Info`, declared here (this module imports no TensorFlow, so tools
+that read tables back know every column without it) and named by the kernel's class as its
+`info` (tati/kernels.py). The compiled loops deliver a kernel's run-info columns under these
+names, so a new sampler adds columns by declaring them, without touching the loop's callers,
+the recorder or the readers of tables.
 """
 
+from typing import NamedTuple
 
-def run_info_columns(sampler, accuracy, momentum=True, metropolis=False, noise_estimate=False):
-    """`noise_estimate`: SGHMC with a gradient_noise_estimator, whose mean V-hat is a column."""
-    head = ["id", "step", "epoch"] + (["accuracy"] if accuracy else []) + ["loss", "time_per_nth_step"]
-    if noise_estimate:
-        return run_info_columns(sampler, accuracy, momentum) + ["gradient_noise_variance"]
-    if metropolis:
-        return head + ["total_energy", "old_total_energy", "kinetic_energy", "scaled_momentum",
-                       "scaled_gradient", "virial", "average_rejection_rate", "divergences", "step_width",
-                       "gradient_evaluations"]
-    if sampler and momentum:
-        return head + ["total_energy", "kinetic_energy", "scaled_momentum", "scaled_gradient",
-                       "virial", "scaled_noise", "gradient_evaluations"]
-    return head + ["scaled_gradient", "virial"] + (["scaled_noise", "gradient_evaluations"] if sampler else [])
+
+class Info(NamedTuple):
+    """What a kernel reports at each row, one number per walker.
+
+    run_info: its run-info columns, after `id, step, epoch, [accuracy], loss, time_per_nth_step`;
+    averages: its averages columns, after `id, step, epoch, loss`: the running averages
+        (ensemble_average_loss, average_kinetic_energy, average_virials, average_inertia) or a
+        run-info column of the same name;
+    integers: its columns that count (written as integers).
+    """
+    run_info: tuple
+    averages: tuple
+    integers: tuple = ()
+
+
+# The running averages' columns, in the order of recording/averages.py's values().
+RUNNING_AVERAGES = ("ensemble_average_loss", "average_kinetic_energy", "average_virials", "average_inertia")
+
+# An optimizer of fit() (Keras' and tati's own, L-BFGS).
+OPTIMIZER_INFO = Info(run_info=("scaled_gradient", "virial"), averages=("average_virials",))
+
+# The Langevin samplers with momenta (GLA1/2, BAOAB, CCAdL, SGHMC; samplers/base.py row_info).
+LANGEVIN_INFO = Info(run_info=("total_energy", "kinetic_energy", "scaled_momentum", "scaled_gradient", "virial",
+                               "scaled_noise", "gradient_evaluations"),
+                     averages=("ensemble_average_loss", "average_kinetic_energy", "average_virials",
+                               "average_inertia"),
+                     integers=("gradient_evaluations",))
+
+# SGLD, which has no momenta.
+SGLD_INFO = Info(run_info=("scaled_gradient", "virial", "scaled_noise", "gradient_evaluations"),
+                 averages=("ensemble_average_loss", "average_virials"), integers=("gradient_evaluations",))
+
+# SGHMC with a gradient_noise_estimator: the mean V-hat over each walker's parameters too.
+SGHMC_ESTIMATING_INFO = LANGEVIN_INFO._replace(run_info=LANGEVIN_INFO.run_info + ("gradient_noise_variance",))
+
+# HMC1/HMC2: the chain's state at evaluations (loop.leg_row).
+HMC_INFO = Info(run_info=("total_energy", "old_total_energy", "kinetic_energy", "scaled_momentum", "scaled_gradient",
+                          "virial", "average_rejection_rate", "divergences", "step_width", "gradient_evaluations"),
+                averages=("ensemble_average_loss", "average_kinetic_energy", "average_virials",
+                          "average_rejection_rate"),
+                integers=("divergences", "gradient_evaluations"))
+
+# The proposal kernels (loop_proposal.py): one row per transition.
+NUTS_INFO = Info(run_info=("total_energy", "kinetic_energy", "virial", "step_width", "tree_depth", "leapfrog_steps",
+                           "gradient_evaluations", "average_rejection_rate", "divergences"),
+                 averages=("ensemble_average_loss", "average_kinetic_energy", "average_virials",
+                           "average_rejection_rate"),
+                 integers=("divergences", "tree_depth", "leapfrog_steps", "gradient_evaluations"))
+RWMH_INFO = Info(run_info=("step_width", "average_rejection_rate"),
+                 averages=("ensemble_average_loss", "average_rejection_rate"))
+
+# Every kernel's, for code that must know every column (reading tables back, the docs' test).
+EVERY_INFO = (OPTIMIZER_INFO, LANGEVIN_INFO, SGLD_INFO, SGHMC_ESTIMATING_INFO, HMC_INFO, NUTS_INFO, RWMH_INFO)
+
+
+def head(accuracy):
+    return ["id", "step", "epoch"] + (["accuracy"] if accuracy else []) + ["loss", "time_per_nth_step"]
+
+
+def run_info_columns(info, accuracy):
+    return head(accuracy) + list(info.run_info)
+
+
+def averages_columns(info):
+    return ["id", "step", "epoch", "loss"] + list(info.averages)
 
 
 def trajectory_columns(parameter_names):
@@ -35,35 +91,5 @@ def momenta_columns(parameter_names):
     return ["id", "step"] + [MOMENTUM_PREFIX + n for n in names] + [GRADIENT_PREFIX + n for n in names]
 
 
-def averages_columns(sampler, momentum=True, metropolis=False):
-    if metropolis:
-        return ["id", "step", "epoch", "loss", "ensemble_average_loss", "average_kinetic_energy",
-                "average_virials", "average_rejection_rate"]
-    if sampler and momentum:
-        return ["id", "step", "epoch", "loss", "ensemble_average_loss", "average_kinetic_energy",
-                "average_virials", "average_inertia"]
-    return ["id", "step", "epoch", "loss"] + (["ensemble_average_loss"] if sampler else []) + ["average_virials"]
-
-
-# The proposal kernels (NUTS, RWMH; samplers/proposal.py): one row per transition.
-PROPOSAL_RUN_INFO = {
-    "NUTS": ("total_energy", "kinetic_energy", "virial", "step_width", "tree_depth", "leapfrog_steps",
-             "gradient_evaluations", "average_rejection_rate", "divergences"),
-    "RWMH": ("step_width", "average_rejection_rate"),
-}
-PROPOSAL_AVERAGES = {
-    "NUTS": ("average_kinetic_energy", "average_virials", "average_rejection_rate"),
-    "RWMH": ("average_rejection_rate",),
-}
-
-
-def proposal_run_info_columns(sampler, accuracy):
-    return (["id", "step", "epoch"] + (["accuracy"] if accuracy else []) + ["loss", "time_per_nth_step"]
-            + list(PROPOSAL_RUN_INFO[sampler]))
-
-
-def proposal_averages_columns(sampler):
-    return ["id", "step", "epoch", "loss", "ensemble_average_loss"] + list(PROPOSAL_AVERAGES[sampler])
-
-
-INTEGER_COLUMNS = ("id", "step", "epoch", "divergences", "tree_depth", "leapfrog_steps", "gradient_evaluations")
+# Columns written as integers, in every table that has them: the common ones and the kernels'.
+INTEGER_COLUMNS = ("id", "step", "epoch") + tuple(dict.fromkeys(name for info in EVERY_INFO for name in info.integers))

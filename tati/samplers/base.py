@@ -28,6 +28,7 @@ import tensorflow as tf
 
 from tati import options as option_table
 from tati.errors import InputError
+from tati.recording.columns import LANGEVIN_INFO
 
 # Base-optimizer options that would silently change the sampled dynamics.
 _REFUSED = ("weight_decay", "clipnorm", "clipvalue", "global_clipnorm", "use_ema",
@@ -85,6 +86,9 @@ class SamplerBase(keras.optimizers.Optimizer):
 
     parameters = ("inverse_temperature",)
     has_momentum = True
+    # Its run-info and averages columns (tati/kernels.py): what row_info delivers, and the loop
+    # delivers scaled_gradient, virial and gradient_evaluations.
+    info = LANGEVIN_INFO
     # Whether update_step also measures |noise|^2, which only table rows need; the compiled
     # loop turns it off (while tracing) for the steps between rows to save a pass over q.
     report_details = True
@@ -116,11 +120,19 @@ class SamplerBase(keras.optimizers.Optimizer):
         for option in _IGNORED:
             kwargs.pop(option, None)
         values = {p: kwargs.pop(p) for p in self.parameters}
+        # The walkers' layout, not configuration (get_config leaves it out): given by whoever
+        # lays the walkers out (tati/building.py), read when the sampler is built.
+        layout = {name: kwargs.pop(name) for name in ("walker_axis", "preconditioner", "first_walker", "total_walkers")
+                  if name in kwargs}
         if not callable(step_width):
             step_width = option_table.check("step_width", step_width)
         seed = option_table.check("seed", seed)
         super().__init__(learning_rate=step_width, name=name, **kwargs)
         self.seed = seed
+        for name, value in layout.items():
+            setattr(self, name, value)
+        if self.preconditioner is not None:
+            self.moving = self.preconditioner.moving
         self._parameter_values = {p: option_table.check(p, v) for p, v in values.items()}
 
     inverse_temperature = parameter_property("inverse_temperature", "beta: the target is exp(-beta U).")
@@ -182,6 +194,15 @@ class SamplerBase(keras.optimizers.Optimizer):
         """Quantities of the last step, summed over variables: a dict of float64 scalars (or of
         [W] vectors with walker_axis)."""
         return dict(zip(INFO_NAMES, tf.unstack(self._step_info, axis=-1)))
+
+    def row_info(self, loss, per_walker):
+        """The columns of a row this sampler reports from its last step (`step_info`), as
+        float64 [W] tensors: the loss, given, is U(q_n) at the step's start. `per_walker(values)`
+        sums a list of per-variable tensors over all but the walker axis."""
+        info = self.step_info
+        kinetic = info["kinetic_energy"]
+        return {"total_energy": tf.cast(loss, tf.float64) + kinetic, "kinetic_energy": kinetic,
+                "scaled_momentum": tf.sqrt(info["momentum_sq"]), "scaled_noise": tf.sqrt(info["noise_sq"])}
 
     def _sum(self, values):
         """Sum over everything, or over everything but the walker axis."""

@@ -56,8 +56,9 @@ and that evaluation pauses it (step width 0) until its next phase, which starts 
 stored chain state without a decision. So B, refreshed at each phase's first call from the
 standing half's chain states, is fixed during every leg and independent of the moving walkers.
 
-The loss must be given before each call: `sampler.set_loss(loss)` (the Simulation does so);
-`model.fit` cannot, so HMC is for the Simulation or a user's own loop.
+Each call needs the loss with the gradients: `sampler.apply(grads, variables, loss=loss)` (the
+Simulation's loop does so); `model.fit` cannot give it, so HMC is for the Simulation or a user's
+own loop.
 
 Warm-up during the first `adaptation_steps` calls (samplers/hmc_adaptation.py, equations in
 samplers/adaptation.py), one value for all walkers at every evaluation: an initial width
@@ -80,6 +81,7 @@ from tati.errors import InputError
 from tati.names import target_acceptance
 from tati import options as option_table
 from tati.options import default
+from tati.recording.columns import HMC_INFO
 from tati.samplers import adaptation, splitting
 from tati.samplers.base import SamplerBase, parameter_property
 from tati.samplers.hmc_adaptation import LegAdaptation
@@ -121,7 +123,7 @@ class HamiltonianMonteCarlo(LegAdaptation, SamplerBase):
     """HMC with in-graph accept/reject; subclasses choose the integrator by `first_kicks`."""
 
     parameters = ("inverse_temperature", "hamiltonian_dynamics_time")
-    metropolis = True
+    info = HMC_INFO  # the chain's state at evaluations (loop.leg_row delivers these columns)
     find_initial_width = False  # set by build()
     # The first kick's fraction c of the step width, one drawn at random per leg.
     first_kicks = (0.5,)
@@ -136,7 +138,6 @@ class HamiltonianMonteCarlo(LegAdaptation, SamplerBase):
         super().__init__(step_width, seed, name, dict(
             kwargs, hamiltonian_dynamics_time=hamiltonian_dynamics_time,
             inverse_temperature=inverse_temperature))
-        self._loss_given = False
         self.adaptation_steps = option_table.check("burn_in_steps", adaptation_steps)
         self.target_acceptance_rate = target_acceptance(
             type(self).__name__, option_table.check("target_acceptance_rate", target_acceptance_rate))
@@ -161,13 +162,6 @@ class HamiltonianMonteCarlo(LegAdaptation, SamplerBase):
         shape = tuple(variable.shape)
         return shape[1:] if self._walkers is not None else shape
 
-    # -- the loss ------------------------------------------------------------------------------
-    def set_loss(self, loss, accuracy=None):
-        """U at the variables' current values (shape [W] with walker_axis, else a scalar), to be
-        given before every apply; `accuracy` optionally, reported with the chain's state."""
-        self._given = (loss, accuracy)
-        self._loss_given = True
-
     def restart(self):
         """Make the next call take the variables' values as the chain's state (after the user
         set new parameters)."""
@@ -179,17 +173,17 @@ class HamiltonianMonteCarlo(LegAdaptation, SamplerBase):
             self._legs.write(rows)
 
     # -- calls ---------------------------------------------------------------------------------
-    def apply(self, grads, trainable_variables=None):
-        """One call for every walker: it evaluates where its leg ends, else integrates."""
+    def apply(self, grads, trainable_variables=None, loss=None, accuracy=None):
+        """One call for every walker: it evaluates where its leg ends, else integrates. `loss`:
+        U at the variables' current values (shape [W] with walker_axis, else a scalar), needed
+        by every call; `accuracy` optionally, reported with the chain's state."""
+        if loss is None:
+            raise InputError(f"{type(self).__name__} needs the loss of each step: call "
+                             "sampler.apply(grads, variables, loss=loss), not apply_gradients")
         variables = self._trainable_variables if trainable_variables is None else list(trainable_variables)
         if not self.built:
             self.build(variables)
             self.built = True
-        if not self._loss_given:
-            raise InputError(f"{type(self).__name__} needs the loss of each step: call "
-                             "sampler.set_loss(loss) before apply_gradients")
-        self._loss_given = False
-        loss, accuracy = self._given
         self._call(loss, accuracy, [tf.convert_to_tensor(g) for g in grads], variables)
         self.iterations.assign_add(1)
         return self.iterations
@@ -203,7 +197,7 @@ class HamiltonianMonteCarlo(LegAdaptation, SamplerBase):
         """`steps` (at most free_steps()) integration calls as apply would make them, at a fraction
         of the cost: B then A, p <- p - h' F(grad U(q)); q <- q + h' V(p), for every walker, h'
         its leg's step width. `gradients(positions)` gives grad U at the positions (tensors,
-        one per variable; no set_loss needed). Positions and momenta are loop tensors, written
+        one per variable). Positions and momenta are loop tensors, written
         back to the variables once, after the loop."""
         width = self._legs.row("leg_width")
         widths = [tf.cast(self._broadcast(width, v), v.dtype) for v in variables]

@@ -41,6 +41,7 @@ import tensorflow as tf
 from tati.errors import InputError
 from tati.names import target_acceptance
 from tati.options import check, default
+from tati.recording.columns import NUTS_INFO, RWMH_INFO
 from tati.samplers import adaptation
 from tati.samplers.base import PACKET
 from tati.samplers.walker_draws import keyed_per_walker
@@ -64,7 +65,8 @@ class ProposalKernel:
     has_momentum = False
     uses_gradient = True
     parameters = ("inverse_temperature", "adapt_step_width", "target_acceptance_rate", "adapt_mass", "metric")
-    name = None  # the short name: its columns are recording/columns.py's PROPOSAL_* entries
+    name = None  # the short name
+    info = None  # its columns (tati/kernels.py): loop_proposal.py delivers them
     # This kernel's walkers as part of a larger run (a replica's share, tati/distribute.py): its
     # first walker's index there, which keys its walkers' random numbers, and the run's walker
     # count (None: its own).
@@ -75,11 +77,12 @@ class ProposalKernel:
                  inverse_temperature=default("inverse_temperature"),
                  adapt_step_width=default("adapt_step_width"),
                  target_acceptance_rate=default("target_acceptance_rate"),
-                 adapt_mass=default("adapt_mass"), metric=default("metric")):
+                 adapt_mass=default("adapt_mass"), metric=default("metric"), first_walker=0, total_walkers=None):
         if not hasattr(model, "flat_parameters"):  # e.g. model.compile(optimizer=NUTS(...))
             raise InputError(f"{type(self).__name__} is not a Keras optimizer for model.fit: it evaluates the "
                              f"model itself; use tati.Simulation(model=..., sampler=\"{type(self).__name__}\")")
         self.model = model
+        self.first_walker, self.total_walkers = first_walker, total_walkers
         self.initial_step_width = float(step_width)
         self.seed = int(seed)
         self.burn_in_steps = int(burn_in_steps)
@@ -164,6 +167,7 @@ class NUTS(ProposalKernel):
     """The No-U-Turn sampler, tfp.mcmc.NoUTurnSampler."""
 
     name = "NUTS"
+    info = NUTS_INFO
     parameters = ProposalKernel.parameters + ("max_tree_depth",)
 
     def __init__(self, model=None, max_tree_depth=default("max_tree_depth"), **options):
@@ -198,6 +202,7 @@ class RWMH(ProposalKernel):
     """Random-walk Metropolis, tfp.mcmc.RandomWalkMetropolis with Gaussian proposals."""
 
     name = "RWMH"
+    info = RWMH_INFO
     uses_gradient = False
 
     def _kernel_step(self, target, z, log_prob, gradient, width, seed):

@@ -83,6 +83,7 @@ import tensorflow as tf
 
 from tati.errors import InputError
 from tati.options import default
+from tati.recording.columns import LANGEVIN_INFO, SGHMC_ESTIMATING_INFO
 from tati.samplers import splitting
 from tati.samplers.base import SamplerBase, parameter_property
 
@@ -143,6 +144,18 @@ class SGHMC(SamplerBase):
             if values["friction_constant"] == 0:
                 raise InputError(f"gradient_noise_estimator '{self.gradient_noise_estimator}' needs "
                                  "friction_constant > 0: the noise it accounts for replaces part of C / beta")
+
+    @property
+    def info(self):
+        """With a gradient_noise_estimator, the mean V-hat over each walker's parameters is a column."""
+        return SGHMC_ESTIMATING_INFO if self.estimating else LANGEVIN_INFO
+
+    def row_info(self, loss, per_walker):
+        row = super().row_info(loss, per_walker)
+        if self.estimating:
+            row["gradient_noise_variance"] = per_walker(self._noise_variances) / sum(
+                math.prod(v.shape) // (self._walkers or 1) for v in self._noise_variances)
+        return row
 
     @property
     def estimating(self):

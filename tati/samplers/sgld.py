@@ -17,6 +17,7 @@ import keras
 import tensorflow as tf
 
 from tati.options import default
+from tati.recording.columns import SGLD_INFO
 from tati.samplers import splitting
 from tati.samplers.base import SamplerBase
 
@@ -27,6 +28,7 @@ class SGLD(SamplerBase):
 
     parameters = ("inverse_temperature",)
     has_momentum = False
+    info = SGLD_INFO
 
     def __init__(self, step_width=default("step_width"), inverse_temperature=default("inverse_temperature"),
                  seed=default("seed"), name=None, **kwargs):

@@ -224,7 +224,8 @@ def test_divergent_legs_are_counted_and_rejected():
 
 
 def test_users_own_loop_needs_the_loss():
-    """HMC2 on a user's variable in a user's compiled loop, the loss given by set_loss."""
+    """HMC2 on a user's variable in a user's compiled loop, the loss given to apply; Keras'
+    apply_gradients, which cannot give it, is refused."""
     x = tf.Variable([0.5, -0.5], dtype=tf.float64)
     sampler = tati.samplers.HMC2(step_width=0.4, hamiltonian_dynamics_time=1.2, seed=seed(48))
 
@@ -232,8 +233,7 @@ def test_users_own_loop_needs_the_loss():
     def step():
         with tf.GradientTape() as tape:
             loss = 0.5 * tf.reduce_sum(x * x)
-        sampler.set_loss(loss)
-        sampler.apply_gradients([(tape.gradient(loss, x), x)])
+        sampler.apply([tape.gradient(loss, x)], [x], loss=loss)
         return sampler.chain_report()["evaluated"][0] > 0, sampler.chain_positions()[0]
 
     samples = [q.numpy() for evaluated, q in (step() for _ in range(3000)) if evaluated]
@@ -241,7 +241,7 @@ def test_users_own_loop_needs_the_loss():
     assert 0.7 < samples.var(axis=0).mean() < 1.3  # N(0, I): a loose check of the wiring only
     with tf.GradientTape() as tape:
         loss = 0.5 * tf.reduce_sum(x * x)
-    with pytest.raises(InputError, match="set_loss"):
+    with pytest.raises(InputError, match="loss=loss"):
         sampler.apply_gradients([(tape.gradient(loss, x), x)])
 
 

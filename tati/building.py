@@ -1,0 +1,214 @@
+"""Building a Simulation from its resolved options: data, model (with likelihood, fixed
+parameters, prior and start), the walkers' ensemble, the sampler and the optimizer.
+
+The options are read, never written: what the data implies (the network's input and output
+widths) is returned beside them (`Parts.implied_options`). The cross-option rules that need
+no data are tati/preflight.py's; the ones here need the data or the model.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import tensorflow as tf
+
+from tati.data.pipeline import Batches, NoData, check_arrays
+from tati.errors import InputError
+from tati.models import MLP, KerasNetwork, Potential
+
+# Largest covariance matrix of the ensemble preconditioner (d^2 numbers are kept, and factorised
+# at every swap).
+MAX_COVARIANCE = 4000
+
+
+@dataclass
+class Parts:
+    """What a Simulation is made of, before its sampler and optimizer."""
+    data: object
+    model: object
+    ensemble: object = None
+    has_accuracy: bool = False
+    implied_options: dict = field(default_factory=dict)  # input_dimension, output_dimension from the data
+
+
+def build(o):
+    """The data, the model (likelihood, fixed parameters, prior, start) and the ensemble."""
+    implied = {}
+    data, network_inputs = make_data(o, implied)
+    model = make_model(o, network_inputs, implied)
+    set_likelihood(o, model, data)
+    fix_and_prior(o, model)
+    if o["parse_parameters_file"] is not None:
+        from tati.models.start import parameters_from_trajectory
+        model.set_parameters(parameters_from_trajectory(o["parse_parameters_file"], o["parse_steps"],
+                                                        model.parameter_names, model.num_walkers))
+    if o["initial_dispersion"] > 0:
+        disperse(o, model, o["initial_dispersion"])
+    if o["jit_compile"] and not getattr(data, "full", True):
+        raise InputError("jit_compile cannot compile mini-batches (their shapes vary): drop batch_size or jit_compile")
+    has_accuracy = model.uses_data and getattr(model, "loss_name", None) is not None
+    return Parts(data, model, make_ensemble(o, model), has_accuracy, implied)
+
+
+def network_inputs(o, features):
+    """The network's inputs for rows of feature columns: the input_columns terms computed from
+    them (tati/data/input_columns.py), or the features as they are."""
+    if o["input_columns"] is None:
+        return features
+    from tati.data.input_columns import apply
+    return apply(o["input_columns"], features)
+
+
+def make_data(o, implied):
+    """(the batches or NoData for a potential, the network's input width); the widths the data
+    implies go to `implied`."""
+    if o["potential"] is not None:
+        return NoData(), None
+    if o["batch_data_files"] is not None:
+        from tati.data.csv import read_csv_files
+        features, labels = read_csv_files(o["batch_data_files"], _csv_input_dimension(o), o["dtype"])
+    elif isinstance(o["dataset"], tuple):
+        features, labels = o["dataset"]
+    else:
+        from tati.data.datasets import make_dataset
+        features, labels = make_dataset(o["dataset"] or "two_clusters", size=o["dataset_size"],
+                                        noise=o["dataset_noise"], seed=o["dataset_seed"])
+    features, labels = check_arrays(features, labels, o["dtype"])
+    implied["input_dimension"] = features.shape[1]
+    if o["input_dimension"] is not None and o["input_dimension"] != features.shape[1]:
+        raise InputError(f"input_dimension {o['input_dimension']} does not match the "
+                         f"{features.shape[1]} feature columns of the data")
+    features = network_inputs(o, features)
+    classes = (o["loss"] == "softmax_cross_entropy" or o["likelihood"] == "categorical") and labels.shape[1] == 1
+    if classes and not (np.all(labels >= 0) and np.all(labels == np.round(labels))):
+        raise InputError("loss softmax_cross_entropy with one label column takes class indices 0, 1, ...; "
+                         "these labels are not (e.g. the built-in datasets' -1/+1: use another loss, "
+                         "or one-hot label columns)")
+    width = int(labels.max()) + 1 if classes else labels.shape[1]
+    if o["likelihood"] == "heteroscedastic_gaussian":  # a mean and a variance per label column
+        width = 2 * labels.shape[1]
+    implied["output_dimension"] = o["output_dimension"] or width
+    if o["output_dimension"] is not None and o["output_dimension"] != width and not classes:
+        if o["likelihood"] == "heteroscedastic_gaussian":
+            raise InputError(f"output_dimension {o['output_dimension']} must be {width} with likelihood "
+                             "heteroscedastic_gaussian (a mean and a variance per label column)")
+        raise InputError(f"output_dimension {o['output_dimension']} does not match the "
+                         f"{labels.shape[1]} label column(s) of the data")
+    return Batches(features, labels, o["batch_size"], o["seed"]), features.shape[1]
+
+
+def _csv_input_dimension(o):
+    """input_dimension, or all columns but the last of the first file's header."""
+    if o["input_dimension"] is not None:
+        return o["input_dimension"]
+    import csv
+    try:
+        with open(o["batch_data_files"][0], encoding="utf-8-sig", newline="") as file:
+            return max(1, len(next(csv.reader(file), [])) - 1)
+    except (OSError, IndexError, UnicodeDecodeError, csv.Error):
+        return 1  # read_csv_files reports the file's problem
+
+
+def make_model(o, inputs, implied):
+    if o["potential"] is not None:
+        return Potential(o["potential"], o["initial_parameters"], o["dtype"], o["number_walkers"],
+                         o["potential_batched"])
+    if o["model"] is not None:
+        return KerasNetwork(o["model"], o["loss"], inputs, o["dtype"], o["number_walkers"],
+                            o["initial_parameters"], o["seed"], vectorize=not o["jit_compile"])
+    return MLP(inputs, implied["output_dimension"], o["hidden_dimension"], o["hidden_activation"],
+               o["output_activation"], o["loss"], o["seed"], o["dtype"], o["initial_parameters"],
+               o["number_walkers"])
+
+
+def disperse(o, model, radius):
+    """Each walker's start plus uniform(-radius, radius) draws of its own (seed, walker)."""
+    largest = float(np.finfo(tf.as_dtype(model.dtype).as_numpy_dtype).max)
+    if not radius < largest / 2:
+        raise InputError(f"initial_dispersion {radius:g} would put initial parameters beyond the range "
+                         f"of {o['dtype']}")
+    theta = np.asarray(model.get_parameters(), dtype=np.float64).reshape(model.num_walkers, -1)
+    for walker in range(len(theta)):
+        theta[walker] += np.random.default_rng((o["seed"], walker, 2)).uniform(-radius, radius, theta.shape[1])
+    if not np.all(np.abs(theta) < largest):
+        raise InputError(f"initial_dispersion {radius:g} puts initial parameters beyond the range "
+                         f"of {o['dtype']}")
+    model.set_parameters(theta)
+
+
+def set_likelihood(o, model, data):
+    """With `likelihood`, the potential in Bayesian units: the data's negative log-likelihood
+    (N / n x a batch's sum) replaces the mean loss."""
+    if o["likelihood"] == "none":
+        return
+    from tati.models.losses import LIKELIHOOD_ACCURACY, likelihood_loss
+    model.loss_function = likelihood_loss(o["likelihood"], data.size, o["noise_standard_deviation"])
+    model.loss_name = LIKELIHOOD_ACCURACY[o["likelihood"]]
+
+
+def fix_and_prior(o, model):
+    """fix_parameters (models/fixed.py), then the prior on the remaining parameters."""
+    if o["fix_parameters"] is not None:
+        from tati.models.fixed import parse_fixed
+        groups = model.parameter_groups() if hasattr(model, "parameter_groups") else {}
+        model.fix(parse_fixed(o["fix_parameters"], model.parameter_names, groups))
+    from tati.models.priors import Prior
+    # In Bayesian units (a likelihood) the Gaussian prior covers the biases too.
+    model.prior = Prior.from_options(o, model.parameter_names, model.uses_data and o["likelihood"] == "none")
+
+
+def make_ensemble(o, model):
+    """The walkers' preconditioner and collapse (samplers/ensemble.py), or None."""
+    if o["covariance_blending"] == 0 and not o["collapse_walkers"]:
+        return None  # preflight.py checked the combinations
+    blocks = covariance_blocks(o, model) if o["covariance_blending"] > 0 else None
+    from tati.samplers.ensemble import Ensemble
+    return Ensemble(model.num_walkers, model.num_parameters, o["covariance_blending"], o["covariance_after_steps"],
+                    o["collapse_walkers"], blocks)
+
+
+def covariance_blocks(o, model):
+    """None for one full covariance, else the indices of each weight and bias tensor's free
+    parameters; InputError if a covariance would exceed MAX_COVARIANCE parameters."""
+    if o["covariance_blocks"] == "full":
+        if model.num_parameters > MAX_COVARIANCE:
+            raise InputError(f"covariance_blending: the full covariance of {model.num_parameters} parameters "
+                             f"is too large (at most {MAX_COVARIANCE}); try covariance_blocks=layers")
+        return None
+    if not hasattr(model, "parameter_groups"):
+        raise InputError("covariance_blocks=layers needs the built-in network or a Keras model, whose layers "
+                         "give the blocks")
+    index = {name: i for i, name in enumerate(model.parameter_names)}
+    blocks = {group: [index[name] for name in names if name in index]
+              for group, names in model.parameter_groups().items()}
+    for group, block in blocks.items():
+        if len(block) > MAX_COVARIANCE:
+            raise InputError(f"covariance_blocks=layers: the covariance of {group} ({len(block)} "
+                             f"parameters) is too large (at most {MAX_COVARIANCE})")
+    return [block for block in blocks.values() if block]
+
+
+def make_sampler(o, model, ensemble, first_walker=0, total_walkers=None):
+    """The sampler of the options on the model: a Keras optimizer built on its variables, given
+    its walkers' layout and the ensemble's preconditioner, or for NUTS and RWMH a
+    samplers.proposal.ProposalKernel on the model."""
+    from tati.samplers import HamiltonianMonteCarlo, get_sampler
+    from tati.samplers.proposal import ProposalKernel
+    cls = get_sampler(o["sampler"])
+    own = {name: o[name] for name in cls.parameters}
+    layout = dict(first_walker=first_walker, total_walkers=total_walkers)
+    if issubclass(cls, ProposalKernel):
+        return cls(model, step_width=o["step_width"], seed=o["seed"], burn_in_steps=o["burn_in_steps"], **own,
+                   **layout)
+    extra = {}
+    if issubclass(cls, HamiltonianMonteCarlo):  # the step width adapts during burn-in
+        extra = dict(adaptation_steps=o["burn_in_steps"], adapt_step_width=o["adapt_step_width"],
+                     target_acceptance_rate=o["target_acceptance_rate"], adapt_mass=o["adapt_mass"],
+                     adapt_trajectory_length=o["adapt_trajectory_length"])
+    elif "adapt_mass" in getattr(cls, "adaptation_options", ()):  # Langevin: samplers/mass.py
+        extra = dict(adaptation_steps=o["burn_in_steps"], adapt_mass=o["adapt_mass"])
+    preconditioner = ensemble if ensemble is not None and ensemble.blending else None
+    sampler = cls(step_width=o["step_width"], seed=o["seed"], **own, **extra, walker_axis=model.walker_axis,
+                  preconditioner=preconditioner, **layout)
+    sampler.build(model.variables)
+    return sampler
+

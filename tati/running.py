@@ -1,0 +1,138 @@
+"""Running a call: the run's state (step counter, running averages, compiled chunk) and the
+loop of compiled calls that drives it, with signals, progress and non-finite stops.
+
+A *run* is a sequence of sample() (or fit()) calls on one Simulation (`Run`); `drive` makes
+one call's steps in compiled calls of about CALL_SECONDS each, handing each call's block of
+rows to the recorder (recording/recorder.py). SIGINT and SIGTERM stop it at the next call's
+end, that is at a row boundary.
+"""
+
+import signal
+import threading
+import time
+import warnings
+
+import numpy as np
+import tensorflow as tf
+
+from tati import checkpoint
+from tati.kernels import LEGS, info_of, is_sampler, kind_of
+from tati.loop import Loop, compile_chunk
+from tati.recording.averages import RunningAverages
+
+# Seconds one compiled call should take: interruption waits at most for the call under way.
+CALL_SECONDS = 0.5
+
+
+class Run:
+    """State of one run: its kernel, step counter, running averages and compiled chunk."""
+
+    def __init__(self, method, optimizer, simulation):
+        self.method = method
+        self.optimizer = optimizer
+        self.kind = kind_of(optimizer)  # tati/kernels.py
+        self.info = info_of(optimizer)
+        self.is_sampler = is_sampler(optimizer)
+        self.metropolis = self.kind == LEGS  # rows where legs end, not at multiples of every_nth
+        self.step = tf.Variable(tf.constant(0, tf.int64), trainable=False, name="step")
+        self.averages = RunningAverages(simulation.model.num_walkers)
+        self.calls = 0
+        o = simulation.options
+        if o["restore_model"] is not None and not simulation.restored:
+            simulation.restored = True
+            if checkpoint.restore(o["restore_model"], simulation, self):
+                self.calls = 1  # continue the saved run: append to its files
+        self.chunk = compile_chunk(Loop(
+            simulation.model, simulation.data, optimizer, self.step, self.averages, o["burn_in_steps"],
+            simulation.has_accuracy, simulation.ensemble, o["every_nth"], o["jit_compile"],
+            check_finite=o["on_nan"] == "stop", record_momenta=simulation.record_momenta and method == "sample"))
+
+
+def drive(run, recorder, max_steps, every_nth, progress=False, shards=None, nonfinite=None, after_call=None):
+    """max_steps steps of the run in compiled calls, every call's rows to the recorder, which is
+    closed at the end. Returns the signal (SIGINT, SIGTERM) that stopped the call early, or None.
+
+    shards: a distributed run's replicas (tati/distribute.py), whose chunk runs instead and which
+    gather the whole run's state at the end; nonfinite(block): the error to raise after a block
+    with a non-finite step; after_call(): after each compiled call."""
+    bar = progress_bar(progress, max_steps)
+    stop = StopSignals()
+    try:
+        recorder.start_summaries()
+        # A run's first call: one row's steps (it also compiles); a later sample() or fit() call
+        # starts at the size its predecessor reached (each call has a fixed cost of a few ms).
+        done, budget = 0, getattr(run, "budget", every_nth)
+        while done < max_steps and stop.signal is None:
+            first = int(run.step.numpy())
+            n = min(max_steps - done, budget)
+            start = time.perf_counter()
+            # HMC: rows where legs end, stopping early when its block is full; the others end
+            # at a row (a multiple of every_nth or the call's last step) or a full block.
+            if not run.metropolis and n < max_steps - done:  # to the next row at least
+                n = min(max((first + n) // every_nth * every_nth - first, every_nth - first % every_nth),
+                        max_steps - done)
+            n = tf.constant(n, tf.int32 if run.metropolis else tf.int64)
+            if shards is not None:  # every replica's walkers, as one block
+                block = shards.chunk(n)
+            else:
+                block = {k: np.asarray(v) for k, v in run.chunk(n).items()}
+            elapsed = time.perf_counter() - start  # np.asarray: read-only views, no copy of the block
+            step = int(run.step.numpy())
+            recorder.append(block, first, step, elapsed)
+            if step == first:  # nothing left to do (L-BFGS converged)
+                break
+            if block["nonfinite_step"] >= 0:
+                raise nonfinite(block)
+            done += step - first
+            # Calls of about CALL_SECONDS: a signal is answered within one call.
+            rate = (step - first) / max(elapsed, 1e-6)
+            budget = run.budget = max(1, min(8 * budget, int(rate * CALL_SECONDS)))
+            if after_call is not None:
+                after_call()
+            if bar is not None:
+                bar.update(step - first)
+    finally:
+        stop.release()
+        recorder.close()
+        if bar is not None:
+            bar.close()
+        if shards is not None:  # the whole run's state, for parameters and the checkpoint
+            shards.gather()
+    return stop.signal
+
+
+class StopSignals:
+    """While alive, SIGINT and SIGTERM only record themselves (in `signal`): the loop stops at
+    the next row boundary. Only the main thread can handle signals; elsewhere this does nothing."""
+
+    def __init__(self):
+        self.signal = None
+        self._previous = {}
+        if threading.current_thread() is threading.main_thread():
+            for number in (signal.SIGINT, signal.SIGTERM):
+                self._previous[number] = signal.signal(number, self._record)
+
+    def _record(self, number, frame):
+        self.signal = number
+
+    def release(self):
+        for number, handler in self._previous.items():
+            signal.signal(number, handler)
+        self._previous = {}
+
+
+_progress_warned = []
+
+
+def progress_bar(enabled, total):
+    if not enabled:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:  # optional extra: run on without a bar, and say so once
+        if not _progress_warned:
+            _progress_warned.append(True)
+            warnings.warn("progress needs tqdm, which is not installed (pip install tati[progress]); "
+                          "running without a progress bar", stacklevel=4)
+        return None
+    return tqdm(total=total, unit="step", dynamic_ncols=True)
