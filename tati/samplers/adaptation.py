@@ -23,17 +23,33 @@ frozen eps_bar accepted 0.86 instead of 0.8 on a Gaussian of condition number 1e
 Metric: a diagonal one, estimated in Stan's windows (an initial buffer of 75 steps where only
 the width adapts, then windows of 25, 50, 100, ... steps, the last stretched to end 50 steps
 before burn-in does, whose terminal buffer again adapts only the width; shorter burn-ins
-scale these as 15% / 75% / 10%). At each window's end the variance of the window's draws,
-pooled over walkers and shrunk towards 1e-3 times the last window's (`shrunk_scale`),
-becomes the squared scale s^2 of each coordinate, and dual averaging restarts from the
-current width (HMC: divided by the smallest growth of a scale, new s / old s;
-`dual_averaging_restart`). The kernel then moves
+scale these as 15% / 75% / 10%). At each window's end the variance of the window's draws
+(NUTS, RWMH, the Langevin samplers; HMC's estimate is below), pooled over walkers and
+shrunk towards 1e-3 times the last window's (`shrunk_scale`), becomes the squared scale s^2 of
+each coordinate, and dual averaging restarts from the current width (HMC: divided by the
+smallest growth of a scale, new s / old s; `dual_averaging_restart`). The kernel then moves
 z = theta / s, which is the same as giving the momenta the mass matrix diag(1 / s^2).
 HMC1/HMC2 count their burn-in in gradient evaluations, not in legs of unknown length: their
 windows are counted in legs instead (`window_legs`), from 15% of the burn-in until 90% of it or
 until 200 legs are left (estimated at the current leg length; not before the first window
-closes), for the step width and leg length to settle in the metric's coordinates; a window is
-taken only if at least MIN_LEGS_AFTER_WINDOW legs of burn-in follow it, else the metric stays.
+closes), for the step width and leg length to settle in the metric's coordinates; the first
+window closes after its 25 legs or at FIRST_WINDOW_END (30%) of the burn-in, whichever comes
+first, if it holds MIN_METRIC_DRAWS draws; a window is taken only if at least
+MIN_LEGS_AFTER_WINDOW legs of burn-in follow it, else the metric stays. HMC's windows collect
+the legs' starts with their gradients and estimate each scale by the diagonal metric that
+minimises the Fisher divergence (Seyboldt, Carlson & Carpenter, as nutpie; `fisher_scale`):
+
+    s_i^4 = var(theta_i) / var(beta dU/dtheta_i),
+
+exact for a Gaussian target with a diagonal covariance from any draws of distinct gradients,
+also from draws still on their way from dispersed starts, which the variance of the draws is
+not: on a linear regression with predictors on scales 1 and 1000 (tools/benchmark_adapted.py,
+model 4) a burn-in of 10,000 steps holds about 18 legs before any metric (legs of about 1000
+steps at the width the slope's sd of 7e-5 allows), and the chains were still far from the
+posterior at its end (R-hat 1.9); with a first window of 3 legs by 30% of it and this estimate,
+the slope's scale came out as its sd (the other two 7-9 times too small, from draws far off the
+posterior and correlated with the slope; right after the next windows), and the walkers reached
+the posterior by half of the burn-in.
 
 Leg length of HMC (ChEES; Hoffman, Radul & Sountsov 2021, as TFP's
 GradientBasedTrajectoryLengthAdaptation): the time T of a leg maximises
@@ -53,7 +69,7 @@ with few walkers, pushes T towards anti-correlated legs). log T climbs g by Adam
 momentum (rate 0.05, squared-gradient decay 0.95; TFP's rate is 0.025, for burn-ins of
 thousands of legs); after burn-in T is frozen at the average of its iterates, weighted as the
 step width's. At each metric window T starts again, divided by the largest growth of a scale
-(`chees_restart`).
+and at most the user's `hamiltonian_dynamics_time` (`chees_restart`).
 
 Everything here is a pure function of tensors; the kernel keeps the state in variables.
 """
@@ -69,7 +85,11 @@ INITIAL_BUFFER, TERMINAL_BUFFER, BASE_WINDOW = 75, 50, 25
 # MIN_LEG_METRIC_BURN_IN, or a last window of fewer than MIN_METRIC_DRAWS draws, leaves the
 # metric as it is.
 LEG_METRIC_START, LEG_METRIC_END, MIN_LEG_METRIC_BURN_IN = 0.15, 0.9, 200
-TERMINAL_LEGS, MIN_METRIC_DRAWS = 200, 20
+# The first window closes by FIRST_WINDOW_END of the burn-in even with fewer than its 25 legs;
+# MIN_METRIC_DRAWS draws (2 legs of 4 walkers) give each scale within about 20% on a Gaussian
+# (s^4 is a ratio of two variances of 7 degrees of freedom each).
+FIRST_WINDOW_END = 0.3
+TERMINAL_LEGS, MIN_METRIC_DRAWS = 200, 8
 # A window's metric is taken only if at least this many legs of burn-in follow it (at the
 # restarted width and leg length), for dual averaging to try the restarted width: the last
 # window of a short burn-in with long legs could otherwise close with no leg left, and the
@@ -205,16 +225,34 @@ def chees_update(state, gradient, largest_time):
     return tf.stack([count, log_time, log_time_bar, squared, centre_count])
 
 
-def chees_restart(state, restart, shrink):
+def chees_restart(state, restart, shrink, longest=float("inf")):
     """Start again where `restart` (after a metric window) from T divided by `shrink`, the
     largest factor by which a parameter's scale grew: the widest direction, which sets T, is
-    that much narrower in the new coordinates. The criterion is periodic in T for a Gaussian
-    (in z, with period pi), so ascent from a T that fitted the old coordinates could stop at a
-    later maximum (legs of one and a half turns and more, as good as the first but longer)."""
+    that much narrower in the new coordinates; and from at most `longest` (the user's T). The
+    criterion is periodic in T for a Gaussian (in z, with period pi), so ascent from a T that
+    fitted the old coordinates could stop at a later maximum (legs of one and a half turns and
+    more, as good as the first but longer); in the new metric every parameter's scale is about
+    1, so the first maximum lies near pi / 2 and ascent from at most the user's T (1 by default)
+    climbs to it (on the logistic regression of tools/benchmark_adapted.py, with seed 1, T
+    settled at 8.7 without this bound)."""
     count, log_time, log_time_bar, squared, centre_count = tf.unstack(state)
     zero = tf.zeros_like(count)
-    log_start = log_time - tf.math.log(tf.cast(shrink, tf.float64))
+    log_start = tf.minimum(log_time - tf.math.log(tf.cast(shrink, tf.float64)),
+                           tf.math.log(tf.cast(longest, tf.float64)))
     return tf.where(restart, tf.stack([zero, log_start, log_start, zero, centre_count]), state)
+
+
+def fisher_scale(m2, gradient_m2, previous):
+    """The scale s = (var theta / var beta grad U)^(1/4) from the sums of squared deviations of
+    a window's draws `m2` and of their gradients times beta `gradient_m2` (same count): the
+    diagonal metric that minimises the Fisher divergence (Seyboldt, Carlson & Carpenter; nutpie).
+    For a Gaussian of diagonal covariance, beta grad U = Sigma^-1 (theta - mu), so the ratio is
+    sigma^4 from any draws; for a correlated one it lies between the marginal and the conditional
+    variance. `previous` where either variance is 0 (a parameter that did not move, or one the
+    loss does not depend on) or the ratio is not finite."""
+    ratio = m2 / gradient_m2
+    known = tf.math.is_finite(ratio) & (ratio > 0.0)
+    return tf.where(known, tf.sqrt(tf.sqrt(tf.where(known, ratio, 1.0))), tf.cast(previous, ratio.dtype))
 
 
 def welford_combine(count, mean, m2, draws):

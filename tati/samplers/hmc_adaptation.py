@@ -7,8 +7,9 @@ equations are in samplers/adaptation.py; here is what HMC feeds them and when:
   min(1, exp(-beta dH)) crosses 0.5;
 - dual averaging of log h (`_adapt`) on the mean acceptance probability of the walkers that
   decide, towards `target_acceptance_rate`; afterwards the average of the iterates;
-- the metric (`_adapt_metric`): a scale s per parameter, the (shrunk) standard deviation of
-  the chain states in windows counted in legs; kicks s grad U, drifts s p;
+- the metric (`_adapt_metric`): a scale s per parameter, s^4 = var(q) / var(beta grad U) over
+  the legs' starts in windows counted in legs (adaptation.fisher_scale); kicks s grad U,
+  drifts s p;
 - the leg length T (`_adapt_time`): ChEES, gradient ascent on log T.
 
 A leg uses the h, s and T of its start throughout, so each leg stays an exact proposal. The
@@ -51,7 +52,7 @@ class LegAdaptation:
                                               initializer="ones") for v in variables]
         if self.adapt_mass:
             # Window number k, legs in the window, draws n, 1 once the last window closed; the
-            # draws' mean and squared deviations.
+            # draws' mean and squared deviations, and those of their gradients (times beta).
             self._metric_window = self.add_variable((4,), dtype="float64", name="metric_window",
                                                     initializer="zeros")
             self._metric_means = [self.add_variable(self._walker_shape(v), dtype="float64",
@@ -59,6 +60,12 @@ class LegAdaptation:
             self._metric_squares = [self.add_variable(self._walker_shape(v), dtype="float64",
                                                       name="metric_squares", initializer="zeros")
                                     for v in variables]
+            self._metric_gradient_means = [self.add_variable(self._walker_shape(v), dtype="float64",
+                                                             name="metric_gradient_mean", initializer="zeros")
+                                           for v in variables]
+            self._metric_gradient_squares = [self.add_variable(self._walker_shape(v), dtype="float64",
+                                                               name="metric_gradient_squares", initializer="zeros")
+                                             for v in variables]
         if self.adapt_trajectory_length:
             start = adaptation.chees_start(self._parameter_values["hamiltonian_dynamics_time"])
             self._chees = self.add_variable((len(adaptation.CHEES),), dtype="float64", name="chees",
@@ -177,11 +184,14 @@ class LegAdaptation:
         return time
 
     def _adapt_metric(self, deciding, chain_qs, steps, scales):
-        """Collect the chain states decided here into the metric's window and close the window
-        once it holds its legs (25, 50, 100, ...; the last one stretched to the end of the
-        collection, adaptation.LEG_METRIC_*): the scales become the draws' (shrunk) standard
-        deviations, and the step width's and leg length's averages restart. Returns the scales
-        of the new legs."""
+        """Collect the starts of the legs decided here, chain states q_0 with their gradients
+        g_0 (the chain's states one leg late; `chain_qs`, the states after the decision, have
+        no gradient here), into the metric's window, and close the window once it holds its
+        legs (25, 50, 100, ...; the last one stretched to the end of the collection; the first
+        closed by adaptation.FIRST_WINDOW_END of burn-in if it has MIN_METRIC_DRAWS draws;
+        adaptation.LEG_METRIC_*): the scales become (var q / var beta g)^(1/4)
+        (adaptation.fisher_scale), and the step width's and leg length's averages restart.
+        Returns the scales of the new legs."""
         f64 = tf.float64
         now = tf.cast(self.iterations, f64)
         n = self.adaptation_steps
@@ -193,21 +203,34 @@ class LegAdaptation:
         window_open = ((now < float(int(adaptation.LEG_METRIC_END * n))) & tf.equal(done, 0.0)
                        & ((legs_left > adaptation.TERMINAL_LEGS) | tf.equal(index, 0.0)))
         collecting = decided & window_open & (now >= float(int(adaptation.LEG_METRIC_START * n)))
-        new_count, means, squares = count, [], []
-        for q, mean, m2 in zip(chain_qs, self._metric_means, self._metric_squares):
-            draws = tf.cast(q if self._walkers is not None else q[None], f64)
-            new_count, new_mean, new_m2 = adaptation.welford_combine(count, tf.convert_to_tensor(mean),
-                                                                     tf.convert_to_tensor(m2), draws)
-            means.append(tf.where(collecting, new_mean, mean))
-            squares.append(tf.where(collecting, new_m2, m2))
-        count = tf.where(collecting, new_count, count)
+        beta = tf.cast(self._parameter_variables["inverse_temperature"], f64)
+
+        def collect(values, means, squares):
+            """The window's running (count, means, squared deviations) with `values` added."""
+            combined = [adaptation.welford_combine(count, tf.convert_to_tensor(mean), tf.convert_to_tensor(m2),
+                                                   tf.cast(v if self._walkers is not None else v[None], f64))
+                        for v, mean, m2 in zip(values, means, squares)]
+            return (tf.where(collecting, combined[0][0], count),
+                    [tf.where(collecting, new, old) for (_, new, _), old in zip(combined, means)],
+                    [tf.where(collecting, new, old) for (_, _, new), old in zip(combined, squares)])
+        new_count, means, squares = collect([tf.convert_to_tensor(q) for q in self._start_positions],
+                                            self._metric_means, self._metric_squares)
+        _, gradient_means, gradient_squares = collect(
+            [beta * tf.cast(tf.convert_to_tensor(g), f64) for g in self._start_gradients],
+            self._metric_gradient_means, self._metric_gradient_squares)
+        count = new_count
         legs = legs + tf.cast(collecting, f64)
         target = adaptation.window_legs(index)
         last = decided & tf.logical_not(window_open) & (legs > 0)  # the collection ends
-        close = (collecting & (legs >= target)
-                 & ((legs_left - adaptation.TERMINAL_LEGS >= 2.0 * target) | tf.equal(index, 0.0))) | last
-        candidates = [tf.cast(adaptation.shrunk_scale(count, m2, tf.cast(scale, f64)), scale.dtype)
-                      for m2, scale in zip(squares, scales)]
+        # A burn-in of long legs (an unscaled target) may never hold the first window's 25: it
+        # closes by FIRST_WINDOW_END of burn-in, for the rest to run in the new metric.
+        first_due = (tf.equal(index, 0.0) & (now >= float(int(adaptation.FIRST_WINDOW_END * n)))
+                     & (count >= adaptation.MIN_METRIC_DRAWS))
+        close = (collecting & (((legs >= target)
+                                & ((legs_left - adaptation.TERMINAL_LEGS >= 2.0 * target) | tf.equal(index, 0.0)))
+                               | first_due)) | last
+        candidates = [tf.cast(adaptation.fisher_scale(m2, g_m2, tf.cast(scale, f64)), scale.dtype)
+                      for m2, g_m2, scale in zip(squares, gradient_squares, scales)]
         growths = tf.concat([tf.reshape(tf.cast(new / old, f64), [-1]) for new, old in zip(candidates, scales)], 0)
         smallest, largest = (tf.maximum(tf.reduce_min(growths), 1e-300), tf.maximum(tf.reduce_max(growths), 1e-300))
         # The legs left after the window at the width h / smallest and time T / largest as
@@ -220,7 +243,9 @@ class LegAdaptation:
         new_scales = [tf.where(update, new, scale) for new, scale in zip(candidates, scales)]
         for variable, value in zip(self._scales, new_scales):
             variable.assign(value)
-        for variable, value in zip(self._metric_means + self._metric_squares, means + squares):
+        for variable, value in zip(self._metric_means + self._metric_squares + self._metric_gradient_means
+                                   + self._metric_gradient_squares,
+                                   means + squares + gradient_means + gradient_squares):
             variable.assign(tf.where(close, tf.zeros_like(value), value))
         done = tf.where(last, tf.ones_like(done), done)
         self._metric_window.assign(tf.where(close, tf.stack([index + tf.cast(update, f64), 0.0, 0.0, done]),
@@ -228,7 +253,8 @@ class LegAdaptation:
         if self.adapt_step_width:
             self._dual_averaging.assign(adaptation.dual_averaging_restart(self._dual_averaging, update, smallest))
         if self.adapt_trajectory_length:
-            self._chees.assign(adaptation.chees_restart(self._chees, update, largest))
+            self._chees.assign(adaptation.chees_restart(self._chees, update, largest,
+                                                        self._parameter_values["hamiltonian_dynamics_time"]))
         return new_scales
 
     def metric_scales(self):

@@ -87,20 +87,22 @@ def test_dual_averaging_restarts_at_the_width_over_the_smallest_growth():
     np.testing.assert_array_equal(kept.numpy(), state.numpy())
 
 
-def test_no_metric_window_closes_without_legs_left_to_adapt_the_width():
-    """HMC2 (4 walkers) on a Gaussian of sds 0.1, 0.3, 1 with legs of time T = 5 (fixed), about
-    35 steps at the width adapted to the narrowest sd, in a burn-in of 400 steps: the one window
-    collects about 9 legs (36 draws) and closes at 90% of burn-in, where the 40 steps left would
-    hold about 12 legs at the restarted width (the width over the smallest growth, about 0.1),
-    fewer than MIN_LEGS_AFTER_WINDOW = 20: the metric stays 1 (without that rule it took the
-    window, measured). With a burn-in of 4000 steps the metric adapts (4 windows, measured)."""
+def test_no_metric_window_closes_without_legs_left_to_adapt_the_width(monkeypatch):
+    """HMC2 (4 walkers) on a Gaussian of sds 0.1, 0.3, 1 with legs of time T = 10 (fixed), about
+    70 steps at the width adapted to the narrowest sd, in a burn-in of 300 steps: the first
+    window has its 8 draws (2 legs) only after 30% of burn-in, where the steps left would hold
+    fewer than MIN_LEGS_AFTER_WINDOW = 20 legs at the restarted width (the width over the
+    smallest growth, about 0.1): the metric stays 1. Without that rule it takes the window (the
+    control, measured); with a burn-in of 4000 steps the metric adapts (4 windows, measured)."""
     def run(burn_in):
         sim = tati.Simulation(potential=lambda q: 0.5 * tf.reduce_sum((q / [0.1, 0.3, 1.0]) ** 2, axis=-1),
                               potential_batched=True, initial_parameters=[0.1, -0.2, 0.5], number_walkers=4,
-                              sampler="HMC2", hamiltonian_dynamics_time=5.0, adapt_trajectory_length=False,
+                              sampler="HMC2", hamiltonian_dynamics_time=10.0, adapt_trajectory_length=False,
                               burn_in_steps=burn_in, max_steps=burn_in, dtype="float64", seed=seed(47))
         sim.sample()
         return sim.sampler
-    short = run(400)
+    short = run(300)
     assert short.metric_windows() == 0 and np.all(short.metric_scales() == 1.0)
     assert run(4000).metric_windows() >= 1
+    monkeypatch.setattr(adaptation, "MIN_LEGS_AFTER_WINDOW", 0)
+    assert run(300).metric_windows() >= 1

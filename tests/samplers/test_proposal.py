@@ -171,8 +171,10 @@ def test_resumed_burn_in_continues_bitwise(name, burn_in, first_steps, steps, me
         assert np.all(np.tril(sim.sampler.cholesky.numpy(), -1)[np.tril_indices(3, -1)] != 0.0)
     if name == "HMC1":  # the search was still probing at the cut
         assert sim.sampler.found_step_width() >= 0.4
-    if name.startswith("HMC"):  # the metric and the leg length adapted too, the metric's windows across the cut
-        assert sim.sampler.metric_windows() >= 2 and np.all(sim.sampler.metric_scales() != 1.0)
+    if name.startswith("HMC"):  # the metric and the leg length adapted too, the metric's windows across the cut;
+        # HMC's scale (var q / var grad U)^(1/4) is exact on a Gaussian of diagonal covariance
+        assert sim.sampler.metric_windows() >= 2
+        np.testing.assert_allclose(sim.sampler.metric_scales(), [1.0, 1.0 / 2.0, 1.0 / 3.0], rtol=1e-9)
         assert float(sim.sampler.hamiltonian_dynamics_time) != 1.0
 
 
