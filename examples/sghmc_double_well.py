@@ -24,8 +24,9 @@ NUTS (`tati.Simulation(sampler="NUTS")`, one chain of 4000 transitions, the firs
 out, about 3 gradients each) and HMC2 (`sampler="HMC2"`, step width, leg length and metric
 adapted; its steps are gradients, so it gets about NUTS's gradients: 4 walkers x 3000 steps,
 the first 500 left out, a row at each leg's end). HMC2 runs 4 walkers because with one its
-leg-length adaptation (ChEES) shrinks the legs to a single step (T of 0.02-0.04 after 1000
-steps of burn-in, on a 1-D Gaussian too), and it is measured with 4 (doc/samplers.md).
+leg-length adaptation (ChEES) shrinks the legs to a single step (T of 0.014-0.022 after 1000
+steps of burn-in, seeds 1-3, and 0.013-0.024 on a 1-D Gaussian), and it is measured with 4
+(doc/samplers.md).
 
 It prints, per sampler, the gradients it evaluated, the number of samples, their effective
 number (samples over the integrated autocorrelation time, chains pooled), the total-variation

@@ -112,6 +112,15 @@ def load(path):
     return meta, arrays
 
 
+def _difference(saved, wanted, group):
+    """What a checkpoint's group lacks and holds beyond this run's, a few names of each."""
+    def names(keys):
+        keys = sorted(k[len(group) + 1:] for k in keys)
+        return ", ".join(keys[:3]) + (f" and {len(keys) - 3} more" if len(keys) > 3 else "")
+    missing, extra = set(wanted) - set(saved), set(saved) - set(wanted)
+    return "; ".join(([f"lacks {names(missing)}"] if missing else []) + ([f"holds {names(extra)}"] if extra else []))
+
+
 def restore(path, simulation, run):
     """Assign the checkpoint's values; the whole run state if it was saved by the same method
     (sample or fit), else only the parameters. Returns whether the run state was restored."""
@@ -134,7 +143,9 @@ def restore(path, simulation, run):
             wanted = saved if len(saved) == len(variables) else None
         else:
             wanted = [f"{group}/{name}" for name, _ in variables]
-            wanted = wanted if sorted(wanted) == saved else None
+            if sorted(wanted) != saved:
+                raise InputError(f"restore_model '{path}' was saved with other options or another version of "
+                                 f"tati ({group} state differs: {_difference(saved, wanted, group)})")
         if wanted is None:
             raise InputError(f"restore_model '{path}' was saved with other options ({group} state differs)")
         for key, (_, variable) in zip(wanted, variables):

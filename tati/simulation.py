@@ -23,10 +23,8 @@ naming step and walker (on_nan="stop"); every row written before stays.
 
 import signal
 import warnings
-from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 import tensorflow as tf
 
 from tati import building
@@ -41,15 +39,35 @@ from tati.running import Run, drive
 from tati.samplers import get_sampler
 
 
-@dataclass
 class Result:
     """The three tables of one sample() or fit() call; with record_momenta also the momenta
-    table, and the model's parameter groups (name -> trajectory columns) for its diagnostics."""
-    run_info: pd.DataFrame
-    trajectory: pd.DataFrame
-    averages: pd.DataFrame
-    momenta: pd.DataFrame = None
-    parameter_groups: dict = field(default=None, repr=False)
+    table, and the model's parameter groups (name -> trajectory columns) for its diagnostics.
+
+    A table may be given as a DataFrame or as a function that builds it: sample() and fit()
+    hand over their tables' rows, and each DataFrame is built when first read (a loop of short
+    calls that reads none pays nothing for them; doc/benchmarks.md)."""
+
+    TABLES = ("run_info", "trajectory", "averages", "momenta")
+
+    def __init__(self, run_info, trajectory, averages, momenta=None, parameter_groups=None):
+        self._tables = dict(zip(self.TABLES, (run_info, trajectory, averages, momenta)))
+        self.parameter_groups = parameter_groups
+
+    def _table(self, name):
+        table = self._tables[name]
+        if callable(table):
+            table = self._tables[name] = table()
+        return table
+
+    run_info = property(lambda self: self._table("run_info"))
+    trajectory = property(lambda self: self._table("trajectory"))
+    averages = property(lambda self: self._table("averages"))
+    momenta = property(lambda self: self._table("momenta"))
+
+    def __repr__(self):
+        shown = ", ".join(f"{name}: {len(self._table(name))} rows" for name in self.TABLES
+                          if self._tables[name] is not None)
+        return f"Result({shown})"
 
     def convergence(self, burn_in=0):
         """R-hat, ESS, mean and sd of each parameter across walkers (tati.diagnostics.convergence),
@@ -199,7 +217,7 @@ class Simulation:
             raise Interrupted(stopped_by, f"stopped by {signal.Signals(stopped_by).name} after step "
                               f"{int(run.step.numpy())}{saved}")
         groups = self.model.parameter_groups() if hasattr(self.model, "parameter_groups") else None
-        return Result(*recorder.frames(), parameter_groups=groups)
+        return Result(*(table.frame for table in recorder.tables), parameter_groups=groups)
 
     def _nonfinite(self, row, run):
         row = dict(row, nonfinite_step=int(row["nonfinite_step"]))

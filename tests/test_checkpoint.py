@@ -111,6 +111,24 @@ def test_checkpoints_name_their_arrays_and_the_first_release_layout_restores(tmp
     pd.testing.assert_frame_equal(tail, resumed.trajectory, check_exact=True)
 
 
+def test_a_checkpoint_whose_state_names_differ_is_refused_naming_them(tmp_path):
+    """A checkpoint of another version (a variable renamed, as a new sampler state would look to
+    an old one) is refused in one line naming what the run lacks and what the file holds."""
+    checkpoint = str(tmp_path / "state.npz")
+    options = dict(potential=quartic, initial_parameters=[0.3, -0.2], sampler="BAOAB", seed=5)
+    tati.Simulation(max_steps=3, save_model=checkpoint, **options).sample()
+    with np.load(checkpoint) as file:
+        arrays = {key: file[key] for key in file.files}
+    momentum = next(key for key in arrays if key.startswith("optimizer/") and key.endswith("momentum"))
+    arrays["optimizer/renamed"] = arrays.pop(momentum)
+    np.savez(checkpoint, **arrays)
+    expected = (f"restore_model '{checkpoint}' was saved with other options or another version of tati "
+                f"(optimizer state differs: lacks {momentum[len('optimizer/'):]}; holds renamed)")
+    with pytest.raises(InputError) as refused:
+        tati.Simulation(max_steps=6, restore_model=checkpoint, **options).sample()
+    assert str(refused.value) == expected
+
+
 def cli(options, extra=()):
     argv = [sys.executable, "-m", "tati.cli.sample"]
     for key, value in options.items():

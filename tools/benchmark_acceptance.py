@@ -3,7 +3,8 @@ standard deviations 0.1 ... 1, float64) unless said otherwise; each part reuses 
 measures it:
 
   rows     sample() with every_nth 1 against its compiled loop with the same rows, per step,
-           one walker, BAOAB and HMC2, graph and XLA: tools/benchmark_rows.py's simulation and
+           one walker, BAOAB and HMC2, graph and XLA, also with the three tables read (the
+           Result builds its DataFrames when first read): tools/benchmark_rows.py's simulation and
            loop, on case (a) (its own Gaussian differs in the scales only, which cost nothing),
            timed interleaved, median of --repeats after a first call.
   draws    HMC2's sample() with a row per leg (legs of 10 steps of 0.05) against
@@ -50,8 +51,9 @@ def rows(args):
     """benchmark_rows.measure's sample() and loop with rows, timed interleaved (that tool times
     them one after the other, which a loaded machine skews)."""
     benchmark_rows.gaussian = lambda dimension: benchmark_hmc.gaussian()[0]  # case (a)
-    print("| sampler | mode | sample() us/step | loop with rows us/step | ratio | target | load |")
-    print("|---|---|---|---|---|---|---|")
+    print("| sampler | mode | sample() us/step | sample() and its three tables read us/step | loop with rows "
+          "us/step | ratio | ratio with tables | target | load |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for sampler in ("BAOAB", "HMC2"):
         for mode in ("graph", "XLA"):
             sim = benchmark_rows.simulation(sampler, 1, 100, args.steps, mode == "XLA", 1, False)
@@ -64,7 +66,10 @@ def rows(args):
                 end = int(counter.numpy()) + args.steps
                 while int(counter.numpy()) < end:
                     chunk(tf.constant(end - int(counter.numpy()), kind))["rows"].numpy()
-            runs = {"sample()": sim.sample, "loop": loop}
+            def read_tables():  # the Result builds its DataFrames when they are first read
+                result = sim.sample()
+                return result.run_info, result.trajectory, result.averages
+            runs = {"sample()": sim.sample, "tables": read_tables, "loop": loop}
             times = {name: [] for name in runs}
             for run in runs.values():
                 run()  # trace and compile
@@ -73,8 +78,9 @@ def rows(args):
                     began = time.perf_counter()
                     run()
                     times[name].append(1e6 * (time.perf_counter() - began) / args.steps)
-            a, b = statistics.median(times["sample()"]), statistics.median(times["loop"])
-            print(f"| {sampler} | {mode} | {a:.1f} | {b:.1f} | {a / b:.2f} | <= 1.2 | {load()} |", flush=True)
+            a, r, b = (statistics.median(times[name]) for name in ("sample()", "tables", "loop"))
+            print(f"| {sampler} | {mode} | {a:.1f} | {r:.1f} | {b:.1f} | {a / b:.2f} | {r / b:.2f} | <= 1.2 | "
+                  f"{load()} |", flush=True)
 
 
 def draws(args):
@@ -99,8 +105,10 @@ def draws(args):
 
         kept = []
 
-        def ours():
-            kept.append(len(sim.sample().run_info) / chains)
+        def ours():  # every draw read, as sample_chain returns them
+            result = sim.sample()
+            assert len(result.trajectory) == len(result.run_info)
+            kept.append(len(result.run_info) / chains)
 
         def theirs():
             chain(tf.constant(start)).numpy()

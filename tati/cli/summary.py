@@ -57,18 +57,22 @@ def summarise(prog, simulation, result, sampler, seconds=None):
         lines.append(f"  no leg ended in these {o['max_steps']} steps, so no row was written")
         return "\n".join(lines + [_files(o)])
     lines.append(_final(run_info, walkers))
+    no_metric = False
     if sampler:
         lines += _temperature_lines(simulation, result)
         if proposal:
             lines += _kernel_lines(o, run_info)
         elif "average_rejection_rate" in run_info:
             adapted = o["adapt_step_width"] and o["burn_in_steps"] > 0
-            lines += _hmc_lines(run_info, "raise target_acceptance_rate" if adapted else "lower step_width")
+            no_metric = o["burn_in_steps"] > 0 and _metric_missing(simulation.sampler)
+            lines += _hmc_lines(run_info, NO_METRIC_HINT if no_metric else
+                                "raise target_acceptance_rate" if adapted else "lower step_width")
             if o["burn_in_steps"] > 0:
-                lines += _hmc_adaptation_lines(o, simulation.sampler)
+                lines += _hmc_adaptation_lines(o, simulation.sampler, run_info, walkers)
         if walkers >= 2:
-            lines += _convergence_lines(result.trajectory, walkers, o["burn_in_steps"],
-                                        "run longer (max_steps, burn_in_steps)" if proposal else None)
+            hint = ("run longer (max_steps, burn_in_steps)" if proposal else
+                    NO_METRIC_HINT if no_metric else None)
+            lines += _convergence_lines(result.trajectory, walkers, o["burn_in_steps"], hint)
     lines.append(_files(o))
     return "\n".join(lines)
 
@@ -320,7 +324,33 @@ def _hmc_lines(run_info, hint="lower step_width"):
     return [f"{text}: {hint}"] if len(text) + len(hint) + 2 < WIDTH else [text + ":", f"    {hint}"]
 
 
-def _hmc_adaptation_lines(o, sampler):
+NO_METRIC_HINT = "raise burn_in_steps (the metric did not adapt)"
+
+
+def _metric_missing(sampler):
+    """Whether HMC was to adapt its metric in its burn-in and closed no window."""
+    return getattr(sampler, "adapt_mass", False) and not int(sampler.metric_windows())
+
+
+def _burn_in_for_metric(o, run_info, walkers):
+    """(legs per walker in this call's burn-in, a burn_in_steps that would hold enough of them),
+    or None if the call's rows do not show the burn-in. A walker has a row every every_nth legs.
+    The metric needs a first window of MIN_METRIC_DRAWS draws over all walkers and then
+    MIN_LEGS_AFTER_WINDOW legs, all between LEG_METRIC_START and LEG_METRIC_END of burn-in,
+    twice that for the legs at the restarted (smaller) width, as the legs run now."""
+    from tati.samplers import adaptation
+    burn_in = o["burn_in_steps"]
+    if run_info.empty or int(run_info["step"].min()) > o["every_nth"]:
+        return None
+    legs = int(round(float((run_info["step"] <= burn_in).sum()) / walkers * o["every_nth"]))
+    needed = 2.0 * (adaptation.MIN_LEGS_AFTER_WINDOW + math.ceil(adaptation.MIN_METRIC_DRAWS / walkers)) / (
+        adaptation.LEG_METRIC_END - adaptation.LEG_METRIC_START)
+    steps = burn_in * needed / max(legs, 1)
+    scale = 10.0 ** max(math.floor(math.log10(steps)) - 1, 0)  # two significant digits, up
+    return legs, int(math.ceil(steps / scale) * scale)
+
+
+def _hmc_adaptation_lines(o, sampler, run_info, walkers):
     """What HMC's burn-in adapted: the step width, the leg length and the metric's scales."""
     lines = []
     if sampler.adapt_step_width:
@@ -342,7 +372,9 @@ def _hmc_adaptation_lines(o, sampler):
             lines.append(f"  metric adapted in {windows} window{'s' if windows > 1 else ''}: parameter scales "
                          f"{scales.min():.3g} ... {scales.max():.3g}")
         else:
-            lines.append("  metric not adapted: too few legs in burn-in (raise burn_in_steps)")
+            found = _burn_in_for_metric(o, run_info, walkers)
+            lines.append("  metric not adapted: too few legs in burn-in" + (
+                f" (about {found[0]} per walker; try burn_in_steps {found[1]})" if found else " (raise burn_in_steps)"))
     return lines
 
 

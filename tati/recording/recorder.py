@@ -15,7 +15,7 @@ from tati.recording.table import Table, check_header
 
 
 class Recorder:
-    """The tables of one call: `append` a block of rows, `close`, then `frames()`.
+    """The tables of one call: `append` a block of rows, `close`, then each table's `frame()`.
 
     model: parameter names, walkers, parameter groups; data: its `epoch(steps)`; info: the
     kernel's Info; paths: {output option: path or None} (run_file, trajectory_file,
@@ -48,10 +48,6 @@ class Recorder:
             table.close()
         if self.summaries is not None:
             self.summaries.close()
-
-    def frames(self):
-        """The call's DataFrames: run info, trajectory, averages (and momenta with record_momenta)."""
-        return [table.frame() for table in self.tables]
 
     def append(self, block, first, last, elapsed):
         """The block's rows, one per walker and table (HMC: per walker whose row is due); rows

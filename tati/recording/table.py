@@ -21,6 +21,10 @@ from tati.errors import InputError
 from tati.recording.columns import INTEGER_COLUMNS
 
 
+# Tables of at most this many columns are built from a dict of columns (doc/benchmarks.md).
+DICT_COLUMNS = 30
+
+
 def check_header(name, path, columns):
     """InputError unless the file to append to is missing, empty or has exactly these columns."""
     try:
@@ -120,7 +124,13 @@ class Table:
         """The rows so far as a DataFrame: int64 integer columns, float64 the others."""
         integers = np.concatenate([b[0] for b in self.blocks] or [np.zeros((0, len(self.integer_columns)), np.int64)])
         floats = np.concatenate([b[1] for b in self.blocks] or [np.zeros((0, len(self.float_columns)))])
-        # concatenate made new arrays: the frame shares no memory with the blocks.
+        # concatenate made new arrays: the frame shares no memory with the blocks. pandas builds
+        # a frame of a few columns fastest from a dict of them, one of many columns (a
+        # trajectory's parameters) from the float matrix with the integer columns inserted.
+        if len(self.columns) <= DICT_COLUMNS:
+            named = dict(zip(self.integer_columns, integers.T))
+            named.update(zip(self.float_columns, floats.T))
+            return pd.DataFrame({name: named[name] for name in self.columns}, copy=False)
         frame = pd.DataFrame(floats, columns=self.float_columns, copy=False)
         for k, name in enumerate(self.integer_columns):  # left to right: each lands at its place
             frame.insert(self.columns.index(name), name, integers[:, k])

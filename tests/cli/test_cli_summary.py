@@ -351,6 +351,32 @@ def test_a_leg_length_adapted_to_one_step_gets_a_hint():
     assert "legs of about one step" in text, text
 
 
+def test_a_burn_in_too_short_for_the_metric_says_how_long_to_make_it():
+    """HMC2, 4 walkers, legs of T = 10 (about 70 steps at the width the sd 0.1 allows) on a
+    Gaussian of sds 0.1, 0.3, 1: a burn-in of 300 steps holds about 6 legs per walker and closes
+    no metric window; the summary says so with the legs counted, points the rejection and R-hat
+    hints at burn_in_steps, and the burn-in it proposes adapts the metric."""
+    import tensorflow as tf
+
+    import tati
+
+    def run(burn_in):
+        sim = tati.Simulation(potential=lambda q: 0.5 * tf.reduce_sum((q / [0.1, 0.3, 1.0]) ** 2, axis=-1),
+                              potential_batched=True, initial_parameters=[0.1, -0.2, 0.5], number_walkers=4,
+                              sampler="HMC2", hamiltonian_dynamics_time=10.0, adapt_trajectory_length=False,
+                              burn_in_steps=burn_in, max_steps=burn_in + 300, dtype="float64", seed=seed(47))
+        return sim, summarise("tati-sample", sim, sim.sample(), sampler=True)
+    sim, text = run(300)
+    check_layout(text)
+    line = line_with(text, "  metric not adapted")
+    found = re.fullmatch(r"  metric not adapted: too few legs in burn-in \(about ([0-9]+) per walker; "
+                         r"try burn_in_steps ([0-9]+)\)", line)
+    assert found and 2 <= int(found[1]) <= 10, line
+    assert "raise burn_in_steps (the metric did not adapt)" in text, text
+    sim, text = run(int(found[2]))
+    assert sim.sampler.metric_windows() >= 1 and "  metric adapted in" in text, text
+
+
 def test_hmc_call_without_a_row():
     sim = gaussian(sampler="HMC1", step_width=0.05, max_steps=2)
     sim.sample()
