@@ -74,17 +74,14 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
 
     optimizer None gives the bare loop (batch, loss, gradient, averages, no update): the
     benchmark's reference for the cost of one step. `ensemble` (samplers/ensemble.py) refreshes
-    the walkers' preconditioner before the steps it is due. Metropolis samplers (HMC) get
-    the chunk of `make_metropolis_chunk`. `jit_compile` compiles the chunk with XLA.
+    the walkers' preconditioner before the steps it is due (HMC's legs have a chunk of their own,
+    `make_metropolis_chunk`; compile_chunk picks by kind). `jit_compile` compiles the chunk with XLA.
     `check_finite` stops the chunk after the first step whose loss or gradient is not finite
     for some walker; the row then carries that step and the walkers (`nonfinite_step`,
     `nonfinite_walkers`), else nonfinite_step is -1. `record_momenta` (a sampler with momenta)
     adds to each row the momenta the step reports, times M^-1/2, and the gradients
     (`momenta`, `gradients`: [walkers, parameters] each).
     """
-    if kind_of(optimizer) == LEGS:
-        return make_metropolis_chunk(model, data, optimizer, step, averages, burn_in_steps,
-                                     has_accuracy, every_nth, jit_compile, ensemble)
     variables = model.variables
     sampling = is_sampler(optimizer)
     info_columns = info_of(optimizer).run_info

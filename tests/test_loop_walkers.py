@@ -33,8 +33,14 @@ def simulation(sampler, target, walkers):
         return tati.Simulation(potential=gaussian, potential_batched=True, dtype="float64",
                                initial_parameters=np.zeros((walkers, 3)), number_walkers=walkers,
                                sampler=sampler, step_width=0.05, seed=1, **extra)
-    # The built-in network 2-4-1 on six points.
     features = np.random.default_rng(0).normal(size=(6, 2))
+    if target == "keras callable loss":  # a user's Keras model and loss function
+        import keras
+        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        return tati.Simulation(model=model, loss=lambda labels, outputs: tf.reduce_mean((labels - outputs) ** 2),
+                               dataset=(features, features[:, :1]), number_walkers=walkers, sampler=sampler,
+                               step_width=0.05, seed=1, **extra)
+    # The built-in network 2-4-1 on six points.
     return tati.Simulation(dataset=(features, np.sign(features[:, :1])), hidden_dimension=[4],
                            number_walkers=walkers, sampler=sampler, step_width=0.05, seed=1, **extra)
 
@@ -59,6 +65,15 @@ def grown(few, many):
 @pytest.mark.parametrize("target", ["potential", "network"])
 @pytest.mark.parametrize("sampler", ["BAOAB", "SGLD", "GLA2", "HMC2"])
 def test_chunk_graph_does_not_grow_with_walkers(sampler, target):
+    four, sixteen = operations(sampler, target, 4), operations(sampler, target, 16)
+    assert sum(four.values()) > 100  # the loop body's operations are counted, not only its shell
+    assert grown(four, sixteen) == {}
+
+
+@pytest.mark.parametrize("sampler", ["BAOAB", "HMC2"])
+def test_a_keras_model_with_a_callable_loss_does_not_grow_with_walkers(sampler):
+    """The user's loss is called once for all walkers (tf.vectorized_map), not once per walker."""
+    target = "keras callable loss"
     four, sixteen = operations(sampler, target, 4), operations(sampler, target, 16)
     assert sum(four.values()) > 100  # the loop body's operations are counted, not only its shell
     assert grown(four, sixteen) == {}

@@ -39,7 +39,7 @@ import benchmark_rows
 import tati
 from benchmark import set_threads
 from benchmark_bookkeeping import steps_type
-from tati.loop import make_chunk
+from tati.loop import Loop, compile_chunk
 from tati.recording.averages import RunningAverages
 
 
@@ -58,8 +58,8 @@ def rows(args):
         for mode in ("graph", "XLA"):
             sim = benchmark_rows.simulation(sampler, 1, 100, args.steps, mode == "XLA", 1, False)
             counter = tf.Variable(tf.constant(0, tf.int64))
-            chunk = make_chunk(sim.model, sim.data, sim.sampler, counter, RunningAverages(1), 0, False, None, 1,
-                               mode == "XLA", sim.options["on_nan"] == "stop")
+            chunk = compile_chunk(Loop(sim.model, sim.data, sim.sampler, counter, RunningAverages(1),
+                                       jit_compile=mode == "XLA", check_finite=sim.options["on_nan"] == "stop"))
             kind = steps_type(sim.sampler)
 
             def loop():  # a call stops when its block of rows is full: call again, as sample() does

@@ -146,11 +146,15 @@ def simulation(sampler, walkers, jit):
 
 def chunk_call(sim, sampler, walkers, jit, names, check_finite, virial, steps):
     """A timed call of the variant's chunk, traced and compiled (first call) under its patches."""
-    make = MAKE_CHUNK_NO_VIRIAL if virial else tati.loop.make_chunk
     counter = tf.Variable(tf.constant(0, tf.int64))
     kind = steps_type(sim.sampler)
-    chunk = make(sim.model, sim.data, sim.sampler, counter, RunningAverages(walkers), 0, False, None,
-                 NO_ROWS, jit, check_finite)
+    if kind == tf.int32:  # HMC's legs: its virial is patched in the sampler (MOVE_NO_VIRIAL)
+        chunk = tati.loop.make_metropolis_chunk(sim.model, sim.data, sim.sampler, counter, RunningAverages(walkers),
+                                                0, False, NO_ROWS, jit)
+    else:
+        make = MAKE_CHUNK_NO_VIRIAL if virial else tati.loop.make_chunk
+        chunk = make(sim.model, sim.data, sim.sampler, counter, RunningAverages(walkers), 0, False, None,
+                     NO_ROWS, jit, check_finite)
     n = tf.constant(steps, kind)
 
     def call():

@@ -27,7 +27,7 @@ import tensorflow_probability as tfp
 
 import tati
 from benchmark import set_threads
-from tati.loop import make_chunk
+from tati.loop import Loop, compile_chunk
 from tati.recording.averages import RunningAverages
 
 LEG = 10
@@ -56,8 +56,8 @@ def ours(potential, dimension, h, steps, jit, chains=1):
                           initial_parameters=np.full((chains, dimension), 0.01), number_walkers=chains,
                           sampler="HMC2", step_width=h, hamiltonian_dynamics_time=LEG * h, every_nth=10 ** 9,
                           jit_compile=jit, seed=1)
-    chunk = make_chunk(sim.model, sim.data, sim.sampler, tf.Variable(tf.constant(0, tf.int64)),
-                       RunningAverages(chains), 0, False, None, 10 ** 9, jit)
+    chunk = compile_chunk(Loop(sim.model, sim.data, sim.sampler, tf.Variable(tf.constant(0, tf.int64)),
+                               RunningAverages(chains), every_nth=10 ** 9, jit_compile=jit))
 
     def run():
         start = time.perf_counter()

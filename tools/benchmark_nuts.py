@@ -9,7 +9,10 @@ started at 0.01, `--burn-in` adaptation steps, `--draws` kept draws, every draw 
 metric in a first, untimed call (which also compiles), then timed calls of `--draws` steps
 each. TFP's is `tfp.mcmc.sample_chain` in one compiled tf.function, burn-in included, tracing
 the states and leapfrog counts, adapting the width only. Timed interleaved, median of
-`--repeats`; graph mode and XLA (`jit_compile`).
+`--repeats`; graph mode and XLA (`jit_compile`). The third row is the same work for both:
+TFP's NoUTurnSampler without adaptation, given tati's adapted width and diagonal metric (it
+samples z = theta / s, the coordinates tati's kernel moves in, from tati's last states), so
+its trees are as deep as tati's and the ratio per gradient is the wrapper's cost.
 
     python tools/benchmark_nuts.py [--burn-in 500] [--draws 1000] [--repeats 3] [--threads N]
 """
@@ -54,7 +57,28 @@ def ours(potential, dimension, h, burn_in, draws, jit):
         states = result.trajectory.sort_values(["step", "id"])[[f"param{i}" for i in range(dimension)]]
         gradients = float(sim.sampler.counters.numpy()[3].sum() - before)
         return seconds, gradients, min_ess(states.to_numpy().reshape(draws, CHAINS, dimension))
-    return run
+    return run, sim
+
+
+def same_work(potential, sim, draws, jit):
+    """TFP's NUTS on z = theta / s with tati's adapted width and scales s, from tati's states."""
+    scale = tf.constant(sim.sampler.scale.numpy())
+    kernel = tfp.mcmc.NoUTurnSampler(lambda z: -potential(z * scale),
+                                     step_size=tf.constant(float(sim.sampler.step_width.numpy()), tf.float64))
+    start = tf.constant(np.asarray(sim.parameters, np.float64)) / scale
+
+    @tf.function(jit_compile=jit)
+    def chain(state):
+        return tfp.mcmc.sample_chain(draws, state, kernel=kernel, trace_fn=lambda _, r: r.leapfrogs_taken,
+                                     seed=[1, 2])
+
+    def run():
+        began = time.perf_counter()
+        states, leapfrogs = chain(start)
+        states = states.numpy()
+        seconds = time.perf_counter() - began
+        return seconds, float(tf.reduce_sum(leapfrogs).numpy()), min_ess(states * scale.numpy())
+    return run, lambda: chain(start)  # the second traces and compiles it
 
 
 def theirs(potential, dimension, h, burn_in, draws, jit):
@@ -92,9 +116,12 @@ def main(argv=None):
     for name, case in (("(a) 100-D Gaussian", gaussian), ("(b) logistic regression, 25 weights", logistic_regression)):
         potential, dimension, h = case()
         for jit in (False, True):
-            runs = {"tati NUTS": ours(potential, dimension, h, args.burn_in, args.draws, jit)}
+            runs = {}
+            runs["tati NUTS"], sim = ours(potential, dimension, h, args.burn_in, args.draws, jit)
             runs["TFP NUTS"], chain = theirs(potential, dimension, h, args.burn_in, args.draws, jit)
             chain(tf.constant(np.full((CHAINS, dimension), 0.01)))  # trace and compile TFP's once
+            runs["TFP NUTS, tati's width and metric"], compile_same = same_work(potential, sim, args.draws, jit)
+            compile_same()
             results = {label: [] for label in runs}
             for _ in range(args.repeats):
                 for label, run in runs.items():
@@ -107,8 +134,9 @@ def main(argv=None):
                 print(f"| {name} | {'XLA' if jit else 'graph'} | {label} | {seconds:.2f} | {gradients:.0f} | "
                       f"{1e6 * seconds / gradients:.1f} | {ess:.0f} | {ess / seconds:.0f} | "
                       f"{1000 * ess / gradients:.1f} |", flush=True)
-            print(f"| {name} | {'XLA' if jit else 'graph'} | ratio per gradient | "
-                  f"{per_gradient['tati NUTS'] / per_gradient['TFP NUTS']:.2f} | | | | | |", flush=True)
+            for label in ("TFP NUTS", "TFP NUTS, tati's width and metric"):
+                print(f"| {name} | {'XLA' if jit else 'graph'} | tati over {label}, per gradient | "
+                      f"{per_gradient['tati NUTS'] / per_gradient[label]:.2f} | | | | | |", flush=True)
 
 
 if __name__ == "__main__":

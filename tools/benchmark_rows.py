@@ -26,7 +26,7 @@ import numpy as np
 import tensorflow as tf
 
 import tati
-from tati.loop import make_chunk
+from tati.loop import Loop, compile_chunk
 from tati.recording.averages import RunningAverages
 
 NO_ROWS = 10 ** 12
@@ -73,8 +73,8 @@ def measure(sampler, walkers, dimension, steps, repeats, jit, every_nth, files=F
     for rows in (every_nth, NO_ROWS):
         # The same loop as sample()'s, with its check for non-finite values (on_nan "stop").
         counter = tf.Variable(tf.constant(0, tf.int64))
-        chunk = make_chunk(sim.model, sim.data, sim.sampler, counter, RunningAverages(walkers), 0, False, None,
-                           rows, jit, sim.options["on_nan"] == "stop")
+        chunk = compile_chunk(Loop(sim.model, sim.data, sim.sampler, counter, RunningAverages(walkers),
+                                   every_nth=rows, jit_compile=jit, check_finite=sim.options["on_nan"] == "stop"))
 
         def run():  # a call stops early when its block of rows is full: call again, as sample() does
             end = int(counter.numpy()) + steps

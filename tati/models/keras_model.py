@@ -138,8 +138,15 @@ class KerasNetwork(FlatModel):
         if self.loss_function is not None:
             return self.loss_function(labels, outputs)
         loss = self.view._loss  # the user's callable, on one walker's outputs
-        return tf.stack([tf.cast(tf.reshape(loss(labels, outputs[w]), []), self.dtype)
-                         for w in range(self.num_walkers)])
+
+        def one(walker_labels, walker_outputs):
+            return tf.cast(tf.reshape(loss(walker_labels, walker_outputs), []), self.dtype)
+        rows = outputs.shape[0] or self.num_walkers
+        if rows == 1 or not self.vectorize:
+            return tf.stack([one(labels, outputs[w]) for w in range(rows)])
+        # The labels broadcast to every walker, as the features in `outputs`.
+        batched = tf.broadcast_to(labels[None], tf.concat([[rows], tf.shape(labels)], 0))
+        return tf.vectorized_map(lambda args: one(*args), (batched, outputs))
 
     def loss(self, features, labels, theta=None):
         return self.with_prior(self._losses(labels, self.outputs(features, theta)), theta)
