@@ -24,7 +24,7 @@ STRUCTURE = ("number_walkers", "dtype", "hidden_dimension", "hidden_activation",
 # them on resume says nothing.
 PER_CALL = ("max_steps", "every_nth", "save_model", "restore_model", "overwrite", "progress",
             "jit_compile", "on_nan", "initial_parameters", "parse_parameters_file", "parse_steps",
-            "summaries_path", "record_momenta") + OUTPUT_FILES
+            "summaries_path", "record_momenta", "xla_cache_directory") + OUTPUT_FILES
 # Samplers whose momenta persist from step to step (record_momenta): the one-gradient-per-step
 # Langevin family. HMC and NUTS redraw theirs at every leg, SGLD and RWMH have none.
 PERSISTENT_MOMENTA = ("GLA1", "GLA2", "BAOAB", "CCAdL", "SGHMC")

@@ -117,6 +117,9 @@ class Simulation:
         self.options, notes = preflight.check(options)
         for note in notes:
             warnings.warn(note, stacklevel=2)
+        if self.options["xla_cache_directory"] is not None:
+            from tati import xla_cache
+            xla_cache.use(self.options["xla_cache_directory"])
         self._strategy, self._writes = None, True
         if self.options["distribution"] != "none":  # multi_worker: before TensorFlow runs anything
             from tati.distribute import is_chief, make_strategy

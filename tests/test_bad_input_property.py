@@ -264,8 +264,10 @@ def edges(name):
 
 # Options that a Simulation does not use before sample() or fit(): their kinds alone check them
 # (test_resolve); the rest get examples of their own here.
+# xla_cache_directory too: a Simulation creates it and names it in this process's TF_XLA_FLAGS,
+# which every later subprocess of the test worker would inherit (tests/test_xla_cache.py).
 LATER = {"run_file", "trajectory_file", "averages_file", "save_model", "restore_model", "progress", "max_steps",
-         "every_nth", "burn_in_steps", "on_nan", "dataset_seed"}
+         "every_nth", "burn_in_steps", "on_nan", "dataset_seed", "xla_cache_directory"}
 BUILT = [name for name in ALL_NAMES if name not in LATER]
 
 

@@ -21,8 +21,6 @@ A histogram averages the density over a bin: for a quadratic F of curvature k th
 have a curvature smaller by a relative w^2 beta k / 12.
 """
 
-import math
-
 import numpy as np
 import pandas as pd
 

@@ -11,7 +11,6 @@ the averages table's columns are. It is NaN during burn-in.
 """
 
 import numpy as np
-import pandas as pd
 
 from tati.analysis import select
 from tati.errors import InputError

@@ -125,6 +125,13 @@ def run_tool(prog, options, method, body):
     try:
         from tati.preflight import check
         check(options, method)
+        if options.get("xla_cache_directory") is not None:  # before TensorFlow's runtime starts
+            from tati import xla_cache
+            xla_cache.use(options["xla_cache_directory"])
+            # TensorFlow logs an "Error parsing text-format" line at every program it loads from
+            # the cache (it tries the binary file as text first); the tool's stderr stays its own.
+            if os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2") == "2":  # tati's own level: errors too
+                os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
         import_tensorflow_quietly()
         body()
     except InputError as error:

@@ -1,0 +1,64 @@
+"""XLA's persistent cache (option xla_cache_directory, tati/xla_cache.py): a first process
+fills the directory with the programs it compiled; a second, with the same options, loads them
+and writes the same tables. In processes of their own, since TensorFlow reads its XLA flags
+once per process, at the first compilation."""
+
+import os
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from tati import xla_cache
+
+
+def sample(directory, cache):
+    argv = [sys.executable, "-m", "tati.cli.sample", "--hidden_dimension", "3", "--sampler", "HMC2",
+            "--number_walkers", "2", "--max_steps", "60", "--jit_compile", "true", "--seed", "4",
+            "--xla_cache_directory", str(cache), "--trajectory_file", str(directory / "trajectory.csv")]
+    os.makedirs(directory)
+    environment = {name: value for name, value in os.environ.items() if name != "TF_XLA_FLAGS"}
+    done = subprocess.run(argv, capture_output=True, text=True, env=environment)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stderr == ""  # TensorFlow's log line at each program loaded from the cache is hidden
+    return pd.read_csv(directory / "trajectory.csv")
+
+
+def test_a_second_process_loads_the_compiled_programs_and_samples_the_same(tmp_path):
+    cache = tmp_path / "xla"
+    first = sample(tmp_path / "first", cache)
+    files = sorted(os.listdir(cache))
+    assert files and all(name.startswith("xla_compile_cache") for name in files), files
+    second = sample(tmp_path / "second", cache)
+    assert sorted(os.listdir(cache)) == files  # nothing compiled anew
+    pd.testing.assert_frame_equal(first, second, check_exact=True)
+
+
+def test_the_flag_replaces_an_earlier_directory_and_keeps_other_flags(tmp_path, monkeypatch):
+    monkeypatch.setattr(xla_cache, "_runtime_started", lambda: False)
+    monkeypatch.setenv("TF_XLA_FLAGS", f"--tf_xla_auto_jit=0 {xla_cache.FLAG}=/elsewhere")
+    xla_cache.use(str(tmp_path / "new"))
+    assert os.environ["TF_XLA_FLAGS"] == f"--tf_xla_auto_jit=0 {xla_cache.FLAG}={tmp_path / 'new'}"
+    assert (tmp_path / "new").is_dir()
+
+
+def test_a_directory_named_after_tensorflow_started_is_a_warning(tmp_path, monkeypatch):
+    """In this (test) process TensorFlow already runs: the option cannot take effect, and says so."""
+    import tensorflow as tf
+
+    import tati
+    tf.constant(0.0) + 0.0
+    monkeypatch.setenv("TF_XLA_FLAGS", "")  # restored after the test
+    with pytest.warns(UserWarning, match=r"xla_cache_directory '.*' has no effect: TensorFlow already ran in this "
+                                         r"process \(start Python with TF_XLA_FLAGS=--tf_xla_persistent_cache_directory="):
+        tati.Simulation(potential=lambda q: tf.reduce_sum(q * q), initial_parameters=[1.0],
+                        xla_cache_directory=str(tmp_path / "late"))
+
+
+def test_a_directory_that_cannot_be_made_or_named_is_one_line(tmp_path):
+    from tati.errors import InputError
+    with pytest.raises(InputError, match=r"^xla_cache_directory '/dev/null/xla' cannot be created: Not a directory$"):
+        xla_cache.use("/dev/null/xla")
+    with pytest.raises(InputError, match=r"^xla_cache_directory '.*a b' has white space in its path"):
+        xla_cache.use(str(tmp_path / "a b"))
