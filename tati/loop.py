@@ -47,6 +47,12 @@ class Loop:
     record_momenta: bool = False
 
 
+def steps_dtype(kernel):
+    """The dtype of a chunk's step count n: int32 for HMC's legs (a loop counter beside the
+    legs' step counts), int64 for the other kinds."""
+    return tf.int32 if kind_of(kernel) == LEGS else tf.int64
+
+
 def compile_chunk(loop):
     """The compiled chunk of the loop's kernel, by its kind (tati/kernels.py): chunk(n) runs up
     to n steps and returns their rows as a block."""

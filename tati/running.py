@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from tati import checkpoint
 from tati.kernels import LEGS, info_of, is_sampler, kind_of
-from tati.loop import Loop, compile_chunk
+from tati.loop import Loop, compile_chunk, steps_dtype
 from tati.recording.averages import RunningAverages
 
 # Seconds one compiled call should take: interruption waits at most for the call under way.
@@ -33,7 +33,6 @@ class Run:
         self.kind = kind_of(optimizer)  # tati/kernels.py
         self.info = info_of(optimizer)
         self.is_sampler = is_sampler(optimizer)
-        self.metropolis = self.kind == LEGS  # rows where legs end, not at multiples of every_nth
         self.step = tf.Variable(tf.constant(0, tf.int64), trainable=False, name="step")
         self.averages = RunningAverages(simulation.model.num_walkers)
         self.calls = 0
@@ -46,6 +45,11 @@ class Run:
             simulation.model, simulation.data, optimizer, self.step, self.averages, o["burn_in_steps"],
             simulation.has_accuracy, simulation.ensemble, o["every_nth"], o["jit_compile"],
             check_finite=o["on_nan"] == "stop", record_momenta=simulation.record_momenta and method == "sample"))
+
+    @property
+    def metropolis(self):
+        """Whether rows come where legs end (HMC), not at multiples of every_nth."""
+        return self.kind == LEGS
 
 
 def drive(run, recorder, max_steps, every_nth, progress=False, shards=None, nonfinite=None, after_call=None):
@@ -71,7 +75,7 @@ def drive(run, recorder, max_steps, every_nth, progress=False, shards=None, nonf
             if not run.metropolis and n < max_steps - done:  # to the next row at least
                 n = min(max((first + n) // every_nth * every_nth - first, every_nth - first % every_nth),
                         max_steps - done)
-            n = tf.constant(n, tf.int32 if run.metropolis else tf.int64)
+            n = tf.constant(n, steps_dtype(run.optimizer))
             if shards is not None:  # every replica's walkers, as one block
                 block = shards.chunk(n)
             else:

@@ -19,6 +19,7 @@ import pytest
 import tensorflow as tf
 
 import tati
+from tati.loop import steps_dtype
 from tati.running import Run
 
 
@@ -49,8 +50,7 @@ def operations(sampler, target, walkers):
     """{operation type: count} over the graph of sample()'s chunk and its function library."""
     sim = simulation(sampler, target, walkers)
     run = Run("sample", sim.sampler, sim)  # what sample() builds and calls
-    kind = tf.int32 if run.metropolis else tf.int64
-    graph = run.chunk.get_concrete_function(tf.TensorSpec([], kind)).graph
+    graph = run.chunk.get_concrete_function(tf.TensorSpec([], steps_dtype(run.optimizer))).graph
     counts = collections.Counter(op.type for op in graph.get_operations())
     for function in graph.as_graph_def().library.function:  # loop bodies, nested programs, gradients
         counts.update(node.op for node in function.node_def)

@@ -92,10 +92,10 @@ def _report_on_rows_only(self, position, momentum, noise, mass=1.0):
 def steps_type(sampler):
     """The dtype of a chunk's step count: int32 for HMC's chunk (legs), else int64."""
     try:
-        from tati.kernels import LEGS, kind_of
+        from tati.loop import steps_dtype
     except ImportError:  # before the kernel contract (commit 894d395 and earlier)
         return tf.int32 if getattr(sampler, "metropolis", False) else tf.int64
-    return tf.int32 if kind_of(sampler) == LEGS else tf.int64
+    return steps_dtype(sampler)
 
 
 def _zeros(self, variable, stream=0):

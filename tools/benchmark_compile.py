@@ -20,6 +20,7 @@ CHILD = r"""
 import json, sys, time
 import tensorflow as tf
 import tati
+from tati.loop import steps_dtype
 from tati.running import Run
 sampler, walkers, jit = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "XLA"
 if sampler == "NUTS":
@@ -30,7 +31,7 @@ else:
     sim = tati.Simulation(hidden_dimension=[8], sampler=sampler, number_walkers=walkers, max_steps=1,
                           seed=1, jit_compile=jit)
 run = Run("sample", sim.sampler, sim)
-n = tf.constant(1, tf.int32 if run.metropolis else tf.int64)
+n = tf.constant(1, steps_dtype(run.optimizer))
 start = time.perf_counter()
 run.chunk.get_concrete_function(n)
 tracing = time.perf_counter() - start

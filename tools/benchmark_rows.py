@@ -26,7 +26,7 @@ import numpy as np
 import tensorflow as tf
 
 import tati
-from tati.loop import Loop, compile_chunk
+from tati.loop import Loop, compile_chunk, steps_dtype
 from tati.recording.averages import RunningAverages
 
 NO_ROWS = 10 ** 12
@@ -68,7 +68,7 @@ def measure(sampler, walkers, dimension, steps, repeats, jit, every_nth, files=F
     first = time.perf_counter() - start
     sampled = median_seconds(sim.sample, steps, repeats)
     traces = sim._run.chunk.experimental_get_tracing_count()
-    kind = tf.int32 if sim._run.metropolis else tf.int64
+    kind = steps_dtype(sim.sampler)
     loops = []
     for rows in (every_nth, NO_ROWS):
         # The same loop as sample()'s, with its check for non-finite values (on_nan "stop").
