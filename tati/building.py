@@ -203,7 +203,7 @@ def make_sampler(o, model, ensemble, first_walker=0, total_walkers=None):
     if issubclass(cls, HamiltonianMonteCarlo):  # the step width adapts during burn-in
         extra = dict(adaptation_steps=o["burn_in_steps"], adapt_step_width=o["adapt_step_width"],
                      target_acceptance_rate=o["target_acceptance_rate"], adapt_mass=o["adapt_mass"],
-                     adapt_trajectory_length=o["adapt_trajectory_length"])
+                     adapt_trajectory_length=o["adapt_trajectory_length"], metric=o["metric"])
     elif "adapt_mass" in getattr(cls, "adaptation_options", ()):  # Langevin: samplers/mass.py
         extra = dict(adaptation_steps=o["burn_in_steps"], adapt_mass=o["adapt_mass"])
     preconditioner = ensemble if ensemble is not None and ensemble.blending else None

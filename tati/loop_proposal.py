@@ -8,11 +8,14 @@ averages; and a row at every multiple of every_nth and at the chunk's last step,
 like loop.make_chunk's. The model's parameters are set to theta = s z at the end of a chunk.
 """
 
+import math
+
 import tensorflow as tf
 
 from tati.loop import block_rows
 from tati.models.flat import value_and_gradient
 from tati.samplers import adaptation
+from tati.samplers.proposal import COUNTERS
 
 
 def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_accuracy, every_nth=1,
@@ -28,6 +31,14 @@ def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_
     target_acceptance = tf.constant(kernel.target_acceptance_rate, tf.float64)
 
     dense = kernel.metric == "dense"
+    # The row's fields, in the order of the row's vector: the loss, parameters and running
+    # averages, the kernel's columns, and the accuracy (the model's, from theta).
+    fields = {"loss": [walkers], "parameters": [walkers, d], "averages": [4, walkers]}
+    fields.update({name: [walkers] for name in kernel.info.run_info})
+    row_fields = list(fields)
+    if has_accuracy:
+        fields["accuracy"] = [walkers]
+    row_size = sum(math.prod(shape) for shape in fields.values())
 
     # TFP's code is graph code already: AutoGraph would only retrace its Python.
     transition = tf.autograph.experimental.do_not_convert(kernel.transition)
@@ -63,8 +74,11 @@ def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_
         return gradient * tf.cast(metric[0], dtype)
 
     def log_prob_at(metric):
+        metric = tuple(tf.cast(part, dtype) for part in metric)  # once per transition, not per gradient
+        minus_beta = tf.constant(-kernel.inverse_temperature, dtype)
+
         def target(z):
-            return -tf.cast(beta, dtype) * model.loss(features, labels, theta=to_theta(z, metric))
+            return minus_beta * model.loss(features, labels, theta=to_theta(z, metric))
         return target
 
     def evaluate(z, metric):
@@ -125,21 +139,11 @@ def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_
         state, = tf.while_loop(again, one_probe, (adaptation.initial_width_start(kernel.step_width),))
         return tf.exp(state[2]), state[0]
 
-    def one_step(z, log_prob, gradient, record):
-        metric = metric_now()
-        probes = tf.constant(0.0, tf.float64)
-        if adapting_width:  # before the first transition of burn-in: the initial width's search
-            first = tf.equal(step, 0)
-            found, probes = tf.cond(first, lambda: search_width(z, log_prob, gradient, metric),
-                                    lambda: (tf.convert_to_tensor(kernel.step_width), probes))
-            kernel.step_width.assign(found)
-            kernel.dual_averaging.assign(tf.where(first, adaptation.dual_averaging_start(found),
-                                                  kernel.dual_averaging))
-        width = tf.convert_to_tensor(kernel.step_width)
-        seed = tf.cast(tf.stack([tf.constant(kernel.seed % 2 ** 31, tf.int64), tf.math.floormod(step, 2 ** 31)]),
-                       tf.int32)
-        z, log_prob, gradient, info = transition(log_prob_at(metric), z, log_prob, gradient,
-                                                 tf.cast(width, dtype), seed)
+    def bookkeeping(z, log_prob, gradient, results, width, metric, record):
+        """A transition's bookkeeping: the adaptation, the counters, the running averages and the
+        row. Returns z, log p(z) and its gradient (new coordinates where a metric window ends),
+        theta and the row's values as one float64 vector (None unless `record`)."""
+        info = kernel.step_info(results)
         step.assign_add(1)
         in_burn_in = step <= burn_in_steps
         ends_burn_in = tf.equal(step, burn_in_steps)
@@ -177,14 +181,11 @@ def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_
             if adapting_width:  # dual averaging starts again from the current width
                 kernel.dual_averaging.assign(tf.where(
                     window_end, adaptation.dual_averaging_start(kernel.step_width), kernel.dual_averaging))
-        counters = dict(zip(("acceptance", "transitions", "divergences", "gradient_evaluations"),
-                            tf.unstack(kernel.counters)))
+        counters = dict(zip(COUNTERS, tf.unstack(kernel.counters)))
         counters["acceptance"] += info["acceptance"]
         counters["transitions"] += 1.0
         counters["divergences"] += info["divergent"]
         counters["gradient_evaluations"] += info["gradient_evaluations"]
-        if kernel.uses_gradient:  # the initial width's probes: a gradient each
-            counters["gradient_evaluations"] += probes
         # The rates and divergences of burn-in are not those of the chain that is kept.
         kept = 1.0 - tf.cast(ends_burn_in, tf.float64)
         kernel.counters.assign(tf.stack([counters["acceptance"] * kept, counters["transitions"] * kept,
@@ -202,7 +203,7 @@ def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_
         kinetic = info["kinetic"] / beta if "kinetic" in info else tf.zeros_like(loss)
         averages.update(loss, virial, kinetic, None, beta, tf.logical_not(in_burn_in))
         if not record:
-            return z, log_prob, gradient, None
+            return z, log_prob, gradient, theta, None
         rejection = 1.0 - tf.math.divide_no_nan(counters["acceptance"], counters["transitions"])
         row = {"loss": loss, "parameters": tf.cast(theta, tf.float64), "virial": virial,
                "averages": tf.stack(averages.values()), "kinetic_energy": kinetic,
@@ -212,38 +213,63 @@ def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_
         for name in ("tree_depth", "leapfrog_steps"):
             if name in info:
                 row[name] = info[name]
-        if has_accuracy:
-            row["accuracy"] = tf.cast(model.loss_and_accuracy(features, labels, theta=theta)[1], tf.float64)
+        # One vector, written to one TensorArray: in graph mode each write is an operation.
+        values = tf.concat([tf.reshape(tf.cast(row[name], tf.float64), [-1]) for name in row_fields], 0)
+        return z, log_prob, gradient, theta, values
+
+    def search_first_width(z, log_prob, gradient):
+        """Before the first transition of burn-in (step 0 starts a chunk): the initial width's
+        search, whose probes count as gradient evaluations of the first transition. Once per
+        chunk, not per transition: in graph mode every operation of a step costs."""
+        def search():
+            found, probes = search_width(z, log_prob, gradient, metric_now())
+            kernel.step_width.assign(found)
+            kernel.dual_averaging.assign(adaptation.dual_averaging_start(found))
+            if kernel.uses_gradient:
+                evaluations = tf.one_hot(COUNTERS.index("gradient_evaluations"), len(COUNTERS), dtype=tf.float64)
+                kernel.counters.assign(kernel.counters + evaluations[:, None] * probes)
+            return tf.constant(True)
+        return tf.cond(tf.equal(step, 0), search, lambda: tf.constant(False))
+
+    def one_step(z, log_prob, gradient, record):
+        metric = metric_now()
+        width = tf.convert_to_tensor(kernel.step_width)
+        seed = tf.cast(tf.stack([tf.constant(kernel.seed % 2 ** 31, tf.int64), tf.math.floormod(step, 2 ** 31)]),
+                       tf.int32)
+        z, log_prob, gradient, results = transition(log_prob_at(metric), z, log_prob, gradient,
+                                                    tf.cast(width, dtype), seed)
+        z, log_prob, gradient, theta, row = bookkeeping(z, log_prob, gradient, results, width, metric, record)
+        if record and has_accuracy:
+            row = tf.concat([row, tf.cast(model.loss_and_accuracy(features, labels, theta=theta)[1], tf.float64)], 0)
         return z, log_prob, gradient, row
 
-    # The row's fields: the loss, parameters and running averages, and the kernel's columns.
-    fields = {"loss": [walkers], "parameters": [walkers, d], "averages": [4, walkers]}
-    fields.update({name: [walkers] for name in kernel.info.run_info})
-    if has_accuracy:
-        fields["accuracy"] = [walkers]
     rows = block_rows(walkers, d)
 
     # AutoGraph converts only the chunk's own loops, as in loop.make_chunk.
-    start, one_step, metric_now, to_theta, assign_flat = (
-        tf.autograph.experimental.do_not_convert(f) for f in (start, one_step, metric_now, to_theta, model.assign_flat))
+    start, one_step, search_first_width, metric_now, to_theta, assign_flat = (
+        tf.autograph.experimental.do_not_convert(f)
+        for f in (start, one_step, search_first_width, metric_now, to_theta, model.assign_flat))
 
     @tf.function(autograph=True, jit_compile=jit_compile)
     def chunk(n):
         """Up to n steps, n ending at a multiple of every_nth or where the caller wants a row;
         a row at every multiple of every_nth and at the n-th step, as a block of `rows` rows."""
-        arrays = tuple(tf.TensorArray(tf.float64, size=rows, element_shape=shape) for shape in fields.values())
+        values = tf.TensorArray(tf.float64, size=rows, element_shape=[row_size])
         steps = tf.TensorArray(tf.int64, size=rows, element_shape=[])
         written = tf.constant(0)
         i = tf.constant(0, tf.int64)
         z, log_prob, gradient = start()
+        if adapting_width:
+            search_first_width(z, log_prob, gradient)
         while tf.logical_and(i < n, written < rows):
-            k = tf.minimum(every_nth - tf.math.floormod(step, every_nth), n - i)
             j = tf.constant(1, tf.int64)
-            while j < k:
-                z, log_prob, gradient, _ = one_step(z, log_prob, gradient, record=False)
-                j += 1
+            if every_nth > 1:
+                k = tf.minimum(every_nth - tf.math.floormod(step, every_nth), n - i)
+                while j < k:
+                    z, log_prob, gradient, _ = one_step(z, log_prob, gradient, record=False)
+                    j += 1
             z, log_prob, gradient, row = one_step(z, log_prob, gradient, record=True)
-            arrays = tuple(array.write(written, tf.cast(row[name], tf.float64)) for array, name in zip(arrays, fields))
+            values = values.write(written, row)
             steps = steps.write(written, step)
             written += 1
             i += j
@@ -251,7 +277,8 @@ def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_
         kernel.log_prob.assign(log_prob)
         kernel.gradient.assign(gradient)
         assign_flat(to_theta(z, metric_now()))
-        result = {name: array.stack() for name, array in zip(fields, arrays)}
+        block = tf.split(values.stack(), [math.prod(shape) for shape in fields.values()], axis=1)
+        result = {name: tf.reshape(part, [rows] + shape) for (name, shape), part in zip(fields.items(), block)}
         result.update(step=steps.stack(), rows=written, nonfinite_step=tf.constant(-1, tf.int64),
                       nonfinite_walkers=tf.zeros([walkers], tf.bool))
         return result

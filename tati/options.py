@@ -405,10 +405,11 @@ OPTIONS = [
            "parameter's scale). With covariance_blending the ensemble preconditioner takes its place.",
            samplers=ADAPTING + ("GLA1", "GLA2", "BAOAB", "CCAdL")),
     Option("metric", "diagonal", Text(("diagonal", "dense")), "sampler",
-           "NUTS, RWMH: the metric adapt_mass estimates: diagonal (a scale per parameter) or dense "
-           "(the draws' covariance, theta = centre + L z with L its Cholesky factor; for at most "
-           "1000 parameters; cost d^2 per gradient).",
-           samplers=PROPOSAL),
+           "NUTS, RWMH, HMC1, HMC2: the metric adapt_mass estimates: diagonal (a scale per parameter) "
+           "or dense (the draws' covariance, theta = centre + L z with L its Cholesky factor; HMC: "
+           "of its legs' starts, kicks L^T grad U, drifts L p; for at most 1000 parameters; cost "
+           "d^2 per gradient; not with covariance_blending). Without adapt_mass, L stays the identity.",
+           samplers=ADAPTING),
     Option("adapt_trajectory_length", True, Boolean(), "sampler",
            "HMC1, HMC2: adapt hamiltonian_dynamics_time during burn_in_steps by the ChEES "
            "criterion (gradient ascent on log T), then keep the averaged T "

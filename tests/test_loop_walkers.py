@@ -7,8 +7,9 @@ The operations counted are those of the chunk's traced graph and of every functi
 library: the bodies of its while loops, HMC's evaluation program and the gradients. One walker
 may differ from several by a constant number of operations (without a walker axis, some
 shapes are static and some broadcasts go), so the exact comparisons are between W > 1.
-NUTS pads its walkers to whole SIMD packets of 16 (samplers/proposal.py, `transition`). So
-W = 4 and W = 20 both carry the padding and have the same graph. W = 16 needs no padding and
+NUTS pads its walkers to whole SIMD registers of the CPU (samplers/proposal.py, `transition`;
+4 float64 or 8 float32 walkers with AVX). So a walker count of 3 and one of two registers and
+3 both carry the padding and have the same graph; two registers' worth needs no padding and
 has fewer operations.
 """
 
@@ -21,6 +22,7 @@ import tensorflow as tf
 import tati
 from tati.loop import steps_dtype
 from tati.running import Run
+from tati.samplers.base import values_per_register
 
 
 def gaussian(theta):
@@ -80,9 +82,11 @@ def test_a_keras_model_with_a_callable_loss_does_not_grow_with_walkers(sampler):
 
 
 def test_nuts_chunk_graph_does_not_grow_with_walkers():
-    four, sixteen, twenty = (operations("NUTS", "potential", w) for w in (4, 16, 20))
-    assert sum(four.values()) > 100
-    assert grown(four, twenty) == {}  # both padded to whole packets
-    assert sum(sixteen.values()) < sum(four.values())  # no padding at all
-    # The network (its loss is the only difference; TFP's tracing is the slow part of this file).
-    assert grown(operations("NUTS", "network", 4), operations("NUTS", "network", 20)) == {}
+    register = values_per_register(tf.float64)  # the potential's dtype
+    few, many, whole = (operations("NUTS", "potential", w) for w in (3, 2 * register + 3, 2 * register))
+    assert sum(few.values()) > 100
+    assert grown(few, many) == {}  # both padded to whole registers
+    assert sum(whole.values()) < sum(few.values())  # no padding at all
+    # The network (float32; its loss is the only difference; TFP's tracing is the slow part of this file).
+    register = values_per_register(tf.float32)
+    assert grown(operations("NUTS", "network", 3), operations("NUTS", "network", 2 * register + 3)) == {}

@@ -13,7 +13,7 @@ from tati.samplers import HamiltonianMonteCarlo, get_sampler
 
 GENERAL = {"inverse_temperature"}  # every sampler takes it: not declared per sampler
 # HMC's step-width adaptation is passed by the Simulation (adaptation_steps), not by name.
-HMC_ADAPTATION = {"adapt_step_width", "target_acceptance_rate", "adapt_mass", "adapt_trajectory_length"}
+HMC_ADAPTATION = {"adapt_step_width", "target_acceptance_rate", "adapt_mass", "adapt_trajectory_length", "metric"}
 
 
 @pytest.mark.parametrize("sampler", sampler_names())

@@ -332,10 +332,11 @@ def _metric_missing(sampler):
     return getattr(sampler, "adapt_mass", False) and not int(sampler.metric_windows())
 
 
-def _burn_in_for_metric(o, run_info, walkers):
+def _burn_in_for_metric(o, run_info, walkers, draws):
     """(legs per walker in this call's burn-in, a burn_in_steps that would hold enough of them),
     or None if the call's rows do not show the burn-in. A walker has a row every every_nth legs.
-    The metric needs a first window of MIN_METRIC_DRAWS draws over all walkers and then
+    The metric needs a first window of `draws` draws over all walkers (MIN_METRIC_DRAWS; d + 1
+    for the dense one) and then
     MIN_LEGS_AFTER_WINDOW legs, all between LEG_METRIC_START and LEG_METRIC_END of burn-in,
     twice that for the legs at the restarted (smaller) width, as the legs run now."""
     from tati.samplers import adaptation
@@ -343,7 +344,7 @@ def _burn_in_for_metric(o, run_info, walkers):
     if run_info.empty or int(run_info["step"].min()) > o["every_nth"]:
         return None
     legs = int(round(float((run_info["step"] <= burn_in).sum()) / walkers * o["every_nth"]))
-    needed = 2.0 * (adaptation.MIN_LEGS_AFTER_WINDOW + math.ceil(adaptation.MIN_METRIC_DRAWS / walkers)) / (
+    needed = 2.0 * (adaptation.MIN_LEGS_AFTER_WINDOW + math.ceil(draws / walkers)) / (
         adaptation.LEG_METRIC_END - adaptation.LEG_METRIC_START)
     steps = burn_in * needed / max(legs, 1)
     scale = 10.0 ** max(math.floor(math.log10(steps)) - 1, 0)  # two significant digits, up
@@ -372,7 +373,7 @@ def _hmc_adaptation_lines(o, sampler, run_info, walkers):
             lines.append(f"  metric adapted in {windows} window{'s' if windows > 1 else ''}: parameter scales "
                          f"{scales.min():.3g} ... {scales.max():.3g}")
         else:
-            found = _burn_in_for_metric(o, run_info, walkers)
+            found = _burn_in_for_metric(o, run_info, walkers, sampler.min_metric_draws)
             lines.append("  metric not adapted: too few legs in burn-in" + (
                 f" (about {found[0]} per walker; try burn_in_steps {found[1]})" if found else " (raise burn_in_steps)"))
     return lines

@@ -49,7 +49,10 @@ steps at the width the slope's sd of 7e-5 allows), and the chains were still far
 posterior at its end (R-hat 1.9); with a first window of 3 legs by 30% of it and this estimate,
 the slope's scale came out as its sd (the other two 7-9 times too small, from draws far off the
 posterior and correlated with the slope; right after the next windows), and the walkers reached
-the posterior by half of the burn-in.
+the posterior by half of the burn-in. With metric="dense" HMC's windows take the regularised
+covariance of the legs' starts instead (`dense_metric`, as NUTS's of its draws), from at
+least d + 1 draws, and the restarts divide by the extreme singular values of L_old^-1 L_new
+(`extreme_growths`), the dense counterparts of the smallest and largest growth.
 
 Leg length of HMC (ChEES; Hoffman, Radul & Sountsov 2021, as TFP's
 GradientBasedTrajectoryLengthAdaptation): the time T of a leg maximises
@@ -294,7 +297,8 @@ def welford_scale(state, previous):
     return shrunk_scale(state[0], state[1 + d:], previous)
 
 
-# A dense metric (NUTS, RWMH with metric="dense"): the draws' covariance in the same windows.
+# A dense metric (NUTS, RWMH, HMC1, HMC2 with metric="dense"): the draws' covariance in the same
+# windows (HMC: of its legs' starts, in its windows counted in legs).
 # Its Welford state, one float64 vector: count, mean [d], sum of outer products of deviations [d, d].
 def dense_welford_update(state, draws):
     """The state after adding the rows of `draws` [W, d] (Chan et al.'s pairwise combination)."""
@@ -308,6 +312,35 @@ def dense_welford_update(state, draws):
     delta = batch_mean - mean
     m2 = m2 + tf.matmul(centred, centred, transpose_a=True) + delta[:, None] * delta[None, :] * count * n / total
     return tf.concat([[total], mean + delta * n / total, tf.reshape(m2, [-1])], 0)
+
+
+# HMC's restarts after a dense metric's window take the extreme singular values of
+# L_old^-1 L_new from this many power iterations: an SVD would cost seconds of XLA compilation
+# in every run for a number the restarts need only roughly.
+POWER_ITERATIONS = 30
+
+
+def extreme_growths(previous, cholesky):
+    """(smallest, largest) singular value of M = L_old^-1 L_new (`previous` L_old and `cholesky`
+    L_new, float64 [d, d] lower triangular): the least and the most a direction of the new
+    coordinates z_new is stretched in the old ones (q = c_old + L_old z_old = c_new + L_new
+    z_new), the dense metric's counterpart of the smallest and largest growth new s / old s
+    (for diagonal factors they are the same). The largest by power iteration on M^T M from a
+    fixed start, |M v| after POWER_ITERATIONS steps v <- M^T M v / |M^T M v|; the smallest as
+    1 / the largest of M^-1 = L_new^-1 L_old. Each estimate approaches its value from inside."""
+    d = tf.shape(cholesky)[0]
+    start = tf.linspace(tf.constant(1.0, tf.float64), 2.0, d)  # not orthogonal to any axis
+
+    def largest(matrix):
+        def power_step(i, v):
+            w = tf.linalg.matvec(matrix, tf.linalg.matvec(matrix, v), transpose_a=True)
+            return i + 1, w / tf.norm(w)
+        _, v = tf.while_loop(lambda i, v: i < POWER_ITERATIONS, power_step, (0, start / tf.norm(start)))
+        return tf.norm(tf.linalg.matvec(matrix, v))
+
+    stretch = tf.linalg.triangular_solve(previous, cholesky, lower=True)
+    shrink = tf.linalg.triangular_solve(cholesky, previous, lower=True)
+    return 1.0 / largest(shrink), largest(stretch)
 
 
 def dense_metric(state, previous_variance):

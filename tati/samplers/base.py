@@ -21,6 +21,7 @@ for the second-order samplers, its momentum slot (p) by a composition of the spl
   are refused.
 """
 
+import functools
 import math
 
 import keras
@@ -46,6 +47,26 @@ NOISE_STREAMS = 64
 BOX_MULLER_SIZE = 4096
 # Numbers in the widest SIMD packet (16 floats of AVX-512), see _normal and walkerwise.
 PACKET = 16
+
+
+@functools.cache
+def _register_bytes():
+    """The widest SIMD register of this CPU in bytes: 64 with AVX-512, 32 with AVX; 64 where the
+    CPU does not say (no padding is too wide, only slower)."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            flags = next((line for line in info if line.startswith("flags")), "").split()
+    except OSError:
+        return 64
+    return 64 if "avx512f" in flags or "avx" not in flags else 32
+
+
+def values_per_register(dtype):
+    """Values of `dtype` in one of this CPU's widest SIMD registers: TensorFlow's CPU kernels
+    compute the elements of an array that fill whole registers by one code path and a tail by a
+    scalar one, so arrays of whole registers compute each element the same way whatever their
+    length (proposal.py pads its walkers to such a count)."""
+    return _register_bytes() // tf.as_dtype(dtype).size
 
 
 def packed_pairs(numbers):

@@ -26,8 +26,10 @@ made by the same code path whatever the number of walkers, so its results do not
 Gradient economy: one optimizer call = one gradient, L calls per leg. Kicks between two drifts
 merge, and the call that receives grad U(q_L) completes the leg's last kick, decides, redraws
 p and starts the next leg with the same gradient (or the cached grad U(q_0) after a rejection).
-With F(g) = s B^T g and V(p) = s B p (the metric's scale s, the ensemble's preconditioner B;
-both 1 without) and the first kick's fraction c (1/2 for leapfrog, 1 for BA, 0 for AB):
+With F(g) = s B^T g and V(p) = s B p (the diagonal metric's scale s, the ensemble's
+preconditioner B; both 1 without), or with metric="dense" F(g) = L^T g and V(p) = L p (L the
+dense metric's Cholesky factor, identity until adapted; no B), and the first kick's fraction c
+(1/2 for leapfrog, 1 for BA, 0 for AB):
 
     evaluation call (`evaluate`), given U(q), grad U(q):
         p_L = p - (1 - c) h'_prev F(grad U(q))                  complete the last kick (B)
@@ -60,11 +62,20 @@ Each call needs the loss with the gradients: `sampler.apply(grads, variables, lo
 Simulation's loop does so); `model.fit` cannot give it, so HMC is for the Simulation or a user's
 own loop.
 
+The metric: the legs move z with q = c + M z, M = diag(s) (metric="diagonal") or the lower
+triangular L (metric="dense", Stan's dense_e): H = U(q) + |p|^2 / 2 in z's coordinates, so
+p ~ N(0, I / beta) either way, dz/dt = p gives dq/dt = M p = V(p), and dp/dt = -M^T grad U(q)
+= -F(grad U). Legs move q itself, so the centre c never enters them. This is HMC with the
+mass matrix (M M^T)^-1 (diag(1 / s^2), or (L L^T)^-1). The dense metric needs
+the parameters as one flat variable ([W, d] with `walker_axis`, or [d]), at most
+proposal.MAX_DENSE_PARAMETERS of them, and no ensemble preconditioner; each kick and drift
+costs d^2 per walker.
+
 Warm-up during the first `adaptation_steps` calls (samplers/hmc_adaptation.py, equations in
 samplers/adaptation.py), one value for all walkers at every evaluation: an initial width
-search, then dual averaging of h towards `target_acceptance_rate`; the metric s
-(adapt_mass); the leg time T by ChEES (adapt_trajectory_length). Neither s nor T adapts with
-the ensemble preconditioner, which already scales the moves.
+search, then dual averaging of h towards `target_acceptance_rate`; the metric s or L
+(adapt_mass); the leg time T by ChEES (adapt_trajectory_length). Neither the metric nor T
+adapts with the ensemble preconditioner, which already scales the moves.
 
 The chain's state and its report (`chain_report`) change only at evaluations
 (`evaluation_report`): loss, accuracy, positions q_a and gradient g_a of the current state,
@@ -134,7 +145,7 @@ class HamiltonianMonteCarlo(LegAdaptation, SamplerBase):
                  hamiltonian_dynamics_time=default("hamiltonian_dynamics_time"),
                  inverse_temperature=default("inverse_temperature"), seed=default("seed"),
                  adaptation_steps=0, target_acceptance_rate=None, adapt_step_width=True, adapt_mass=False,
-                 adapt_trajectory_length=False, name=None, **kwargs):
+                 adapt_trajectory_length=False, metric=default("metric"), name=None, **kwargs):
         super().__init__(step_width, seed, name, dict(
             kwargs, hamiltonian_dynamics_time=hamiltonian_dynamics_time,
             inverse_temperature=inverse_temperature))
@@ -146,6 +157,8 @@ class HamiltonianMonteCarlo(LegAdaptation, SamplerBase):
         self.adapt_step_width = bool(adapt_step_width) and self.adaptation_steps > 0
         self.adapt_mass = bool(adapt_mass) and self.adaptation_steps >= adaptation.MIN_LEG_METRIC_BURN_IN
         self.adapt_trajectory_length = bool(adapt_trajectory_length) and self.adaptation_steps > 0
+        # "dense": L L^T instead of diag(s^2), adapted where adapt_mass is, else L = I (as NUTS).
+        self.metric = option_table.check("metric", metric)
 
     def build(self, variables):
         if self.built:
@@ -201,15 +214,15 @@ class HamiltonianMonteCarlo(LegAdaptation, SamplerBase):
         back to the variables once, after the loop."""
         width = self._legs.row("leg_width")
         widths = [tf.cast(self._broadcast(width, v), v.dtype) for v in variables]
-        scales = self._scale_values()
+        metrics = self._metric_values()
 
         def kick_and_drift(i, positions, momenta):
             grads = gradients(positions)
             moved_q, moved_p = [], []
-            for g, q, p, h, s in zip(grads, positions, momenta, widths, scales):
-                p = splitting.kick(p, self._metric_force(g, s), h)
+            for g, q, p, h, m in zip(grads, positions, momenta, widths, metrics):
+                p = splitting.kick(p, self._metric_force(g, m), h)
                 moved_p.append(p)
-                moved_q.append(splitting.drift(q, self._metric_velocity(p, s), h))
+                moved_q.append(splitting.drift(q, self._metric_velocity(p, m), h))
             return i + 1, moved_q, moved_p
 
         _, positions, momenta = tf.while_loop(
@@ -222,15 +235,25 @@ class HamiltonianMonteCarlo(LegAdaptation, SamplerBase):
         self.iterations.assign_add(tf.cast(steps, self.iterations.dtype))
 
     # -- helpers -------------------------------------------------------------------------------
-    def _metric_force(self, gradient, scale):
-        """F(g) = s B^T g: the gradient as a kick uses it (s the metric's scale, B the preconditioner)."""
+    def _metric_force(self, gradient, metric):
+        """F(g) = s B^T g (`metric` the diagonal metric's scale s, B the preconditioner) or L^T g
+        (the dense metric's factor L, per walker): the gradient as a kick uses it."""
         force = self._force(gradient)
-        return force if scale is None else scale * force
+        if metric is None:
+            return force
+        if self.metric == "dense":
+            # A batched product, one walker at a time, so that a walker's kick is the same bits
+            # whatever the number of walkers (a [W, d] x [d, d] matmul blocks by W) -- on the
+            # CPU without XLA, which may block it by W from d of some hundreds on.
+            return tf.linalg.matvec(metric, force, transpose_a=True)
+        return metric * force
 
-    def _metric_velocity(self, momentum, scale):
-        """V(p) = s B p: the momentum as a drift uses it."""
+    def _metric_velocity(self, momentum, metric):
+        """V(p) = s B p, or L p (dense): the momentum as a drift uses it."""
         velocity = self._velocity(momentum)
-        return velocity if scale is None else scale * velocity
+        if metric is None:
+            return velocity
+        return tf.linalg.matvec(metric, velocity) if self.metric == "dense" else metric * velocity
 
     def _walker_values(self, value):
         """A scalar or [W] value as [W] (or [1]) float64."""
@@ -258,13 +281,13 @@ class HamiltonianMonteCarlo(LegAdaptation, SamplerBase):
             u_length = self._philox(tf.raw_ops.StatelessRandomUniformV2, (1, 4), tf.float64, 0, 0)[:, 2]
         return u_accept, u_width, tf.broadcast_to(u_length[0], tf.shape(u_accept)), u_kick
 
-    def _proposal(self, s, loss, grads, variables, momenta, scales):
+    def _proposal(self, s, loss, grads, variables, momenta, metrics):
         """(p_L per variable, H(q_L, p_L) [W]): the leg's end after its last kick with this
         call's gradient, p_L = p - (1 - c) h' F(g), and its energy U(q_L) + |p_L|^2 / 2."""
         last_kick = (1.0 - s["first_kick"]) * s["leg_width"]
         kicks = [tf.cast(self._broadcast(last_kick, v), v.dtype) for v in variables]
-        end_momenta = [splitting.kick(p, self._metric_force(g, scale), kick)
-                       for g, p, kick, scale in zip(grads, momenta, kicks, scales)]
+        end_momenta = [splitting.kick(p, self._metric_force(g, metric), kick)
+                       for g, p, kick, metric in zip(grads, momenta, kicks, metrics)]
         kinetic = 0.5 * tf.add_n([self._walker_sum(tf.square(p)) for p in end_momenta])
         return end_momenta, loss + kinetic
 
@@ -295,10 +318,10 @@ class HamiltonianMonteCarlo(LegAdaptation, SamplerBase):
         kinds = Kinds.of(s["leg_kind"])
         evaluate = tf.equal(s["leg_end"], tf.cast(self.iterations, tf.float64))
         momenta = [tf.convert_to_tensor(self._momentum(v)) for v in variables]
-        scales = self._scale_values()  # the metric of the legs that end here
+        metrics = self._metric_values()  # the metric of the legs that end here
 
         # The decision (metropolis.py) between the proposal and the chain's state.
-        end_momenta, total_energy = self._proposal(s, loss, grads, variables, momenta, scales)
+        end_momenta, total_energy = self._proposal(s, loss, grads, variables, momenta, metrics)
         error = energy_error(total_energy, s["old_total_energy"], beta)
         uniforms = self._uniforms()
         accepted, divergent = metropolis(error, uniforms[0])
@@ -315,11 +338,11 @@ class HamiltonianMonteCarlo(LegAdaptation, SamplerBase):
                     zip(at_acceptances, variables, self._start_positions)]  # q_a where evaluating
         time = tf.cast(self._parameter_variables["hamiltonian_dynamics_time"], tf.float64)
         if self.adapt_trajectory_length:
-            time = self._adapt_time(kinds.decides & evaluate, error, s, variables, end_momenta, scales, h)
+            time = self._adapt_time(kinds.decides & evaluate, error, s, variables, end_momenta, metrics, h)
         new_leg = self._new_legs(s["leg_end"], h, time, uniforms, probing, probe_width)
-        new_scales = scales
+        new_metrics = metrics
         if self.adapt_mass:
-            new_scales = self._adapt_metric(kinds.decides & evaluate, chain_qs, new_leg["leg_steps"], scales)
+            new_metrics = self._adapt_metric(kinds.decides & evaluate, new_leg["leg_steps"], metrics)
 
         # The rows of a walker that evaluates: its report, the new leg, and what the moves measure.
         after_burn_in = tf.cast(self.iterations, tf.float64) >= float(self.adaptation_steps)
@@ -328,7 +351,7 @@ class HamiltonianMonteCarlo(LegAdaptation, SamplerBase):
         evaluating = dict(s, **evaluation_report(s, kinds, loss, accuracy, accepted, divergent, error, total_energy,
                                                  accept, after_burn_in, self.adaptation_steps > 0), **new_leg)
         fresh_sq, virial, gradient_sq = self._move(
-            variables, grads, momenta, evaluate, at_acceptances, chain_qs, beta, scales, new_scales,
+            variables, grads, momenta, evaluate, at_acceptances, chain_qs, beta, metrics, new_metrics,
             width=tf.where(evaluate, new_leg["leg_width"], s["leg_width"]),
             first_width=new_leg["first_kick"] * new_leg["leg_width"])
         # H_old of the new leg: the chain state's loss plus the fresh momenta's kinetic energy.
@@ -339,7 +362,7 @@ class HamiltonianMonteCarlo(LegAdaptation, SamplerBase):
         integrating = dict(s, evaluated=tf.zeros_like(loss), virial=virial, gradient_sq=gradient_sq)
         self._legs.write_where(evaluate, evaluating, integrating)
 
-    def _move(self, variables, grads, momenta, evaluate, at_acceptances, chain_qs, beta, scales, new_scales,
+    def _move(self, variables, grads, momenta, evaluate, at_acceptances, chain_qs, beta, metrics, new_metrics,
               width, first_width):
         """Per variable, the evaluation call's or the integration call's move (module docstring):
 
@@ -357,17 +380,17 @@ class HamiltonianMonteCarlo(LegAdaptation, SamplerBase):
             chain_g = tf.where(at_acceptances[index], g, self._start_gradients[index])
             fresh = splitting.fresh_momentum(self._normal(v, stream=1), tf.cast(beta, dtype))
             h_v = tf.cast(self._broadcast(width, v), dtype)
-            new_scale, scale = new_scales[index], scales[index]
+            new_metric, metric = new_metrics[index], metrics[index]
             p = tf.where(at_evaluation,
-                         splitting.kick(fresh, self._metric_force(chain_g, new_scale),
+                         splitting.kick(fresh, self._metric_force(chain_g, new_metric),
                                         tf.cast(self._broadcast(first_width, v), dtype)),
-                         splitting.kick(momentum, self._metric_force(g, scale), h_v))
+                         splitting.kick(momentum, self._metric_force(g, metric), h_v))
             self._momentum(v).assign(p)
-            if new_scale is scale:
-                v.assign(splitting.drift(tf.where(at_evaluation, chain_q, q), self._metric_velocity(p, scale), h_v))
-            else:  # a metric window may close here
-                v.assign(tf.where(at_evaluation, splitting.drift(chain_q, self._metric_velocity(p, new_scale), h_v),
-                                  splitting.drift(q, self._metric_velocity(p, scale), h_v)))
+            if new_metric is metric:
+                v.assign(splitting.drift(tf.where(at_evaluation, chain_q, q), self._metric_velocity(p, metric), h_v))
+            else:  # a metric window may close here: the new legs take the new metric, others keep theirs
+                v.assign(tf.where(at_evaluation, splitting.drift(chain_q, self._metric_velocity(p, new_metric), h_v),
+                                  splitting.drift(q, self._metric_velocity(p, metric), h_v)))
             self._start_positions[index].assign(chain_q)
             self._start_gradients[index].assign(chain_g)
             fresh_sq.append(self._walker_sum(tf.square(fresh)))
@@ -379,7 +402,7 @@ class HamiltonianMonteCarlo(LegAdaptation, SamplerBase):
         config = super().get_config()
         config.update(adaptation_steps=self.adaptation_steps, target_acceptance_rate=self.target_acceptance_rate,
                       adapt_step_width=self.adapt_step_width, adapt_mass=self.adapt_mass,
-                      adapt_trajectory_length=self.adapt_trajectory_length)
+                      adapt_trajectory_length=self.adapt_trajectory_length, metric=self.metric)
         return config
 
     # -- what the tables read ------------------------------------------------------------------

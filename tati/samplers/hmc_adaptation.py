@@ -7,20 +7,31 @@ equations are in samplers/adaptation.py; here is what HMC feeds them and when:
   min(1, exp(-beta dH)) crosses 0.5;
 - dual averaging of log h (`_adapt`) on the mean acceptance probability of the walkers that
   decide, towards `target_acceptance_rate`; afterwards the average of the iterates;
-- the metric (`_adapt_metric`): a scale s per parameter, s^4 = var(q) / var(beta grad U) over
-  the legs' starts in windows counted in legs (adaptation.fisher_scale); kicks s grad U,
-  drifts s p;
-- the leg length T (`_adapt_time`): ChEES, gradient ascent on log T.
+- the metric (`_adapt_metric`), in windows of the legs' starts counted in legs: a scale s per
+  parameter, s^4 = var(q) / var(beta grad U) (adaptation.fisher_scale; kicks s grad U, drifts
+  s p); or with metric="dense" the Cholesky factor L of the starts' covariance, regularised
+  as Stan's dense_e (adaptation.dense_metric; kicks L^T grad U, drifts L p), taken from at
+  least d + 1 draws (fewer give a singular covariance, all regularisation). The width then
+  restarts at h / (smallest growth) and T at T / (largest growth), a growth being, for the
+  diagonal metric, new s / old s of a parameter, for the dense one a singular value of
+  L_old^-1 L_new (the stretch of a direction of the new z in the old z; the same for diagonal
+  factors; its extremes by power iteration, adaptation.extreme_growths);
+- the leg length T (`_adapt_time`): ChEES, gradient ascent on log T, with z = (q - m) / s or
+  L^-1 (q - m).
 
-A leg uses the h, s and T of its start throughout, so each leg stays an exact proposal. The
-state is in optimizer variables (their names are the checkpoint's), so a checkpoint continues it.
+A leg uses the h, metric and T of its start throughout, so each leg stays an exact proposal.
+The state is in optimizer variables (their names are the checkpoint's), so a checkpoint
+continues it: for the dense metric L ("metric_cholesky") and the window's count, mean and d x d
+sum of outer products of deviations ("metric_draws").
 """
 
 import numpy as np
 import tensorflow as tf
 
+from tati.errors import InputError
 from tati.samplers import adaptation
 from tati.samplers.metropolis import acceptance_probability
+from tati.samplers.proposal import MAX_DENSE_PARAMETERS
 
 
 class LegAdaptation:
@@ -35,6 +46,8 @@ class LegAdaptation:
             self._dual_averaging = self.add_variable(
                 (len(adaptation.DUAL_AVERAGING),), dtype="float64", name="dual_averaging",
                 initializer=lambda shape, dtype: tf.cast(start, dtype))
+        dense = self.metric == "dense"
+        d = self._dense_dimension(variables) if dense else None
         if self.preconditioner is not None:  # B already scales the moves; legs are cut to phases
             self.adapt_mass = self.adapt_trajectory_length = False
         # The initial width's search, where the width adapts (not with the ensemble's phases,
@@ -45,16 +58,28 @@ class LegAdaptation:
             self._initial_width = self.add_variable(
                 (len(adaptation.INITIAL_WIDTH),), dtype="float64", name="initial_width",
                 initializer=lambda shape, dtype: tf.cast(start, dtype))
-        self._scales = None
-        if self.adapt_mass or self.adapt_trajectory_length:
+        self._scales = self._cholesky = None
+        if dense:
+            # q = c + L z, shared by the walkers: kicks L^T g, drifts L p. Legs move q itself, so
+            # the centre c never enters them and is not kept (ChEES keeps its own).
+            self._cholesky = self.add_variable((d, d), dtype=variables[0].dtype, name="metric_cholesky",
+                                               initializer=lambda shape, dtype: tf.eye(shape[0], dtype=dtype))
+        elif self.adapt_mass or self.adapt_trajectory_length:
             # The metric's scale s per parameter, shared by the walkers: kicks s g, drifts s p.
             self._scales = [self.add_variable(self._walker_shape(v), dtype=v.dtype, name="metric_scale",
                                               initializer="ones") for v in variables]
         if self.adapt_mass:
-            # Window number k, legs in the window, draws n, 1 once the last window closed; the
-            # draws' mean and squared deviations, and those of their gradients (times beta).
+            # Window number k, legs in the window, draws n, 1 once the last window closed.
             self._metric_window = self.add_variable((4,), dtype="float64", name="metric_window",
                                                     initializer="zeros")
+        if self.adapt_mass and dense:
+            # The window's draws: count, mean [d] and sum of outer products of deviations [d, d].
+            self._metric_draws = self.add_variable((1 + d + d * d,), dtype="float64", name="metric_draws",
+                                                   initializer="zeros")
+            self._metric_sums = [self._metric_draws]
+            self.min_metric_draws = max(adaptation.MIN_METRIC_DRAWS, d + 1)
+        elif self.adapt_mass:
+            # The draws' mean and squared deviations, and those of their gradients (times beta).
             self._metric_means = [self.add_variable(self._walker_shape(v), dtype="float64",
                                                     name="metric_mean", initializer="zeros") for v in variables]
             self._metric_squares = [self.add_variable(self._walker_shape(v), dtype="float64",
@@ -66,6 +91,9 @@ class LegAdaptation:
             self._metric_gradient_squares = [self.add_variable(self._walker_shape(v), dtype="float64",
                                                                name="metric_gradient_squares", initializer="zeros")
                                              for v in variables]
+            self._metric_sums = (self._metric_means + self._metric_squares + self._metric_gradient_means
+                                 + self._metric_gradient_squares)
+            self.min_metric_draws = adaptation.MIN_METRIC_DRAWS
         if self.adapt_trajectory_length:
             start = adaptation.chees_start(self._parameter_values["hamiltonian_dynamics_time"])
             self._chees = self.add_variable((len(adaptation.CHEES),), dtype="float64", name="chees",
@@ -75,11 +103,38 @@ class LegAdaptation:
                                                      name="chees_centre", initializer="zeros")
                                    for v in variables]
 
-    def _scale_values(self):
-        """The metric's scales, one tensor per variable (None each without a metric)."""
+    def _dense_dimension(self, variables):
+        """d of metric="dense": its one flat variable's per-walker size; InputError where the
+        dense metric does not apply."""
+        if self.preconditioner is not None:
+            raise InputError("metric=dense is not available with covariance_blending (the ensemble preconditioner "
+                             "scales the moves itself): use metric=diagonal or drop covariance_blending")
+        shapes = [tuple(self._walker_shape(v)) for v in variables]
+        if len(shapes) != 1 or len(shapes[0]) != 1:
+            raise InputError(f"metric=dense needs the parameters as one flat variable ([walkers, d] with walker_axis, "
+                             f"or [d]); {type(self).__name__} was given {len(shapes)} of shapes "
+                             f"{', '.join(map(str, shapes))}: use metric=diagonal")
+        d = shapes[0][0]
+        if d > MAX_DENSE_PARAMETERS:
+            raise InputError(f"metric=dense is for at most {MAX_DENSE_PARAMETERS} parameters, this model has {d}: "
+                             "use metric=diagonal")
+        return d
+
+    def _metric_values(self):
+        """The metric of the legs, one tensor per variable: the diagonal metric's scale s (None
+        each without one), or the dense metric's Cholesky factor L (one variable)."""
+        if self._cholesky is not None:
+            return [tf.convert_to_tensor(self._cholesky)]
         if self._scales is None:
             return [None] * len(self._trainable_variables)
         return [tf.convert_to_tensor(s) for s in self._scales]
+
+    def _metric_coordinates(self, displacement, metric):
+        """z - z_c of a float64 displacement q - c per walker: (q - c) / s, or L^-1 (q - c)."""
+        metric = tf.cast(metric, tf.float64)
+        if self.metric == "dense":
+            return tf.linalg.triangular_solve(metric, displacement[..., None], lower=True)[..., 0]
+        return displacement / metric
 
     def _adapted_leg(self, width, steps, probing, probe_width):
         """The new legs' (width, steps) as the warm-up changes them: while T adapts, burn-in's
@@ -143,7 +198,7 @@ class LegAdaptation:
         self._learning_rate.assign(tf.cast(h, self._learning_rate.dtype))
         return tf.cast(tf.cast(h, self._learning_rate.dtype), tf.float64)
 
-    def _adapt_time(self, deciding, energy_error, s, variables, end_momenta, scales, h):
+    def _adapt_time(self, deciding, energy_error, s, variables, end_momenta, metrics, h):
         """One ChEES step on the leg length T with the legs decided here (during the first
         adaptation_steps calls; samplers/adaptation.py); sets and returns T of the new legs.
 
@@ -157,13 +212,13 @@ class LegAdaptation:
         leg_time = s["leg_steps"] * s["leg_width"]
         state = tf.convert_to_tensor(self._chees)
         spread_change, heading, starts = [], [], []
-        for v, q0, p, scale, centre in zip(variables, self._start_positions, end_momenta, scales, self._chees_centres):
-            scale = tf.cast(scale, f64)
+        for v, q0, p, metric, centre in zip(variables, self._start_positions, end_momenta, metrics,
+                                            self._chees_centres):
             start = tf.cast(tf.convert_to_tensor(q0), f64)
             starts.append(tf.reduce_mean(start, axis=0) if self._walkers is not None else start)
             centre = tf.convert_to_tensor(centre)
-            start = (start - centre) / scale
-            proposal = (tf.cast(tf.convert_to_tensor(v), f64) - centre) / scale
+            start = self._metric_coordinates(start - centre, metric)
+            proposal = self._metric_coordinates(tf.cast(tf.convert_to_tensor(v), f64) - centre, metric)
             spread_change.append(self._walker_sum(tf.square(proposal)) - self._walker_sum(tf.square(start)))
             heading.append(self._walker_sum(proposal * tf.cast(p, f64)))
         gradients = leg_time * tf.add_n(spread_change) * tf.add_n(heading)
@@ -183,15 +238,14 @@ class LegAdaptation:
         self._parameter_variables["hamiltonian_dynamics_time"].assign(time)
         return time
 
-    def _adapt_metric(self, deciding, chain_qs, steps, scales):
-        """Collect the starts of the legs decided here, chain states q_0 with their gradients
-        g_0 (the chain's states one leg late; `chain_qs`, the states after the decision, have
-        no gradient here), into the metric's window, and close the window once it holds its
-        legs (25, 50, 100, ...; the last one stretched to the end of the collection; the first
-        closed by adaptation.FIRST_WINDOW_END of burn-in if it has MIN_METRIC_DRAWS draws;
-        adaptation.LEG_METRIC_*): the scales become (var q / var beta g)^(1/4)
-        (adaptation.fisher_scale), and the step width's and leg length's averages restart.
-        Returns the scales of the new legs."""
+    def _adapt_metric(self, deciding, steps, metrics):
+        """Collect the starts of the legs decided here, chain states q_0 (the chain's states one
+        leg late, whose gradients g_0 are at hand) into the metric's window (`_collect`), and
+        close the window once it holds its legs (25, 50, 100, ...; the last one stretched to
+        the end of the collection; the first closed by adaptation.FIRST_WINDOW_END of burn-in
+        if it has its least draws; adaptation.LEG_METRIC_*): the metric becomes the window's
+        (`_window_metric`), and the step width's and leg length's averages restart. Returns
+        the metric of the new legs, one tensor per variable."""
         f64 = tf.float64
         now = tf.cast(self.iterations, f64)
         n = self.adaptation_steps
@@ -203,6 +257,52 @@ class LegAdaptation:
         window_open = ((now < float(int(adaptation.LEG_METRIC_END * n))) & tf.equal(done, 0.0)
                        & ((legs_left > adaptation.TERMINAL_LEGS) | tf.equal(index, 0.0)))
         collecting = decided & window_open & (now >= float(int(adaptation.LEG_METRIC_START * n)))
+        count, sums = self._collect(collecting, count)
+        legs = legs + tf.cast(collecting, f64)
+        target = adaptation.window_legs(index)
+        last = decided & tf.logical_not(window_open) & (legs > 0)  # the collection ends
+        # A burn-in of long legs (an unscaled target) may never hold the first window's 25: it
+        # closes by FIRST_WINDOW_END of burn-in, for the rest to run in the new metric.
+        enough = count >= self.min_metric_draws
+        first_due = tf.equal(index, 0.0) & (now >= float(int(adaptation.FIRST_WINDOW_END * n))) & enough
+        close = (collecting & (((legs >= target)
+                                & ((legs_left - adaptation.TERMINAL_LEGS >= 2.0 * target) | tf.equal(index, 0.0)))
+                               | first_due)) | last
+        candidates, smallest, largest, valid = self._window_metric(close & enough, sums, metrics)
+        # The legs left after the window at the width h / smallest and time T / largest as
+        # restarted below (where they adapt); too few, and the width would be frozen at its
+        # restart, untried.
+        shorter = ((smallest if self.adapt_step_width else 1.0)
+                   / (largest if self.adapt_trajectory_length else 1.0))
+        legs_after = (float(n) - now) / tf.maximum(tf.reduce_max(steps) * shorter, 1.0)
+        update = close & enough & valid & (legs_after >= adaptation.MIN_LEGS_AFTER_WINDOW)
+        new_metrics = [tf.where(update, new, metric) for new, metric in zip(candidates, metrics)]
+        for variable, value in zip(self._scales or [self._cholesky], new_metrics):
+            variable.assign(value)
+        for variable, value in zip(self._metric_sums, sums):
+            variable.assign(tf.where(close, tf.zeros_like(value), value))
+        done = tf.where(last, tf.ones_like(done), done)
+        self._metric_window.assign(tf.where(close, tf.stack([index + tf.cast(update, f64), 0.0, 0.0, done]),
+                                            tf.stack([index, legs, count, done])))
+        if self.adapt_step_width:
+            self._dual_averaging.assign(adaptation.dual_averaging_restart(self._dual_averaging, update, smallest))
+        if self.adapt_trajectory_length:
+            self._chees.assign(adaptation.chees_restart(self._chees, update, largest,
+                                                        self._parameter_values["hamiltonian_dynamics_time"]))
+        return new_metrics
+
+    def _collect(self, collecting, count):
+        """(draws n, the window's sums as in self._metric_sums) with the chain states q_0 of
+        the legs decided here added where `collecting`: for the dense metric the count, mean
+        and sum of outer products of deviations of q_0 (adaptation.dense_welford_update); for
+        the diagonal one the means and squared deviations of q_0 and of beta g_0 per parameter."""
+        f64 = tf.float64
+        if self._cholesky is not None:
+            starts = tf.convert_to_tensor(self._start_positions[0])
+            state = tf.convert_to_tensor(self._metric_draws)
+            state = tf.where(collecting, adaptation.dense_welford_update(
+                state, starts if self._walkers is not None else starts[None]), state)
+            return state[0], [state]
         beta = tf.cast(self._parameter_variables["inverse_temperature"], f64)
 
         def collect(values, means, squares):
@@ -218,50 +318,54 @@ class LegAdaptation:
         _, gradient_means, gradient_squares = collect(
             [beta * tf.cast(tf.convert_to_tensor(g), f64) for g in self._start_gradients],
             self._metric_gradient_means, self._metric_gradient_squares)
-        count = new_count
-        legs = legs + tf.cast(collecting, f64)
-        target = adaptation.window_legs(index)
-        last = decided & tf.logical_not(window_open) & (legs > 0)  # the collection ends
-        # A burn-in of long legs (an unscaled target) may never hold the first window's 25: it
-        # closes by FIRST_WINDOW_END of burn-in, for the rest to run in the new metric.
-        first_due = (tf.equal(index, 0.0) & (now >= float(int(adaptation.FIRST_WINDOW_END * n)))
-                     & (count >= adaptation.MIN_METRIC_DRAWS))
-        close = (collecting & (((legs >= target)
-                                & ((legs_left - adaptation.TERMINAL_LEGS >= 2.0 * target) | tf.equal(index, 0.0)))
-                               | first_due)) | last
+        return new_count, means + squares + gradient_means + gradient_squares
+
+    def _window_metric(self, closing, sums, metrics):
+        """(the window's metric per variable, smallest and largest growth, whether it is
+        valid) from its sums, where `closing` (else anything; the growths then 1):
+
+            diagonal: s = (var q / var beta g)^(1/4) (adaptation.fisher_scale); growths new s / old s
+            dense:    L = chol of the starts' regularised covariance (adaptation.dense_metric, its
+                      shrinkage relative to diag(L_old L_old^T)); growths the extreme singular
+                      values of L_old^-1 L_new (adaptation.extreme_growths), computed only
+                      where a window closes; not valid if not finite (a failed factorisation).
+        """
+        f64 = tf.float64
+        if self._cholesky is not None:
+            old = metrics[0]
+
+            def factor():
+                previous = tf.cast(old, f64)
+                _, new = adaptation.dense_metric(sums[0], tf.reduce_sum(tf.square(previous), axis=1))
+                growths = tf.stack(adaptation.extreme_growths(previous, new))
+                valid = tf.reduce_all(tf.math.is_finite(new)) & tf.reduce_all(tf.math.is_finite(growths))
+                new = tf.where(valid, new, previous)
+                growths = tf.maximum(tf.where(valid, growths, tf.ones_like(growths)), 1e-300)
+                return tf.cast(new, old.dtype), growths[0], growths[1], valid
+
+            one = tf.constant(1.0, f64)
+            new, smallest, largest, valid = tf.cond(closing, factor, lambda: (old, one, one, tf.constant(False)))
+            return [new], smallest, largest, valid
+        quarter = len(sums) // 4
+        squares, gradient_squares = sums[quarter:2 * quarter], sums[3 * quarter:]
         candidates = [tf.cast(adaptation.fisher_scale(m2, g_m2, tf.cast(scale, f64)), scale.dtype)
-                      for m2, g_m2, scale in zip(squares, gradient_squares, scales)]
-        growths = tf.concat([tf.reshape(tf.cast(new / old, f64), [-1]) for new, old in zip(candidates, scales)], 0)
+                      for m2, g_m2, scale in zip(squares, gradient_squares, metrics)]
+        growths = tf.concat([tf.reshape(tf.cast(new / old, f64), [-1]) for new, old in zip(candidates, metrics)], 0)
         smallest, largest = (tf.maximum(tf.reduce_min(growths), 1e-300), tf.maximum(tf.reduce_max(growths), 1e-300))
-        # The legs left after the window at the width h / smallest and time T / largest as
-        # restarted below (where they adapt); too few, and the width would be frozen at its
-        # restart, untried.
-        shorter = ((smallest if self.adapt_step_width else 1.0)
-                   / (largest if self.adapt_trajectory_length else 1.0))
-        legs_after = (float(n) - now) / tf.maximum(tf.reduce_max(steps) * shorter, 1.0)
-        update = close & (count >= adaptation.MIN_METRIC_DRAWS) & (legs_after >= adaptation.MIN_LEGS_AFTER_WINDOW)
-        new_scales = [tf.where(update, new, scale) for new, scale in zip(candidates, scales)]
-        for variable, value in zip(self._scales, new_scales):
-            variable.assign(value)
-        for variable, value in zip(self._metric_means + self._metric_squares + self._metric_gradient_means
-                                   + self._metric_gradient_squares,
-                                   means + squares + gradient_means + gradient_squares):
-            variable.assign(tf.where(close, tf.zeros_like(value), value))
-        done = tf.where(last, tf.ones_like(done), done)
-        self._metric_window.assign(tf.where(close, tf.stack([index + tf.cast(update, f64), 0.0, 0.0, done]),
-                                            tf.stack([index, legs, count, done])))
-        if self.adapt_step_width:
-            self._dual_averaging.assign(adaptation.dual_averaging_restart(self._dual_averaging, update, smallest))
-        if self.adapt_trajectory_length:
-            self._chees.assign(adaptation.chees_restart(self._chees, update, largest,
-                                                        self._parameter_values["hamiltonian_dynamics_time"]))
-        return new_scales
+        return candidates, smallest, largest, tf.constant(True)
 
     def metric_scales(self):
-        """The metric's scale s of every parameter (numpy, flat, one walker's), ones without."""
+        """The metric's scale s of every parameter (numpy, flat, one walker's), ones without;
+        for the dense metric the square roots of diag(L L^T)."""
+        if self._cholesky is not None:
+            return np.sqrt(np.sum(np.square(self._cholesky.numpy().astype(np.float64)), axis=1))
         if self._scales is None:
             return np.ones(sum(int(np.prod(self._walker_shape(v))) for v in self._trainable_variables))
         return np.concatenate([np.ravel(s.numpy()) for s in self._scales])
+
+    def metric_cholesky(self):
+        """The dense metric's Cholesky factor L (numpy [d, d]; q = c + L z), or None."""
+        return None if self._cholesky is None else self._cholesky.numpy()
 
     def metric_windows(self):
         """How many metric windows have updated the scales so far."""

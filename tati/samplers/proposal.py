@@ -29,7 +29,7 @@ state and the counters. The random numbers of step n are drawn from the key (see
 resumed run continues bitwise. TFP draws the numbers of all walkers at once; tati makes it draw
 each walker's from counters of its own (samplers/walker_draws.py), so that walker w's numbers
 depend on (seed, step, w) only, and computes the kernel's step of several walkers on them
-padded to whole SIMD packets (`transition`): walker w's step is then the same bits whatever the
+padded to whole SIMD registers of the CPU (`transition`): walker w's step is then the same bits whatever the
 number of walkers and wherever they run (tati/distribute.py), as the Langevin samplers' are.
 """
 
@@ -43,13 +43,13 @@ from tati.names import target_acceptance
 from tati.options import check, default
 from tati.recording.columns import NUTS_INFO, RWMH_INFO
 from tati.samplers import adaptation
-from tati.samplers.base import PACKET
+from tati.samplers.base import values_per_register
 from tati.samplers.walker_draws import keyed_per_walker
 
 # The per-walker counters: sum of acceptance statistics and of transitions since the end of
 # burn-in (during burn-in: since the start), divergent transitions in the same span, and the
 # cumulative gradient evaluations.
-_COUNTERS = ("acceptance", "transitions", "divergences", "gradient_evaluations")
+COUNTERS = ("acceptance", "transitions", "divergences", "gradient_evaluations")
 # metric="dense" keeps a d x d Cholesky factor and costs d^2 per gradient: beyond this many
 # parameters the diagonal metric is the one that scales.
 MAX_DENSE_PARAMETERS = 1000
@@ -108,7 +108,7 @@ class ProposalKernel:
                                           trainable=False, name="dual_averaging")
         draws = 1 + d + d * d if self.metric == "dense" else 1 + 2 * d
         self.welford = tf.Variable(tf.zeros([draws], f64), trainable=False, name="metric_draws")
-        self.counters = tf.Variable(tf.zeros([len(_COUNTERS), walkers], f64), trainable=False, name="counters")
+        self.counters = tf.Variable(tf.zeros([len(COUNTERS), walkers], f64), trainable=False, name="counters")
         # 1 until the chain's state has been taken from the model's parameters (first step, or
         # after the user set them): the next chunk starts by evaluating there.
         self.fresh = tf.Variable(tf.constant(True), trainable=False, name="fresh")
@@ -130,18 +130,19 @@ class ProposalKernel:
 
     def transition(self, target, z, log_prob, gradient, width, seed):
         """One step of the TFP kernel from z [W, d] with log p(z) [W] and its gradient: returns
-        (z, log p, gradient, info), info a dict of [W] float64 with at least `acceptance`
-        (the step's acceptance statistic), `divergent` and `gradient_evaluations`.
+        (z, log p, gradient, results), results a dict of [W] tensors as TFP gives them, which
+        `step_info` turns into the step's columns (the loop does so in its bookkeeping).
 
         Each walker's numbers are keyed by its index in the run (`keyed_per_walker`). TFP's
         arithmetic on [W] vectors (exp, log1p of energies and weights) computes a vector's last
-        elements short of a SIMD packet by a scalar path that may differ in the last bit, so the
-        step runs on the walkers padded to whole packets: the padding walkers sit at z = 0 in a
+        elements short of a SIMD register by a scalar path that may differ in the last bit, so
+        the step runs on the walkers padded to whole registers of this CPU (4 float64 or 8
+        float32 with AVX, twice that with AVX-512): the padding walkers sit at z = 0 in a
         narrow Gaussian of their own (no evaluation of the model) and are dropped afterwards.
-        Not in a run of one walker, which has no other layout (padding would double its cost
-        on a cheap target: TFP's arithmetic on 16 walkers)."""
+        TFP's arithmetic runs on every padded walker, so padding no wider than the register
+        keeps its cost down. Not in a run of one walker, which has no other layout."""
         walkers = int(z.shape[0])
-        extra = -walkers % PACKET if (self.total_walkers or walkers) > 1 else 0
+        extra = -walkers % values_per_register(z.dtype) if (self.total_walkers or walkers) > 1 else 0
 
         def padded(value):
             return tf.pad(value, [[0, extra]] + [[0, 0]] * (value.shape.rank - 1))
@@ -153,13 +154,18 @@ class ProposalKernel:
         with keyed_per_walker(self.first_walker, walkers + extra):
             if not extra:
                 return self._kernel_step(target, z, log_prob, gradient, width, seed)
-            z, log_prob, gradient, info = self._kernel_step(padded_target, padded(z), padded(log_prob),
-                                                            padded(gradient), width, seed)
+            z, log_prob, gradient, results = self._kernel_step(padded_target, padded(z), padded(log_prob),
+                                                               padded(gradient), width, seed)
         return (z[:walkers], log_prob[:walkers], gradient[:walkers],
-                {name: value[:walkers] for name, value in info.items()})
+                {name: value[:walkers] for name, value in results.items()})
 
     def _kernel_step(self, target, z, log_prob, gradient, width, seed):
-        """`transition` on the padded walkers: the TFP kernel's one_step and its info."""
+        """`transition` on the padded walkers: the TFP kernel's one_step and its results."""
+        raise NotImplementedError
+
+    def step_info(self, results):
+        """A transition's columns from its `results`: a dict of [W] float64 with at least
+        `acceptance` (the step's acceptance statistic), `divergent` and `gradient_evaluations`."""
         raise NotImplementedError
 
 
@@ -177,25 +183,30 @@ class NUTS(ProposalKernel):
     def _kernel_step(self, target, z, log_prob, gradient, width, seed):
         import tensorflow_probability as tfp
         nuts = tfp.mcmc.NoUTurnSampler(target, step_size=width, max_tree_depth=self.max_tree_depth)
-        walkers = tf.shape(log_prob)
+        walkers = log_prob.shape  # static: zeros of a static shape are constants, not operations
         results = tfp.mcmc.nuts.NUTSKernelResults(
             target_log_prob=log_prob, grads_target_log_prob=[gradient], step_size=width,
-            log_accept_ratio=tf.zeros_like(log_prob), leapfrogs_taken=tf.zeros(walkers, tf.int32),
+            log_accept_ratio=tf.zeros(walkers, log_prob.dtype), leapfrogs_taken=tf.zeros(walkers, tf.int32),
             is_accepted=tf.zeros(walkers, tf.bool), reach_max_depth=tf.zeros(walkers, tf.bool),
-            has_divergence=tf.zeros(walkers, tf.bool), energy=tf.zeros_like(log_prob),
+            has_divergence=tf.zeros(walkers, tf.bool), energy=tf.zeros(walkers, log_prob.dtype),
             seed=tf.zeros([2], tf.int32))
         z, results = nuts.one_step(z, results, seed=seed)
+        return z, results.target_log_prob, results.grads_target_log_prob[0], {
+            "log_accept_ratio": results.log_accept_ratio, "has_divergence": results.has_divergence,
+            "leapfrogs_taken": results.leapfrogs_taken, "target_log_prob": results.target_log_prob,
+            "energy": results.energy}
+
+    def step_info(self, results):
         f64 = lambda value: tf.cast(value, tf.float64)  # noqa: E731
-        leapfrogs = f64(results.leapfrogs_taken)
-        info = {"acceptance": tf.exp(tf.minimum(f64(results.log_accept_ratio), 0.0)),
-                "divergent": f64(results.has_divergence),
+        leapfrogs = f64(results["leapfrogs_taken"])
+        return {"acceptance": tf.exp(tf.minimum(f64(results["log_accept_ratio"]), 0.0)),
+                "divergent": f64(results["has_divergence"]),
                 "gradient_evaluations": leapfrogs,
                 "leapfrog_steps": leapfrogs,
                 # Trees double: a tree of depth k has up to 2^k - 1 leapfrog steps.
                 "tree_depth": tf.math.ceil(tf.math.log(leapfrogs + 1.0) / math.log(2.0) - 1e-9),
                 # log p(z, p) = log p(z) - |p|^2 / 2 at the drawn state, in units of 1 / beta.
-                "kinetic": f64(results.target_log_prob) - f64(results.energy)}
-        return z, results.target_log_prob, results.grads_target_log_prob[0], info
+                "kinetic": f64(results["target_log_prob"]) - f64(results["energy"])}
 
 
 class RWMH(ProposalKernel):
@@ -219,11 +230,13 @@ class RWMH(ProposalKernel):
             log_accept_ratio=tf.zeros_like(log_prob), proposed_state=z,
             proposed_results=inner._replace(seed=zero_seed), extra=[], seed=zero_seed)
         z, results = kernel.one_step(z, results, seed=seed)
-        ratio = tf.cast(results.log_accept_ratio, tf.float64)
+        return z, results.accepted_results.target_log_prob, gradient, {"log_accept_ratio": results.log_accept_ratio}
+
+    def step_info(self, results):
+        ratio = tf.cast(results["log_accept_ratio"], tf.float64)
         ratio = tf.where(tf.math.is_finite(ratio), ratio, -np.inf)
-        zeros = tf.zeros(tf.shape(log_prob), tf.float64)
-        info = {"acceptance": tf.exp(tf.minimum(ratio, 0.0)), "divergent": zeros, "gradient_evaluations": zeros}
-        return z, results.accepted_results.target_log_prob, gradient, info
+        zeros = tf.zeros(ratio.shape, tf.float64)
+        return {"acceptance": tf.exp(tf.minimum(ratio, 0.0)), "divergent": zeros, "gradient_evaluations": zeros}
 
 
 KERNELS = {"NUTS": NUTS, "RWMH": RWMH}

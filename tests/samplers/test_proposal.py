@@ -225,8 +225,8 @@ def test_dense_metric_takes_fewer_leapfrog_steps_on_a_correlated_gaussian():
 
 def test_dense_metric_is_refused_where_it_does_not_apply():
     """One line each: a sampler without it, and more parameters than MAX_DENSE_PARAMETERS."""
-    with pytest.raises(InputError, match="metric applies to NUTS, RWMH, not to sampler HMC2"):
-        tati.Simulation(potential=lambda q: tf.reduce_sum(q * q), initial_parameters=[1.0], sampler="HMC2",
+    with pytest.raises(InputError, match="metric applies to HMC1, HMC2, NUTS, RWMH, not to sampler BAOAB"):
+        tati.Simulation(potential=lambda q: tf.reduce_sum(q * q), initial_parameters=[1.0], sampler="BAOAB",
                         metric="dense")
     with pytest.raises(InputError, match="metric=dense is for at most 1000 parameters, this model has 1001"):
         tati.Simulation(potential=lambda q: tf.reduce_sum(q * q), initial_parameters=np.zeros(1001), sampler="NUTS",
