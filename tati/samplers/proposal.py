@@ -29,8 +29,9 @@ state and the counters. The random numbers of step n are drawn from the key (see
 resumed run continues bitwise. TFP draws the numbers of all walkers at once; tati makes it draw
 each walker's from counters of its own (samplers/walker_draws.py), so that walker w's numbers
 depend on (seed, step, w) only, and computes the kernel's step of several walkers on them
-padded to whole SIMD registers of the CPU (`transition`): walker w's step is then the same bits whatever the
-number of walkers and wherever they run (tati/distribute.py), as the Langevin samplers' are.
+padded to whole SIMD registers of the CPU (`transition`): walker w's step is then the same
+bits whatever the number of walkers and wherever they run (tati/distribute.py), as the
+Langevin samplers' are.
 """
 
 import math
