@@ -160,8 +160,7 @@ def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_
             draws = tf.where(collecting, update(kernel.welford, theta), kernel.welford)
             window_end = tf.reduce_any(tf.equal(step, metric_ends))
             if dense:
-                variance = tf.reduce_sum(tf.square(metric[1]), axis=1)  # diag(L L^T)
-                new_metric = tf.cond(window_end, lambda: adaptation.dense_metric(draws, variance),
+                new_metric = tf.cond(window_end, lambda: adaptation.dense_metric(draws, metric[1]),
                                      lambda: metric)  # a Cholesky factorisation only where a window ends
                 kernel.centre.assign(new_metric[0])
                 kernel.cholesky.assign(new_metric[1])

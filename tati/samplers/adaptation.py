@@ -343,11 +343,12 @@ def extreme_growths(previous, cholesky):
     return 1.0 / largest(shrink), largest(stretch)
 
 
-def dense_metric(state, previous_variance):
+def dense_metric(state, previous_cholesky):
     """(centre, L): the collected draws' mean and the Cholesky factor of their covariance C,
     regularised as Stan's, (n / (n + 5)) C + 1e-3 (5 / (n + 5)) D, with D the previous metric's
-    variances (diag(L_prev L_prev^T), 1 at first, where this is Stan's rule) as the diagonal
-    metric's shrinkage is relative to the last window's."""
+    variances (diag(L_prev L_prev^T) of its factor `previous_cholesky`, 1 at first, where this
+    is Stan's rule) as the diagonal metric's shrinkage is relative to the last window's."""
+    previous_variance = tf.reduce_sum(tf.square(previous_cholesky), axis=1)
     d = tf.shape(previous_variance)[0]
     count, mean, m2 = state[0], state[1:1 + d], tf.reshape(state[1 + d:], [d, d])
     covariance = m2 / tf.maximum(count - 1.0, 1.0)

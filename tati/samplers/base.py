@@ -65,7 +65,9 @@ def values_per_register(dtype):
     """Values of `dtype` in one of this CPU's widest SIMD registers: TensorFlow's CPU kernels
     compute the elements of an array that fill whole registers by one code path and a tail by a
     scalar one, so arrays of whole registers compute each element the same way whatever their
-    length (proposal.py pads its walkers to such a count)."""
+    length (proposal.py pads its walkers to such a count, as TFP's arithmetic runs on every
+    padded walker). PACKET stays fixed where the padding must not depend on the machine (the
+    Box-Muller pairs, hence the random numbers) or costs nothing (tati's own [W] vectors)."""
     return _register_bytes() // tf.as_dtype(dtype).size
 
 

@@ -336,7 +336,7 @@ class LegAdaptation:
 
             def factor():
                 previous = tf.cast(old, f64)
-                _, new = adaptation.dense_metric(sums[0], tf.reduce_sum(tf.square(previous), axis=1))
+                _, new = adaptation.dense_metric(sums[0], previous)
                 growths = tf.stack(adaptation.extreme_growths(previous, new))
                 valid = tf.reduce_all(tf.math.is_finite(new)) & tf.reduce_all(tf.math.is_finite(growths))
                 new = tf.where(valid, new, previous)
