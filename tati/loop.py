@@ -190,47 +190,58 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
         fields.update(momenta=[walkers, model.num_parameters], gradients=[walkers, model.num_parameters])
     rows = block_rows(walkers, model.num_parameters * (3 if record_momenta else 1))
 
-    # AutoGraph converts only the chunk's own loops: converting the step and everything it
-    # calls (model, sampler, averages) was most of the first call's time (doc/benchmarks.md).
-    one_step = tf.autograph.experimental.do_not_convert(one_step)
-
-    @tf.function(autograph=True, jit_compile=jit_compile)
+    @tf.function(autograph=False, jit_compile=jit_compile)
     def chunk(n):
         """Up to n steps, n ending at a multiple of every_nth or where the caller wants a row;
         a row at every multiple of every_nth and at the n-th step. Returns the rows as a block
         (`rows` of them, each with its `step`); stops early when the block is full or, with
         check_finite, after the first row that has a step whose loss or gradient is not finite
         for some walker (`nonfinite_step`, `nonfinite_walkers`; that row is not valid)."""
-        # A tuple, reassigned whole: AutoGraph carries names through loops, not dict items.
-        arrays = tuple(tf.TensorArray(tf.float64, size=rows, element_shape=shape) for shape in fields.values())
-        steps = tf.TensorArray(tf.int64, size=rows, element_shape=[])
-        written = tf.constant(0)
-        i = tf.constant(0, tf.int64)
-        bad_step = tf.constant(-1, tf.int64)
-        bad_walkers = tf.zeros([walkers], tf.bool)
-        # While loops, not ranges: XLA would compile one program per n. Conditions are single
-        # logical_and's: AutoGraph makes a Python `and` of tensors a tf.cond, a branch per step.
-        while tf.logical_and(tf.logical_and(i < n, written < rows), bad_step < 0):
-            k = tf.minimum(every_nth - tf.math.floormod(step, every_nth), n - i)
-            j = tf.constant(1, tf.int64)
-            while tf.logical_and(j < k, bad_step < 0):
-                if check_finite:
-                    finite = one_step(record=False)
-                    bad_walkers = tf.where(bad_step < 0, tf.logical_not(finite), bad_walkers)
-                    bad_step = tf.where(tf.reduce_all(finite), bad_step, step)
-                else:
+        # Loops written out as tf.while_loop, not converted by AutoGraph: its conversion was a
+        # good part of a new process's first call (doc/benchmarks.md). While loops, not ranges:
+        # XLA would compile one program per n.
+        def note_finite(finite, bad_step, bad_walkers):
+            """The first step with a non-finite walker, and its walkers, once found."""
+            bad_walkers = tf.where(bad_step < 0, tf.logical_not(finite), bad_walkers)
+            bad_step = tf.where(tf.logical_or(bad_step >= 0, tf.reduce_all(finite)), bad_step, step)
+            return bad_step, bad_walkers
+
+        def free_steps(k, bad_step, bad_walkers):
+            """Steps 2..k of a row's stretch, without a row (until a non-finite one, if checked);
+            returns the next step's number in the stretch."""
+            if not check_finite:
+                def step_on(j):
                     one_step(record=False)
-                j += 1
+                    return j + 1
+
+                j, = tf.while_loop(lambda j: j < k, step_on, [tf.constant(1, tf.int64)])
+                return j, bad_step, bad_walkers
+
+            def body(j, bad_step, bad_walkers):
+                return (j + 1,) + note_finite(one_step(record=False), bad_step, bad_walkers)
+
+            return tf.while_loop(lambda j, bad_step, _: tf.logical_and(j < k, bad_step < 0), body,
+                                 [tf.constant(1, tf.int64), bad_step, bad_walkers])
+
+        def row_stretch(i, written, bad_step, bad_walkers, steps, arrays):
+            """The steps up to the next row and the row."""
+            k = tf.minimum(every_nth - tf.math.floormod(step, every_nth), n - i)
+            j, bad_step, bad_walkers = free_steps(k, bad_step, bad_walkers)
             row = one_step(record=True)
             if check_finite:
-                finite = row.pop("finite")
-                bad_walkers = tf.where(bad_step < 0, tf.logical_not(finite), bad_walkers)
-                bad_step = tf.where(tf.logical_or(bad_step >= 0, tf.reduce_all(finite)), bad_step, step)
+                bad_step, bad_walkers = note_finite(row.pop("finite"), bad_step, bad_walkers)
             arrays = tuple(array.write(written, tf.cast(row[name], tf.float64))
                            for array, name in zip(arrays, fields))
-            steps = steps.write(written, step)
-            written += 1
-            i += j
+            return i + j, written + 1, bad_step, bad_walkers, steps.write(written, step), arrays
+
+        def more(i, written, bad_step, *_):
+            return tf.logical_and(tf.logical_and(i < n, written < rows), bad_step < 0)
+
+        arrays = tuple(tf.TensorArray(tf.float64, size=rows, element_shape=shape) for shape in fields.values())
+        steps = tf.TensorArray(tf.int64, size=rows, element_shape=[])
+        _, written, bad_step, bad_walkers, steps, arrays = tf.while_loop(
+            more, row_stretch, [tf.constant(0, tf.int64), tf.constant(0), tf.constant(-1, tf.int64),
+                                tf.zeros([walkers], tf.bool), steps, arrays])
         result = {name: array.stack() for name, array in zip(fields, arrays)}
         result.update(step=steps.stack(), rows=written, nonfinite_step=bad_step, nonfinite_walkers=bad_walkers)
         return result
@@ -324,11 +335,7 @@ def make_metropolis_chunk(model, data, sampler, step, averages, burn_in_steps, h
         row = leg_row(sampler, report, averages, due, step, fields)
         return tf.reduce_any(due), tf.minimum(sampler.free_steps(), left), row
 
-    # AutoGraph converts only the chunk's own loop, as in make_chunk.
-    integrate, one_step, free_steps = (tf.autograph.experimental.do_not_convert(f)
-                                       for f in (integrate, one_step, sampler.free_steps))
-
-    @tf.function(autograph=True, jit_compile=jit_compile)
+    @tf.function(autograph=False, jit_compile=jit_compile)
     def chunk(n):
         """Up to n steps, the rows of the evaluations where some walker's row is due as a block
         (`rows` of them, each with its `step` and `due` walkers); stops early when the block is
@@ -336,21 +343,22 @@ def make_metropolis_chunk(model, data, sampler, step, averages, burn_in_steps, h
         evaluation steps, each followed by the kick-and-drift steps up to the next one: so a
         step is an apply exactly when some walker's leg ends there, however the run is cut
         into chunks (a restored run continues bitwise)."""
-        # A tuple, reassigned whole: AutoGraph carries names through loops, not dict items.
-        arrays = tuple(tf.TensorArray(tf.float64, size=rows, element_shape=shape) for shape in fields.values())
-        steps = tf.TensorArray(tf.int64, size=rows, element_shape=[])
-        written = tf.constant(0)
-        i = tf.minimum(free_steps(), n)
-        integrate(i)
-        # Not a range (XLA would compile one program per n), nor `and` (a tf.cond per leg).
-        while tf.logical_and(i < n, written < rows):
+        def evaluation_and_free_steps(i, written, steps, arrays):
             due, free, row = one_step(n - i - 1)
             # Written at every evaluation, kept (the next index taken) only where a row is due.
             arrays = tuple(array.write(written, row[name]) for array, name in zip(arrays, fields))
             steps = steps.write(written, step)
-            written += tf.cast(due, tf.int32)
             integrate(free)
-            i += free + 1
+            return i + free + 1, written + tf.cast(due, tf.int32), steps, arrays
+
+        arrays = tuple(tf.TensorArray(tf.float64, size=rows, element_shape=shape) for shape in fields.values())
+        steps = tf.TensorArray(tf.int64, size=rows, element_shape=[])
+        i = tf.minimum(sampler.free_steps(), n)
+        integrate(i)
+        # A while loop, not a range: XLA would compile one program per n (as in make_chunk).
+        _, written, steps, arrays = tf.while_loop(
+            lambda i, written, *_: tf.logical_and(i < n, written < rows), evaluation_and_free_steps,
+            [i, tf.constant(0), steps, arrays])
         result = {name: array.stack() for name, array in zip(fields, arrays)}
         result.update(step=steps.stack(), rows=written, nonfinite_step=tf.constant(-1, tf.int64),
                       nonfinite_walkers=tf.zeros([walkers], tf.bool))

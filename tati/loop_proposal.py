@@ -40,9 +40,6 @@ def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_
         fields["accuracy"] = [walkers]
     row_size = sum(math.prod(shape) for shape in fields.values())
 
-    # TFP's code is graph code already: AutoGraph would only retrace its Python.
-    transition = tf.autograph.experimental.do_not_convert(kernel.transition)
-
     # The metric: (s,) for the diagonal one, theta = s z; (c, L) for the dense one, theta = c + L z.
     def metric_now():
         if dense:
@@ -235,7 +232,7 @@ def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_
         width = tf.convert_to_tensor(kernel.step_width)
         seed = tf.cast(tf.stack([tf.constant(kernel.seed % 2 ** 31, tf.int64), tf.math.floormod(step, 2 ** 31)]),
                        tf.int32)
-        z, log_prob, gradient, results = transition(log_prob_at(metric), z, log_prob, gradient,
+        z, log_prob, gradient, results = kernel.transition(log_prob_at(metric), z, log_prob, gradient,
                                                     tf.cast(width, dtype), seed)
         z, log_prob, gradient, theta, row = bookkeeping(z, log_prob, gradient, results, width, metric, record)
         if record and has_accuracy:
@@ -244,38 +241,39 @@ def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_
 
     rows = block_rows(walkers, d)
 
-    # AutoGraph converts only the chunk's own loops, as in loop.make_chunk.
-    start, one_step, search_first_width, metric_now, to_theta, assign_flat = (
-        tf.autograph.experimental.do_not_convert(f)
-        for f in (start, one_step, search_first_width, metric_now, to_theta, model.assign_flat))
-
-    @tf.function(autograph=True, jit_compile=jit_compile)
+    @tf.function(autograph=False, jit_compile=jit_compile)
     def chunk(n):
         """Up to n steps, n ending at a multiple of every_nth or where the caller wants a row;
         a row at every multiple of every_nth and at the n-th step, as a block of `rows` rows."""
-        values = tf.TensorArray(tf.float64, size=rows, element_shape=[row_size])
-        steps = tf.TensorArray(tf.int64, size=rows, element_shape=[])
-        written = tf.constant(0)
-        i = tf.constant(0, tf.int64)
-        z, log_prob, gradient = start()
-        if adapting_width:
-            search_first_width(z, log_prob, gradient)
-        while tf.logical_and(i < n, written < rows):
+        def free_steps(k, z, log_prob, gradient):
+            """Steps 2..k of a row's stretch, without a row; returns the next step's number."""
+            def step_on(j, z, log_prob, gradient):
+                return (j + 1,) + one_step(z, log_prob, gradient, record=False)[:3]
+
+            return tf.while_loop(lambda j, *_: j < k, step_on, [tf.constant(1, tf.int64), z, log_prob, gradient])
+
+        def row_stretch(i, written, z, log_prob, gradient, values, steps):
+            """The steps up to the next row and the row."""
             j = tf.constant(1, tf.int64)
             if every_nth > 1:
                 k = tf.minimum(every_nth - tf.math.floormod(step, every_nth), n - i)
-                while j < k:
-                    z, log_prob, gradient, _ = one_step(z, log_prob, gradient, record=False)
-                    j += 1
+                j, z, log_prob, gradient = free_steps(k, z, log_prob, gradient)
             z, log_prob, gradient, row = one_step(z, log_prob, gradient, record=True)
-            values = values.write(written, row)
-            steps = steps.write(written, step)
-            written += 1
-            i += j
+            return i + j, written + 1, z, log_prob, gradient, values.write(written, row), steps.write(written, step)
+
+        z, log_prob, gradient = start()
+        if adapting_width:
+            search_first_width(z, log_prob, gradient)
+        # While loops, not ranges: XLA would compile one program per n (as in loop.make_chunk).
+        _, written, z, log_prob, gradient, values, steps = tf.while_loop(
+            lambda i, written, *_: tf.logical_and(i < n, written < rows), row_stretch,
+            [tf.constant(0, tf.int64), tf.constant(0), z, log_prob, gradient,
+             tf.TensorArray(tf.float64, size=rows, element_shape=[row_size]),
+             tf.TensorArray(tf.int64, size=rows, element_shape=[])])
         kernel.position.assign(z)
         kernel.log_prob.assign(log_prob)
         kernel.gradient.assign(gradient)
-        assign_flat(to_theta(z, metric_now()))
+        model.assign_flat(to_theta(z, metric_now()))
         block = tf.split(values.stack(), [math.prod(shape) for shape in fields.values()], axis=1)
         result = {name: tf.reshape(part, [rows] + shape) for (name, shape), part in zip(fields.items(), block)}
         result.update(step=steps.stack(), rows=written, nonfinite_step=tf.constant(-1, tf.int64),

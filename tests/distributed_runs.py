@@ -84,16 +84,25 @@ def fit_then_sample(case, devices):
     report(case, *results)
 
 
-def set_between_calls(case, devices):
-    """Parameters and momenta set between two sample() calls reach the replicas."""
-    results = []
-    for layout in ({}, dict(distribution="mirrored", devices=devices)):
-        simulation = tati.Simulation(**options(potential, "HMC2"), **layout)
+def set_between_calls_then_restored(devices, directory, **extra):
+    """Two cases on one run of each layout (a run on the replicas traces a chunk per replica, for
+    HMC2 ~14 s of CPU here, the most of any case). HMC2-set-between-calls: parameters and
+    momenta set between two sample() calls reach the replicas. HMC2-four-to-one: the run saved
+    by the replicas after those calls, restored on one device, continues as the one-device run
+    does in a third call. (HMC2 without the preconditioner on the replicas: HMC2-adapted-burn-in.)"""
+    path = f"{directory}/HMC2-four-to-one.npz"
+    one = tati.Simulation(**options(potential, "HMC2", **extra))
+    many = tati.Simulation(**options(potential, "HMC2", **extra), distribution="mirrored", devices=devices,
+                           save_model=path)
+    seconds = []
+    for simulation in (one, many):
         simulation.sample()
         simulation.parameters = [0.7, 0.7, -0.7, 0.7]
         simulation.momenta = 0.5 * simulation.momenta
-        results.append(simulation.sample())
-    report(case, *results)
+        seconds.append(simulation.sample())
+    report("HMC2-set-between-calls", *seconds)
+    restored = tati.Simulation(**options(potential, "HMC2", **extra), restore_model=path).sample()
+    report("HMC2-four-to-one", one.sample(), restored)
 
 
 def resumed(case, sampler, save_devices, restore_devices, directory, **extra):
@@ -130,7 +139,8 @@ def main(directory):
     # Refreshed between calls from every walker: calls cut at steps 10, 20, ..., rows every 3rd step.
     same_tables("BAOAB-preconditioner", potential, "BAOAB", FOUR, covariance_blending=1.0, covariance_after_steps=10,
                 every_nth=3)
-    set_between_calls("HMC2-set-between-calls", FOUR)
+    # With the preconditioner, refreshed at steps 0, 10, 20, ... (HMC: its legs end there).
+    set_between_calls_then_restored(FOUR, directory, covariance_blending=1.0, covariance_after_steps=10)
     same_tables("BAOAB-keras", keras_options, "BAOAB", FOUR)
     fit_then_sample("fit-then-sample", FOUR)
     # Burn-in with adaptation (pooled over all walkers) on one device, then the replicas: RWMH's
@@ -138,9 +148,10 @@ def main(directory):
     # HMC2's step width, metric and leg length (windows of legs) in 12 of 24 steps.
     same_tables("RWMH-adapted-burn-in", potential, "RWMH", FOUR, burn_in_steps=10, every_nth=3)
     same_tables("HMC2-adapted-burn-in", potential, "HMC2", FOUR, burn_in_steps=12)
-    resumed("BAOAB-four-to-one", "BAOAB", FOUR, None, directory)
-    # With the preconditioner, refreshed at steps 0, 10, 20, 30, 40 (HMC: its legs end there).
-    resumed("HMC2-four-to-one", "HMC2", FOUR, None, directory, covariance_blending=1.0, covariance_after_steps=10)
+    # Across layouts, once each way (HMC2-four-to-one above): the checkpoint is gathered from and
+    # scattered to the replicas by the state's shapes (distribute.py: Shards.gather, .scatter),
+    # not per sampler, so a Langevin sampler one way and HMC with the preconditioner (the larger
+    # state) the other cover both directions; BAOAB's own state on the replicas is compared above.
     resumed("GLA2-one-to-four", "GLA2", None, FOUR, directory)
     for case, extra in (("six-walkers", dict(number_walkers=6, devices=FOUR)),
                         ("other-layout", dict(devices=FOUR[:2]))):

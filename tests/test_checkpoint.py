@@ -18,7 +18,7 @@ import pytest
 import tensorflow as tf
 
 import tati
-from processes import signal_when_written
+from processes import signal_when_written, tool_here
 from stats import read_csv
 from tati.errors import InputError, SamplingError
 
@@ -40,10 +40,15 @@ def assert_same_tables(expected, actual):
         pd.testing.assert_frame_equal(expected[name], actual[name], check_exact=True, obj=name)
 
 
-@pytest.mark.parametrize("sampler, walkers", [(sampler, walkers) for sampler in ("BAOAB", "GLA2", "HMC2", "SGHMC")
-                                               for walkers in (1, 3)] + [("BAOAB", 4), ("HMC2", 4)])
+@pytest.mark.parametrize("sampler, walkers", [(sampler, 1) for sampler in ("BAOAB", "GLA2", "HMC2", "SGHMC")]
+                         + [("GLA2", 3), ("SGHMC", 3), ("BAOAB", 4), ("HMC2", 4)])
 def test_save_restore_continues_bitwise(tmp_path, sampler, walkers):
-    """4 walkers: with the ensemble preconditioner, whose phase (7 steps) the split at step 20 cuts."""
+    """4 walkers: with the ensemble preconditioner, whose phase (7 steps) the split at step 20 cuts.
+
+    Every sampler with one walker and with several: BAOAB and HMC2 with several walkers in
+    their 4-walker cases (the same per-walker state, and the ensemble's besides), the others with
+    3. (The checkpoint takes every variable of the sampler whatever the walker count, and BAOAB
+    and HMC2 without the preconditioner are the 1-walker cases.)"""
     blending = dict(covariance_blending=0.5, covariance_after_steps=7) if walkers == 4 else {}
     options = dict(potential=quartic, initial_parameters=[0.3, -0.2], sampler=sampler, number_walkers=walkers,
                    step_width=0.3, seed=5, **blending)
@@ -75,15 +80,14 @@ def test_restore_continues_mini_batches_and_refuses_other_options(tmp_path):
         tati.Simulation(restore_model=str(tmp_path / "none.npz"), **options).sample()
 
 
-def first_release_layout(path):
+def first_release_layout(path, simulation):
     """Rewrite a checkpoint as the first release stored it: format 1, each group's arrays by
-    position in the order the run lists them (tati.checkpoint.state_groups)."""
+    position in the order the run lists them (tati.checkpoint.state_groups of `simulation`, the
+    run that saved it: the order is that of its options, which the restoring run shares)."""
     from tati import checkpoint as module
     with np.load(path) as file:
         arrays = {key: file[key] for key in file.files}
     meta = json.loads(str(arrays.pop("meta")))
-    simulation = tati.Simulation(restore_model=None, **meta_options)
-    simulation.sample()
     old = {"meta": np.array(json.dumps(dict(meta, format=1)))}
     for group, variables in module.state_groups(simulation, simulation._run).items():
         for i, (name, _) in enumerate(variables):
@@ -92,23 +96,25 @@ def first_release_layout(path):
     np.savez(path, **old)
 
 
-meta_options = dict(potential=quartic, initial_parameters=[0.3, -0.2], sampler="HMC2", number_walkers=4,
-                    step_width=0.3, seed=5, covariance_blending=0.5, covariance_after_steps=7, max_steps=1)
-
-
 def test_checkpoints_name_their_arrays_and_the_first_release_layout_restores(tmp_path):
+    """Restored from the first release's layout, the run continues as the saving run does in its
+    next call (made after the restore, since it writes the checkpoint again). Against the saving
+    run, not an unbroken one (test_save_restore_continues_bitwise[HMC2-4], the same options): one
+    Simulation less."""
     checkpoint = str(tmp_path / "state.npz")
-    options = {k: v for k, v in meta_options.items() if k != "max_steps"}
-    full = tati.Simulation(max_steps=30, **options).sample()
-    tati.Simulation(max_steps=12, save_model=checkpoint, **options).sample()
+    options = dict(potential=quartic, initial_parameters=[0.3, -0.2], sampler="HMC2", number_walkers=4,
+                   step_width=0.3, seed=5, covariance_blending=0.5, covariance_after_steps=7, max_steps=12)
+    saving = tati.Simulation(save_model=checkpoint, **options)
+    saving.sample()
     with np.load(checkpoint) as file:
         names = set(file.files)
     assert {"model/parameters", "optimizer/iteration", "optimizer/hmc_state_0", "run/step",
             "ensemble/matrices_0", "ensemble/moving"} <= names
-    first_release_layout(checkpoint)
-    resumed = tati.Simulation(max_steps=18, restore_model=checkpoint, **options).sample()
-    tail = full.trajectory[full.trajectory.step > 12].reset_index(drop=True)
-    pd.testing.assert_frame_equal(tail, resumed.trajectory, check_exact=True)
+    first_release_layout(checkpoint, saving)
+    resumed = tati.Simulation(restore_model=checkpoint, **options).sample()
+    continued = saving.sample()
+    assert len(continued.trajectory) > 0 and continued.trajectory.step.min() > 12
+    pd.testing.assert_frame_equal(continued.trajectory, resumed.trajectory, check_exact=True)
 
 
 def test_a_checkpoint_whose_state_names_differ_is_refused_naming_them(tmp_path):
@@ -153,13 +159,23 @@ def run_tools(runs):
     assert done.returncode == 0, done.stderr[-3000:]
 
 
+def as_the_tool_passes_them(options):
+    """The options as tati-sample gives them to its Simulation: the command line's strings, which
+    the option table converts (tati/cli/common.py). A Simulation given these is the tool's run
+    without the new process: the tests below compare such runs' files with the tool's own, so a
+    difference between the two fails them."""
+    return {key: str(value) for key, value in options.items()}
+
+
 def test_cli_restore_in_a_new_process_continues_bitwise(tmp_path):
     """A Langevin sampler with one walker and HMC with three: the unbroken run and the first
-    half in one process, the second half in another; the network with mini-batches, so the data
-    position must be restored too. (Every sampler with both walker counts: the in-process test
-    above; what a new process adds, the keys and the data position, is the samplers' common
-    code.)"""
-    firsts, seconds, pairs = [], [], []
+    half in this process, the second half by tati-sample in a new one; the network with
+    mini-batches, so the data position must be restored too. (Every sampler with both walker
+    counts: the in-process test above; what a new process adds, the keys and the data position,
+    is the samplers' common code. The halves' files equal to the unbroken run's also show that
+    the tool writes what a Simulation with its options writes. tati-sample saving: the SIGTERM
+    test below. One new process, not two: a TensorFlow import, ~7 s of CPU, less.)"""
+    seconds, pairs = [], []
     for sampler, walkers in [("BAOAB", 1), ("HMC2", 3)]:
         base = dict(CLI_OPTIONS, sampler=sampler, number_walkers=walkers)
         name = f"{sampler}{walkers}"
@@ -167,10 +183,11 @@ def test_cli_restore_in_a_new_process_continues_bitwise(tmp_path):
         (tmp_path / f"split{name}").mkdir()
         full, split = files(tmp_path / f"full{name}"), files(tmp_path / f"split{name}")
         checkpoint = str(tmp_path / f"state{name}.npz")
-        firsts += [{**base, **full, "max_steps": 40}, {**base, **split, "max_steps": 25, "save_model": checkpoint}]
+        tati.Simulation(**as_the_tool_passes_them({**base, **full, "max_steps": 40})).sample()
+        tati.Simulation(**as_the_tool_passes_them({**base, **split, "max_steps": 25,
+                                                   "save_model": checkpoint})).sample()
         seconds.append({**base, **split, "max_steps": 15, "restore_model": checkpoint})
         pairs.append((walkers, full, split))
-    run_tools(firsts)
     run_tools(seconds)
     for walkers, full, split in pairs:
         expected, actual = read_tables(full), read_tables(split)
@@ -180,6 +197,11 @@ def test_cli_restore_in_a_new_process_continues_bitwise(tmp_path):
 
 
 def test_sigterm_stops_at_a_row_and_restore_reaches_the_same_rows(tmp_path):
+    """tati-sample stopped by SIGTERM in a process of its own; the uninterrupted run and the
+    restore in this process, with the tool's options (as_the_tool_passes_them): the stopped
+    files must be the prefix of the uninterrupted run's, so the tool writes what the Simulation
+    writes, and the restore reads a checkpoint another process wrote (tati-sample restoring in
+    a new process: the test above). Two processes, each a TensorFlow import (~7 s of CPU), less."""
     total = 2000
     (tmp_path / "full").mkdir()
     (tmp_path / "cut").mkdir()
@@ -198,13 +220,13 @@ def test_sigterm_stops_at_a_row_and_restore_reaches_the_same_rows(tmp_path):
     stopped = read_tables(cut)
     last = int(stopped["trajectory_file"]["step"].max())
     assert 0 < last < total
-    subprocess.run(cli({**CLI_OPTIONS, **full, "max_steps": total}), check=True, capture_output=True)
+    tati.Simulation(**as_the_tool_passes_them({**CLI_OPTIONS, **full, "max_steps": total})).sample()
     expected = read_tables(full)
     for name in expected:  # a prefix of the uninterrupted run, ending at a complete step
         assert set(stopped[name]["step"]) == set(range(1, last + 1))
         pd.testing.assert_frame_equal(expected[name].iloc[:len(stopped[name])], stopped[name], check_exact=True)
-    subprocess.run(cli({**CLI_OPTIONS, **cut, "max_steps": total - last, "restore_model": checkpoint}),
-                   check=True, capture_output=True)
+    tati.Simulation(**as_the_tool_passes_them({**CLI_OPTIONS, **cut, "max_steps": total - last,
+                                               "restore_model": checkpoint})).sample()
     assert_same_tables(expected, read_tables(cut))
 
 
@@ -230,13 +252,17 @@ def test_nonfinite_loss_stops_with_step_and_walker_and_keeps_rows(tmp_path):
     assert continued.trajectory["step"].max() == 500
 
 
-def test_cli_nonfinite_run_exits_nonzero_with_one_line(tmp_path):
+def test_cli_nonfinite_run_exits_nonzero_with_one_line(tmp_path, capfd):
+    """tati-sample's main() in this process (processes.tool_here: its exit status and stderr
+    as a new process would have them; TensorFlow's C++ lines, written to the file descriptor,
+    caught by capfd)."""
+    from tati.cli.sample import main
     paths = files(tmp_path)
     # a linear output makes the loss unbounded: the first noise of width 1e150 overflows it
-    result = subprocess.run(cli({**paths, "max_steps": 200, "step_width": 1e300, "sampler": "SGLD",
-                                 "output_activation": "linear"}),
-                            capture_output=True, text=True)
-    assert result.returncode == 1, result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "non-finite" in lines[0] and "step_width" in lines[0], result.stderr
+    code, stderr, _ = tool_here(main, cli_arguments({**paths, "max_steps": 200, "step_width": 1e300,
+                                                     "sampler": "SGLD", "output_activation": "linear"}))
+    stderr += capfd.readouterr().err
+    assert code == 1, stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and "non-finite" in lines[0] and "step_width" in lines[0], stderr
     assert open(paths["trajectory_file"], encoding="utf-8").read().endswith("\n")

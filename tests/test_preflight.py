@@ -10,38 +10,28 @@ import json
 import pathlib
 import subprocess
 import sys
+import types
+import warnings
 
 import pandas as pd
 import pytest
 
 import tati
+from processes import tool_here
 from stats import read_csv
 from tati.errors import InputError
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
-# Runs tati-sample's main() once per argv in one process (TensorFlow is imported once) and
-# prints, per call, its exit status and stderr as one JSON line.
-RUNNER = """
-import contextlib, io, json, sys
-from tati.cli.sample import main
-for argv in json.loads(sys.argv[1]):
-    err = io.StringIO()
-    code = 0
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        try:
-            main(argv)
-        except SystemExit as exit:
-            code = exit.code
-    print(json.dumps({"code": code, "stderr": err.getvalue()}))
-"""
 
-
-def run_cli(runs, cwd):
-    done = subprocess.run([sys.executable, "-c", RUNNER, json.dumps(runs)], capture_output=True, text=True,
-                          cwd=cwd, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+def run_cli(runs, cwd, monkeypatch):
+    """tati-sample's main() once per argv, in this process and in the directory `cwd`: per call
+    its exit status and stderr (processes.tool_here: as a new process would have them; what the
+    tool checks and refuses is the same in any process, and the checkpoint is read from its file.
+    This process's TensorFlow instead of a new process's: ~7 s of CPU less per test)."""
+    from tati.cli.sample import main
+    monkeypatch.chdir(cwd)
+    return [dict(zip(("code", "stderr"), tool_here(main, argv))) for argv in runs]
 
 
 def digest(path):
@@ -52,8 +42,9 @@ BASE = ["--hidden_dimension", "3", "--seed", "2", "--every_nth", "1", "--step_wi
         "--trajectory_file", "t.csv", "--run_file", "r.csv"]
 
 
-def test_resume_refuses_another_run_and_keeps_the_files(tmp_path):
-    first = run_cli([BASE + ["--max_steps", "20", "--save_model", "s.npz", "--sampler", "BAOAB"]], tmp_path)
+def test_resume_refuses_another_run_and_keeps_the_files(tmp_path, monkeypatch):
+    first = run_cli([BASE + ["--max_steps", "20", "--save_model", "s.npz", "--sampler", "BAOAB"]], tmp_path,
+                    monkeypatch)
     assert first[0]["code"] == 0, first[0]["stderr"]
     before = {name: digest(tmp_path / name) for name in ("t.csv", "r.csv")}
     refused = {
@@ -66,7 +57,7 @@ def test_resume_refuses_another_run_and_keeps_the_files(tmp_path):
     calls = [BASE + ["--max_steps", "5", "--restore_model", "s.npz"] + extra for extra in refused.values()]
     calls.append(BASE[:-4] + ["--max_steps", "5", "--trajectory_file", "t.csv"])
     calls.append(BASE + ["--max_steps", "5", "--restore_model", "s.npz"] + new_file[:2] + ["--run_file", "t.csv"])
-    outcomes = run_cli(calls, tmp_path)
+    outcomes = run_cli(calls, tmp_path, monkeypatch)
     for (option, _), outcome in zip(refused.items(), outcomes):
         assert outcome["code"] == 2, (option, outcome)
         line = outcome["stderr"].strip()
@@ -78,12 +69,12 @@ def test_resume_refuses_another_run_and_keeps_the_files(tmp_path):
     assert not (tmp_path / "other.csv").exists()
 
 
-def test_resume_with_the_sampler_in_another_case_continues(tmp_path):
+def test_resume_with_the_sampler_in_another_case_continues(tmp_path, monkeypatch):
     full = ["--max_steps", "30"] + [a.replace(".csv", "_full.csv") for a in BASE] + ["--sampler", "BAOAB"]
     split = BASE + ["--sampler", "BAOAB"]
     outcomes = run_cli([full, split[:-2] + ["--max_steps", "12", "--save_model", "s.npz", "--sampler", "baoab"],
                         split[:-2] + ["--max_steps", "18", "--restore_model", "s.npz",
-                                      "--sampler", "baoab", "--step_width", "0.04"]], tmp_path)
+                                      "--sampler", "baoab", "--step_width", "0.04"]], tmp_path, monkeypatch)
     assert [o["code"] for o in outcomes] == [0, 0, 0], outcomes
     note = outcomes[2]["stderr"].strip()
     assert note == "tati-sample: warning: restore_model 's.npz': continuing with changed options: step_width 0.05 -> 0.04"
@@ -143,23 +134,36 @@ print(json.dumps({"codes": codes, "tensorflow": "tensorflow" in sys.modules}))
     assert (tmp_path / "t.csv").read_text() == "keep\n"
 
 
-def test_progress_without_tqdm_warns_once_and_runs(tmp_path):
-    script = """
-import sys, warnings
-sys.modules["tqdm"] = None  # as if the extra were not installed
-import tati
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
-    sim = tati.Simulation(potential=lambda x: 0.5 * (x[0] ** 2), initial_parameters=[0.0], max_steps=4,
-                          progress=True)
-    sim.sample(); sim.sample()
-print(len(sim.sample().run_info), [str(w.message) for w in caught])
-"""
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    count, messages = done.stdout.strip().split(" ", 1)
-    assert count == "4"
-    assert messages.count("tqdm") == 1 and "pip install tati[progress]" in messages
+def tati_modules_holding_tqdm():
+    """The imported tati modules with tqdm, or something of it, among their globals."""
+    def of_tqdm(value):
+        name = value.__name__ if isinstance(value, types.ModuleType) else getattr(value, "__module__", None)
+        return isinstance(name, str) and name.split(".")[0] == "tqdm"
+    return [name for name, module in list(sys.modules.items())
+            if name.split(".")[0] == "tati" and module is not None and any(map(of_tqdm, vars(module).values()))]
+
+
+def test_progress_without_tqdm_warns_once_and_runs(monkeypatch):
+    """In this process, as if the extra were not installed: tqdm's import fails (None in
+    sys.modules) and the once-per-process note is not yet given. tati imports tqdm only where a
+    bar is asked for (running.progress_bar): no tati module holds it from its own import, which
+    would also break `import tati` without it. (Not a new process: ~7 s of CPU less.)"""
+    from tati import running
+    tati.Simulation  # every module a run needs imported, for the check below
+    assert tati_modules_holding_tqdm() == []
+    for name in {"tqdm"} | {name for name in sys.modules if name.startswith("tqdm.")}:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setattr(running, "_progress_warned", [])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sim = tati.Simulation(potential=lambda x: 0.5 * (x[0] ** 2), initial_parameters=[0.0], max_steps=4,
+                              progress=True)
+        sim.sample()
+        sim.sample()
+        count = len(sim.sample().run_info)
+    messages = [str(w.message) for w in caught]
+    assert count == 4
+    assert str(messages).count("tqdm") == 1 and "pip install tati[progress]" in str(messages), messages
 
 
 def test_recorder_refuses_an_existing_file_and_appends_across_fits(tmp_path):

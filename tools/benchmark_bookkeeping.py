@@ -23,7 +23,7 @@ it has, less one thing:
 
 The parts are taken out by patching while the chunk is traced (never in tati/): a method
 replaced for the duration, or a function's source with one line replaced, compiled from a
-temporary file (AutoGraph reads the source). A replacement whose line is not found stops the
+temporary file. A replacement whose line is not found stops the
 tool, so an edit of tati/ cannot make it time the wrong thing silently.
 
 After a first call of each (tracing and compiling), the variants of one configuration are
@@ -62,7 +62,7 @@ atexit.register(shutil.rmtree, _FILES, True)
 
 def with_line_replaced(function, old, new):
     """`function` compiled again from its source with `old` replaced by `new`, in a copy of its
-    module's namespace (from a file, so that AutoGraph can read the source of its loops)."""
+    module's namespace (from a file, so that tracebacks and inspect can read its source)."""
     source = textwrap.dedent(inspect.getsource(function))
     if source.count(old) != 1:
         raise SystemExit(f"benchmark_bookkeeping: {function.__qualname__} no longer holds {old!r}: "

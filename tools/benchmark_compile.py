@@ -1,4 +1,4 @@
-"""The first sample() call's fixed cost, in parts (doc/benchmarks.md): tracing (AutoGraph and
+"""The first sample() call's fixed cost, in parts (doc/benchmarks.md): tracing (Python
 building the graph), the first compiled call (XLA's or TensorFlow's compilation of the graph,
 plus one row of work) and a later call of one row, each configuration in a fresh process.
 
@@ -63,7 +63,7 @@ def main():
     parser.add_argument("--modes", default="graph,XLA")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    print("| sampler | W | mode | tracing (AutoGraph + graph) s | first compiled call s | a later call of one row, ms |")
+    print("| sampler | W | mode | tracing s | first compiled call s | a later call of one row, ms |")
     print("|---|---|---|---|---|---|")
     for sampler in args.samplers.split(","):
         for walkers in map(int, args.walkers.split(",")):

@@ -365,7 +365,8 @@ def _hmc_adaptation_lines(o, sampler, run_info, walkers):
         lines.append(f"  hamiltonian_dynamics_time adapted to {time:.3g} (started at {o['hamiltonian_dynamics_time']:g})")
         if time < 2.0 * float(sampler.learning_rate.numpy()):  # ChEES's gradient is one noisy number per leg
             lines += ["    legs of about one step: adapting them is too noisy with so few walkers x parameters;",
-                      "    use number_walkers >= 4, or hamiltonian_dynamics_time with adapt_trajectory_length false"]
+                      f"    use number_walkers >= {max(4, 2 * walkers)}, or hamiltonian_dynamics_time with "
+                      "adapt_trajectory_length false"]
     if sampler.adapt_mass:
         scales = sampler.metric_scales()
         windows = int(sampler.metric_windows())

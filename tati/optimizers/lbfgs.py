@@ -90,38 +90,35 @@ def make_lbfgs_chunk(model, data, lbfgs, step, averages, has_accuracy, every_nth
             row["accuracy"] = tf.cast(model.loss_and_accuracy(features, labels, theta=done.position)[1], tf.float64)
         return row, losses, virial
 
-    # AutoGraph converts only the chunk's own loop (doc/contributing.md, "Compiled code").
-    value_and_gradients, from_model, stored, row_of = (
-        tf.autograph.experimental.do_not_convert(f) for f in (value_and_gradients, from_model, stored, row_of))
-    update_averages = tf.autograph.experimental.do_not_convert(averages.update)
-    assign_flat = tf.autograph.experimental.do_not_convert(model.assign_flat)
-
-    @tf.function(autograph=True)
+    @tf.function(autograph=False)
     def chunk(n):
-        arrays = tuple(tf.TensorArray(tf.float64, size=rows, element_shape=shape) for shape in fields.values())
-        steps = tf.TensorArray(tf.int64, size=rows, element_shape=[])
-        written = tf.constant(0)
-        i = tf.constant(0, tf.int64)
-        results = tf.cond(lbfgs.started, stored, from_model)
-        finished = tf.reduce_all(results.converged | results.failed)
-        while tf.logical_and(tf.logical_and(i < n, written < rows), tf.logical_not(finished)):
+        def stretch(i, written, finished, results, steps, arrays):
+            """L-BFGS iterations up to the next multiple of every_nth (or n), and their row."""
             k = tf.minimum(every_nth - tf.math.floormod(step, every_nth), n - i)
             done = tfp.optimizer.lbfgs_minimize(
                 value_and_gradients, None, previous_optimizer_results=results,
                 max_iterations=results.num_iterations + tf.cast(k, tf.int32),
                 num_correction_pairs=CORRECTION_PAIRS, tolerance=TOLERANCE)
             iterations = tf.cast(done.num_iterations - results.num_iterations, tf.int64)
-            results = done
             finished = tf.reduce_all(done.converged | done.failed) | tf.equal(iterations, 0)
             step.assign_add(iterations)
             row, losses, virial = row_of(done)
             zero = tf.zeros([walkers], tf.float64)
-            update_averages(losses, virial, zero, None, tf.constant(1.0, tf.float64), iterations > 0)
+            averages.update(losses, virial, zero, None, tf.constant(1.0, tf.float64), iterations > 0)
             row["averages"] = tf.stack(averages.values())
             arrays = tuple(array.write(written, tf.cast(row[name], tf.float64)) for array, name in zip(arrays, fields))
             steps = steps.write(written, step.read_value())
-            written += tf.cast(iterations > 0, tf.int32)
-            i += tf.maximum(iterations, 1)
+            return (i + tf.maximum(iterations, 1), written + tf.cast(iterations > 0, tf.int32), finished, done,
+                    steps, arrays)
+
+        def more(i, written, finished, *_):
+            return tf.logical_and(tf.logical_and(i < n, written < rows), tf.logical_not(finished))
+
+        results = tf.cond(lbfgs.started, stored, from_model)
+        arrays = tuple(tf.TensorArray(tf.float64, size=rows, element_shape=shape) for shape in fields.values())
+        _, written, _, results, steps, arrays = tf.while_loop(
+            more, stretch, [tf.constant(0, tf.int64), tf.constant(0), tf.reduce_all(results.converged | results.failed),
+                            results, tf.TensorArray(tf.int64, size=rows, element_shape=[]), arrays])
         lbfgs.started.assign(True)
         lbfgs.stopped.assign(results.converged | results.failed)
         lbfgs.converged.assign(results.converged)
@@ -131,7 +128,7 @@ def make_lbfgs_chunk(model, data, lbfgs, step, averages, has_accuracy, every_nth
                                 (lbfgs.position_deltas, results.position_deltas),
                                 (lbfgs.gradient_deltas, results.gradient_deltas)):
             variable.assign(value)
-        assign_flat(results.position)
+        model.assign_flat(results.position)
         block = {name: array.stack() for name, array in zip(fields, arrays)}
         block.update(step=steps.stack(), rows=written, nonfinite_step=tf.constant(-1, tf.int64),
                      nonfinite_walkers=tf.zeros([walkers], tf.bool))

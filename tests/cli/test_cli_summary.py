@@ -348,7 +348,7 @@ def test_a_leg_length_adapted_to_one_step_gets_a_hint():
                    seed=1)
     text = summarise("tati-sample", sim, sim.sample(), sampler=True)
     check_layout(text)
-    assert "legs of about one step" in text, text
+    assert "legs of about one step" in text and "use number_walkers >= 4," in text, text
 
 
 def test_a_burn_in_too_short_for_the_metric_says_how_long_to_make_it():
