@@ -233,7 +233,7 @@ def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_
         seed = tf.cast(tf.stack([tf.constant(kernel.seed % 2 ** 31, tf.int64), tf.math.floormod(step, 2 ** 31)]),
                        tf.int32)
         z, log_prob, gradient, results = kernel.transition(log_prob_at(metric), z, log_prob, gradient,
-                                                    tf.cast(width, dtype), seed)
+                                                           tf.cast(width, dtype), seed)
         z, log_prob, gradient, theta, row = bookkeeping(z, log_prob, gradient, results, width, metric, record)
         if record and has_accuracy:
             row = tf.concat([row, tf.cast(model.loss_and_accuracy(features, labels, theta=theta)[1], tf.float64)], 0)
