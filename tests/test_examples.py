@@ -1,7 +1,8 @@
 """The examples run (with short settings) and say what they claim to (doc/examples.md).
 
-About 50 s on two cores: each example is a subprocess, as a user runs it. With matplotlib
-installed the plots are written too; without, the one-line hint is printed instead.
+About 3 minutes of one core (2026-11-25): each example is a subprocess, as a user runs it.
+With matplotlib installed the plots are written too; without, the one-line hint is printed
+instead.
 """
 
 import ast
