@@ -31,7 +31,7 @@ import tensorflow as tf
 from tati.errors import InputError
 from tati.samplers import adaptation
 from tati.samplers.metropolis import acceptance_probability
-from tati.samplers.proposal import MAX_DENSE_PARAMETERS
+from tati.samplers.proposal import check_dense_size
 
 
 class LegAdaptation:
@@ -114,11 +114,8 @@ class LegAdaptation:
             raise InputError(f"metric=dense needs the parameters as one flat variable ([walkers, d] with walker_axis, "
                              f"or [d]); {type(self).__name__} was given {len(shapes)} of shapes "
                              f"{', '.join(map(str, shapes))}: use metric=diagonal")
-        d = shapes[0][0]
-        if d > MAX_DENSE_PARAMETERS:
-            raise InputError(f"metric=dense is for at most {MAX_DENSE_PARAMETERS} parameters, this model has {d}: "
-                             "use metric=diagonal")
-        return d
+        check_dense_size(shapes[0][0])
+        return shapes[0][0]
 
     def _metric_values(self):
         """The metric of the legs, one tensor per variable: the diagonal metric's scale s (None

@@ -60,6 +60,14 @@ MAX_DENSE_PARAMETERS = 1000
 PADDING_NARROWNESS = 1000.0
 
 
+def check_dense_size(d):
+    """InputError where metric="dense" would not scale: more than MAX_DENSE_PARAMETERS
+    parameters (NUTS, RWMH and HMC refuse them alike)."""
+    if d > MAX_DENSE_PARAMETERS:
+        raise InputError(f"metric=dense is for at most {MAX_DENSE_PARAMETERS} parameters, this model has {d}: "
+                         "use metric=diagonal")
+
+
 class ProposalKernel:
     """A TFP kernel run by the Simulation's proposal loop (tati/loop_proposal.py)."""
 
@@ -94,9 +102,8 @@ class ProposalKernel:
                                                if adapt_mass else (0, []))
         walkers, d, dtype = model.num_walkers, model.num_parameters, model.dtype
         self.metric = check("metric", metric)
-        if self.metric == "dense" and d > MAX_DENSE_PARAMETERS:
-            raise InputError(f"metric=dense is for at most {MAX_DENSE_PARAMETERS} parameters, this model has {d}: "
-                             "use metric=diagonal")
+        if self.metric == "dense":
+            check_dense_size(d)
         self.dtype = dtype
         f64 = tf.float64
         # Created in this order and saved in it (checkpoint.py keeps the list's order).
