@@ -29,6 +29,17 @@ def block_rows(walkers, parameters):
     return int(max(1, min(MAX_BLOCK_ROWS, BLOCK_NUMBERS // (walkers * (parameters + 16)))))
 
 
+def written_rows(array, written, jit_compile):
+    """A block's TensorArray as one tensor: its first `written` elements. Under XLA, and in a
+    replica of tf.distribute (tati/distribute.py packs the replicas' blocks by their static
+    shapes), all of them: the caller reads the first `written`. Elsewhere stacking the whole
+    array would fill every unwritten row with zeros, a copy of the block's full size at every
+    call however few rows it holds."""
+    if jit_compile or tf.distribute.has_strategy():
+        return array.stack()
+    return array.gather(tf.range(written))
+
+
 @dataclass(frozen=True)
 class Loop:
     """What a compiled chunk runs: the model and its data, the kernel, the run's step counter
@@ -242,8 +253,9 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
         _, written, bad_step, bad_walkers, steps, arrays = tf.while_loop(
             more, row_stretch, [tf.constant(0, tf.int64), tf.constant(0), tf.constant(-1, tf.int64),
                                 tf.zeros([walkers], tf.bool), steps, arrays])
-        result = {name: array.stack() for name, array in zip(fields, arrays)}
-        result.update(step=steps.stack(), rows=written, nonfinite_step=bad_step, nonfinite_walkers=bad_walkers)
+        result = {name: written_rows(array, written, jit_compile) for name, array in zip(fields, arrays)}
+        result.update(step=written_rows(steps, written, jit_compile), rows=written, nonfinite_step=bad_step,
+                      nonfinite_walkers=bad_walkers)
         return result
 
     return chunk
@@ -359,8 +371,9 @@ def make_metropolis_chunk(model, data, sampler, step, averages, burn_in_steps, h
         _, written, steps, arrays = tf.while_loop(
             lambda i, written, *_: tf.logical_and(i < n, written < rows), evaluation_and_free_steps,
             [i, tf.constant(0), steps, arrays])
-        result = {name: array.stack() for name, array in zip(fields, arrays)}
-        result.update(step=steps.stack(), rows=written, nonfinite_step=tf.constant(-1, tf.int64),
+        result = {name: written_rows(array, written, jit_compile) for name, array in zip(fields, arrays)}
+        result.update(step=written_rows(steps, written, jit_compile), rows=written,
+                      nonfinite_step=tf.constant(-1, tf.int64),
                       nonfinite_walkers=tf.zeros([walkers], tf.bool))
         return result
 

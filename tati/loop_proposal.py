@@ -12,7 +12,7 @@ import math
 
 import tensorflow as tf
 
-from tati.loop import block_rows
+from tati.loop import block_rows, written_rows
 from tati.models.flat import value_and_gradient
 from tati.samplers import adaptation
 from tati.samplers.proposal import COUNTERS
@@ -274,9 +274,11 @@ def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_
         kernel.log_prob.assign(log_prob)
         kernel.gradient.assign(gradient)
         model.assign_flat(to_theta(z, metric_now()))
-        block = tf.split(values.stack(), [math.prod(shape) for shape in fields.values()], axis=1)
-        result = {name: tf.reshape(part, [rows] + shape) for (name, shape), part in zip(fields.items(), block)}
-        result.update(step=steps.stack(), rows=written, nonfinite_step=tf.constant(-1, tf.int64),
+        block = tf.split(written_rows(values, written, jit_compile), [math.prod(shape) for shape in fields.values()],
+                         axis=1)
+        result = {name: tf.reshape(part, [-1] + shape) for (name, shape), part in zip(fields.items(), block)}
+        result.update(step=written_rows(steps, written, jit_compile), rows=written,
+                      nonfinite_step=tf.constant(-1, tf.int64),
                       nonfinite_walkers=tf.zeros([walkers], tf.bool))
         return result
 

@@ -9,6 +9,9 @@ its last, so what is timed is the per-step work. The variants, each with what th
 it has, less one thing:
 
     as is          sample()'s chunk (tati.loop.make_chunk, with its check for non-finite values)
+    XLA's sin, cos as is, but Box-Muller's sin and cos by XLA's own functions, not tati's series
+                   (samplers/turns.py): what the series save (XLA only; graph mode uses
+                   TensorFlow's own in both)
     - averages     RunningAverages.update a no-op
     - virial       the virial 1/2 q . grad U replaced by zeros (BAOAB: in loop.make_chunk;
                    HMC2: in the sampler's _move, where it is computed at evaluations only)
@@ -20,6 +23,7 @@ it has, less one thing:
     bare gradient  a tf.while_loop of the loss, its gradient and q <- q - 1e-4 g, nothing else
     + noise draw   BAOAB: the bare loop plus one draw of the sampler's normals (Philox uniforms
                    and Box-Muller, samplers/base.py), the floor of any Langevin step
+    + uniforms     BAOAB: the bare loop plus the draw's Philox uniforms alone
 
 The parts are taken out by patching while the chunk is traced (never in tati/): a method
 replaced for the duration, or a function's source with one line replaced, compiled from a
@@ -53,6 +57,7 @@ from benchmark import set_threads
 from benchmark_hmc import LEG, gaussian
 from tati.recording.averages import RunningAverages
 from tati.samplers.base import SamplerBase, box_muller, packed_pairs
+from tati.samplers import turns
 from tati.samplers.hmc import HamiltonianMonteCarlo
 
 NO_ROWS = 10 ** 12
@@ -115,6 +120,7 @@ def replaced(owner, name, value):
 # Each variant: (name, samplers it applies to, patches while tracing, check_finite, virial removed)
 VARIANTS = (
     ("as is", ("BAOAB", "HMC2"), (), True, False),
+    ("XLA's sin, cos", ("BAOAB", "HMC2"), ("libm",), True, False),
     ("- averages", ("BAOAB", "HMC2"), ("averages",), True, False),
     ("- virial", ("BAOAB", "HMC2"), ("averages",), True, True),
     ("- report", ("BAOAB",), ("averages", "report"), True, True),
@@ -125,6 +131,8 @@ VARIANTS = (
 
 def patches(names, virial, sampler):
     stack = contextlib.ExitStack()
+    if "libm" in names:
+        stack.enter_context(replaced(turns, "traced_for_xla", lambda: False))
     if "averages" in names:
         stack.enter_context(replaced(RunningAverages, "update", lambda self, *args, **kwargs: None))
     if "report" in names:
@@ -165,8 +173,9 @@ def chunk_call(sim, sampler, walkers, jit, names, check_finite, virial, steps):
 
 
 def bare_call(walkers, jit, steps, noise):
-    """A loop of the loss and its gradient (and, with `noise`, one draw of normals as the
-    samplers make them) and q <- q - 1e-4 g (+ 1e-3 noise): nothing else."""
+    """A loop of the loss and its gradient (and, with `noise` "normals", one draw of normals as
+    the samplers make them; "uniforms", their uniforms alone) and q <- q - 1e-4 g (+ 1e-3
+    noise): nothing else."""
     potential, dimension, _ = gaussian()
     half = packed_pairs(dimension)
     start = tf.constant(np.full((walkers, dimension), 0.01))
@@ -183,7 +192,7 @@ def bare_call(walkers, jit, steps, noise):
                 counter = tf.stack([tf.cast(i, tf.uint64), tf.constant(0, tf.uint64)])
                 uniforms = tf.raw_ops.StatelessRandomUniformV2(shape=[walkers, 2 * half], key=key, counter=counter,
                                                                alg=1, dtype=tf.float64)
-                q = q + 1e-3 * box_muller(uniforms)[:, :dimension]
+                q = q + 1e-3 * (box_muller(uniforms) if noise == "normals" else uniforms)[:, :dimension]
             return i + 1, q, total + energy
         return tf.while_loop(lambda i, q, total: i < n, body, (tf.constant(0), q, tf.constant(0.0, tf.float64)))[2]
 
@@ -199,12 +208,13 @@ def measure(sampler, walkers, jit, steps, repeats):
     """{variant: median us per step}, the variants timed interleaved."""
     calls = {}
     for name, samplers, names, check_finite, virial in VARIANTS:
-        if sampler in samplers:
+        if sampler in samplers and (jit or "libm" not in names):
             sim = simulation(sampler, walkers, jit)  # one each: the variants share no state
             calls[name] = chunk_call(sim, sampler, walkers, jit, names, check_finite, virial, steps)
-    calls["bare gradient"] = bare_call(walkers, jit, steps, False)
+    calls["bare gradient"] = bare_call(walkers, jit, steps, None)
     if sampler == "BAOAB":
-        calls["+ noise draw"] = bare_call(walkers, jit, steps, True)
+        calls["+ noise draw"] = bare_call(walkers, jit, steps, "normals")
+        calls["+ uniforms"] = bare_call(walkers, jit, steps, "uniforms")
     times = {name: [] for name in calls}
     for _ in range(repeats):
         for name, call in calls.items():
@@ -224,7 +234,7 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, help="TensorFlow's inter- and intra-op threads (default: its own)")
     args = parser.parse_args(argv)
     set_threads(args.threads)
-    names = [v[0] for v in VARIANTS] + ["bare gradient", "+ noise draw"]
+    names = [v[0] for v in VARIANTS] + ["bare gradient", "+ noise draw", "+ uniforms"]
     print("| sampler | W | mode | " + " | ".join(names) + " | as is / bare | load |")
     print("|---|---|---|" + "---|" * len(names) + "---|---|")
     for sampler in args.samplers.split(","):

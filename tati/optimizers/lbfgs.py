@@ -12,7 +12,7 @@ so a checkpoint continues it.
 
 import tensorflow as tf
 
-from tati.loop import block_rows
+from tati.loop import block_rows, written_rows
 
 CORRECTION_PAIRS = 10
 TOLERANCE = 1e-8
@@ -129,8 +129,8 @@ def make_lbfgs_chunk(model, data, lbfgs, step, averages, has_accuracy, every_nth
                                 (lbfgs.gradient_deltas, results.gradient_deltas)):
             variable.assign(value)
         model.assign_flat(results.position)
-        block = {name: array.stack() for name, array in zip(fields, arrays)}
-        block.update(step=steps.stack(), rows=written, nonfinite_step=tf.constant(-1, tf.int64),
+        block = {name: written_rows(array, written, False) for name, array in zip(fields, arrays)}
+        block.update(step=written_rows(steps, written, False), rows=written, nonfinite_step=tf.constant(-1, tf.int64),
                      nonfinite_walkers=tf.zeros([walkers], tf.bool))
         return block
 

@@ -30,6 +30,7 @@ import tensorflow as tf
 from tati import options as option_table
 from tati.errors import InputError
 from tati.recording.columns import LANGEVIN_INFO
+from tati.samplers.turns import sin_cos_of_turns
 
 # Base-optimizer options that would silently change the sampled dynamics.
 _REFUSED = ("weight_decay", "clipnorm", "clipvalue", "global_clipnorm", "use_ema",
@@ -82,8 +83,8 @@ def box_muller(uniforms):
     compute every element by the same code path, wherever the row ends."""
     half = uniforms.shape[1] // 2
     radius = tf.sqrt(-2.0 * tf.math.log(1.0 - uniforms[:, :half]))  # 1 - u in (0, 1] exactly
-    angle = (2.0 * math.pi) * uniforms[:, half:]
-    return tf.concat([radius * tf.cos(angle), radius * tf.sin(angle)], 1)
+    sine, cosine = sin_cos_of_turns(uniforms[:, half:])  # of the angle 2 pi u
+    return tf.concat([radius * cosine, radius * sine], 1)
 
 
 def parameter_property(name, doc=""):
