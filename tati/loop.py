@@ -12,11 +12,13 @@ parameters at q_n (the state before the update), the step's gradient norm times 
 width, and the sampler's report.
 """
 
+import functools
 from dataclasses import dataclass
 
 import tensorflow as tf
 
 from tati.kernels import FULL_BATCH, LEGS, PROPOSAL, info_of, is_sampler, kind_of
+from tati.samplers.turns import chunk_compiled
 
 # Numbers one block of rows may hold (16 MiB of float64), and at most this many rows: a compiled
 # call hands its rows to Python at once, in constant memory however long the run.
@@ -27,6 +29,18 @@ MAX_BLOCK_ROWS = 4096
 def block_rows(walkers, parameters):
     """Rows of one block: every row holds the parameters and about 16 numbers per walker."""
     return int(max(1, min(MAX_BLOCK_ROWS, BLOCK_NUMBERS // (walkers * (parameters + 16)))))
+
+
+def compiled_chunk(jit_compile):
+    """tf.function(autograph=False, jit_compile=jit_compile) of a chunk(n), whose body is traced
+    knowing whether the chunk is compiled by XLA as a whole (samplers/turns.py)."""
+    def compile(body):
+        @functools.wraps(body)
+        def chunk(n):
+            with chunk_compiled(jit_compile):
+                return body(n)
+        return tf.function(chunk, autograph=False, jit_compile=jit_compile)
+    return compile
 
 
 def written_rows(array, written, jit_compile):
@@ -201,7 +215,7 @@ def make_chunk(model, data, optimizer, step, averages, burn_in_steps, has_accura
         fields.update(momenta=[walkers, model.num_parameters], gradients=[walkers, model.num_parameters])
     rows = block_rows(walkers, model.num_parameters * (3 if record_momenta else 1))
 
-    @tf.function(autograph=False, jit_compile=jit_compile)
+    @compiled_chunk(jit_compile)
     def chunk(n):
         """Up to n steps, n ending at a multiple of every_nth or where the caller wants a row;
         a row at every multiple of every_nth and at the n-th step. Returns the rows as a block
@@ -347,7 +361,7 @@ def make_metropolis_chunk(model, data, sampler, step, averages, burn_in_steps, h
         row = leg_row(sampler, report, averages, due, step, fields)
         return tf.reduce_any(due), tf.minimum(sampler.free_steps(), left), row
 
-    @tf.function(autograph=False, jit_compile=jit_compile)
+    @compiled_chunk(jit_compile)
     def chunk(n):
         """Up to n steps, the rows of the evaluations where some walker's row is due as a block
         (`rows` of them, each with its `step` and `due` walkers); stops early when the block is

@@ -12,7 +12,7 @@ import math
 
 import tensorflow as tf
 
-from tati.loop import block_rows, written_rows
+from tati.loop import block_rows, compiled_chunk, written_rows
 from tati.models.flat import value_and_gradient
 from tati.samplers import adaptation
 from tati.samplers.proposal import COUNTERS
@@ -241,7 +241,7 @@ def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_
 
     rows = block_rows(walkers, d)
 
-    @tf.function(autograph=False, jit_compile=jit_compile)
+    @compiled_chunk(jit_compile)
     def chunk(n):
         """Up to n steps, n ending at a multiple of every_nth or where the caller wants a row;
         a row at every multiple of every_nth and at the n-th step, as a block of `rows` rows."""

@@ -13,10 +13,13 @@ The first term left out is below (pi/4)^19 / 19! < 1e-19, so the error is roundi
 in the last place (tests/samplers/test_turns.py); u - 1/4 is exact from u = 1/8 on and off by
 less than 2^-55 below. The result is elementwise arithmetic, the same bits for an element
 whatever the array's length. In graph mode TensorFlow's own sin and cos are faster than the
-series' dozens of operations and are used.
+series' dozens of operations and are used, also in the XLA functions that a graph-mode
+chunk calls (`chunk_compiled`).
 """
 
+import contextlib
 import math
+import threading
 
 import tensorflow as tf
 from tensorflow.python.framework import ops
@@ -28,9 +31,30 @@ _COSINE = [(-1) ** j / math.factorial(2 * j) for j in range(9, -1, -1)]
 _SINE = [0.0] + [(-1) ** j / math.factorial(2 * j + 1) for j in range(8, -1, -1)]
 
 
+_chunk = threading.local()  # .jit_compile of the chunk being traced in this thread
+
+
+@contextlib.contextmanager
+def chunk_compiled(jit_compile):
+    """While a chunk's body is traced (tati/loop.py): the series are used if and only if the
+    chunk is compiled by XLA as a whole, not in the XLA functions that a graph-mode chunk calls
+    (HMC's evaluation step), so that graph-mode runs keep their numbers; the series saved
+    nothing measurable there (doc/benchmarks.md). Per thread: tf.distribute traces its
+    replicas' chunks in threads of their own."""
+    before = getattr(_chunk, "jit_compile", None)
+    _chunk.jit_compile = bool(jit_compile)
+    try:
+        yield
+    finally:
+        _chunk.jit_compile = before
+
+
 def traced_for_xla():
-    """True while the code being traced will be compiled by XLA (a jit_compile tf.function, or
-    one called from such a function)."""
+    """True while the code being traced will be compiled by XLA: in a chunk, when the chunk is
+    (`chunk_compiled`); elsewhere, in a jit_compile tf.function or one it calls."""
+    jit_compile = getattr(_chunk, "jit_compile", None)
+    if jit_compile is not None:
+        return jit_compile
     return control_flow_util.GraphOrParentsInXlaContext(ops.get_default_graph())
 
 
