@@ -27,7 +27,7 @@ MODELS = {
     "potential": dict(potential=quartic, initial_parameters=[0.3, -0.2, 0.1, 0.4], dtype="float64"),
     "network": dict(hidden_dimension=[3], batch_size=100),
 }
-# Under XLA, Box-Muller's sin and cos are tati's own polynomials (samplers/turns.py).
+# Under XLA, Box-Muller's sin and cos are tati's own series (samplers/turns.py).
 MODELS["potential under XLA"] = dict(
     MODELS["potential"], jit_compile=True, potential_batched=True,
     potential=lambda q: 0.5 * tf.reduce_sum(q ** 2, axis=-1) + 0.1 * tf.reduce_sum(q ** 4, axis=-1))
