@@ -5,7 +5,10 @@ of the kernel on z = theta / s from the stored state (z, log p(z),
 its gradient), where log p(z) = -beta U(s z) on the whole dataset; then, during burn-in, the
 step width's dual averaging and the metric's windows (samplers/adaptation.py); the running
 averages; and a row at every multiple of every_nth and at the chunk's last step, as a block
-like loop.make_chunk's. The model's parameters are set to theta = s z at the end of a chunk.
+like loop.make_chunk's. The loops carry the chain's whole state as tensors (z, log p(z) and its
+gradient, the step, the width, the metric and its adaptation, the counters, the running
+averages); the variables are read at a chunk's start and written at its end, where the model's
+parameters are set to theta = s z.
 """
 
 import math
@@ -14,6 +17,7 @@ import tensorflow as tf
 
 from tati.loop import block_rows, compiled_chunk, written_rows
 from tati.models.flat import value_and_gradient
+from tati.recording import averages as running
 from tati.samplers import adaptation
 from tati.samplers.proposal import COUNTERS
 
@@ -136,57 +140,64 @@ def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_
         state, = tf.while_loop(again, one_probe, (adaptation.initial_width_start(kernel.step_width),))
         return tf.exp(state[2]), state[0]
 
-    def bookkeeping(z, log_prob, gradient, results, width, metric, record):
-        """A transition's bookkeeping: the adaptation, the counters, the running averages and the
-        row. Returns z, log p(z) and its gradient (new coordinates where a metric window ends),
-        theta and the row's values as one float64 vector (None unless `record`)."""
+    def bookkeeping(state, results, record):
+        """A transition's bookkeeping on the chain's `state` (see `chunk`) after the transition:
+        the adaptation, the counters and the running averages. Returns the state (z and
+        grad log p(z) in new coordinates where a metric window ends), theta and the row's values
+        as one float64 vector (None unless `record`)."""
         info = kernel.step_info(results)
-        step.assign_add(1)
+        state = dict(state, step=state["step"] + 1)
+        step, z, gradient, metric, width = state["step"], state["z"], state["gradient"], state["metric"], state["width"]
         in_burn_in = step <= burn_in_steps
         ends_burn_in = tf.equal(step, burn_in_steps)
         theta = to_theta(z, metric)
-        if adapting_width:
-            state = adaptation.dual_averaging_update(kernel.dual_averaging, tf.reduce_mean(info["acceptance"]),
-                                                     target_acceptance)
-            state = tf.where(in_burn_in, state, kernel.dual_averaging)
-            kernel.step_width.assign(tf.where(in_burn_in, adaptation.adapted_width(state, ends_burn_in), width))
-            kernel.dual_averaging.assign(state)
-        if adapting_metric:
+
+        def adapt(z, gradient, metric, width, dual_averaging, welford):
+            """Burn-in's step of the width's dual averaging and of the metric's windows: returns them
+            updated, z and grad log p(z) in new coordinates where a metric window ends."""
+            if adapting_width:
+                dual_averaging = adaptation.dual_averaging_update(dual_averaging, tf.reduce_mean(info["acceptance"]),
+                                                                  target_acceptance)
+                width = adaptation.adapted_width(dual_averaging, ends_burn_in)
+            if not adapting_metric:
+                return z, gradient, metric, width, dual_averaging, welford
             collecting = tf.logical_and(step > metric_start, step <= metric_ends[-1])
             update = adaptation.dense_welford_update if dense else adaptation.welford_update
-            draws = tf.where(collecting, update(kernel.welford, theta), kernel.welford)
+            draws = tf.where(collecting, update(welford, theta), welford)
             window_end = tf.reduce_any(tf.equal(step, metric_ends))
             if dense:
                 new_metric = tf.cond(window_end, lambda: adaptation.dense_metric(draws, metric[1]),
                                      lambda: metric)  # a Cholesky factorisation only where a window ends
-                kernel.centre.assign(new_metric[0])
-                kernel.cholesky.assign(new_metric[1])
-            else:
-                new_metric = (tf.where(window_end, adaptation.welford_scale(draws, metric[0]), metric[0]),)
-                kernel.scale.assign(new_metric[0])
-            # theta stays; z and grad log p(z) change with the coordinates (only where a window ends)
-            if dense:
+                # theta stays; z and grad log p(z) change with the coordinates (only where a window ends)
                 z, gradient = (tf.where(window_end, to_z(theta, new_metric), z),
                                tf.where(window_end, z_gradient(theta_gradient(gradient, metric), new_metric),
                                         gradient))
             else:
+                new_metric = (tf.where(window_end, adaptation.welford_scale(draws, metric[0]), metric[0]),)
                 ratio = tf.cast(metric[0] / new_metric[0], dtype)
                 z, gradient = z * ratio, gradient / ratio
-            metric = new_metric
-            kernel.welford.assign(tf.where(window_end, tf.zeros_like(draws), draws))
+            welford = tf.where(window_end, tf.zeros_like(draws), draws)
             if adapting_width:  # dual averaging starts again from the current width
-                kernel.dual_averaging.assign(tf.where(
-                    window_end, adaptation.dual_averaging_start(kernel.step_width), kernel.dual_averaging))
-        counters = dict(zip(COUNTERS, tf.unstack(kernel.counters)))
+                dual_averaging = tf.where(window_end, adaptation.dual_averaging_start(width), dual_averaging)
+            return z, gradient, tuple(new_metric), width, dual_averaging, welford
+
+        if adapting_width or adapting_metric:
+            # After burn-in none of it runs: in graph mode every operation of a step costs.
+            names = ("z", "gradient", "metric", "width", "dual_averaging", "welford")
+            adapted = tf.cond(in_burn_in, lambda: adapt(*(state[name] for name in names)),
+                              lambda: tuple(state[name] for name in names))
+            state.update(zip(names, adapted))
+            z, gradient, metric = state["z"], state["gradient"], state["metric"]
+        counters = dict(zip(COUNTERS, tf.unstack(state["counters"])))
         counters["acceptance"] += info["acceptance"]
         counters["transitions"] += 1.0
         counters["divergences"] += info["divergent"]
         counters["gradient_evaluations"] += info["gradient_evaluations"]
         # The rates and divergences of burn-in are not those of the chain that is kept.
         kept = 1.0 - tf.cast(ends_burn_in, tf.float64)
-        kernel.counters.assign(tf.stack([counters["acceptance"] * kept, counters["transitions"] * kept,
-                                         counters["divergences"] * kept, counters["gradient_evaluations"]]))
-        loss = -tf.cast(log_prob, tf.float64) / beta
+        state["counters"] = tf.stack([counters["acceptance"] * kept, counters["transitions"] * kept,
+                                      counters["divergences"] * kept, counters["gradient_evaluations"]])
+        loss = -tf.cast(state["log_prob"], tf.float64) / beta
         if kernel.uses_gradient:
             # grad_theta U = -grad_theta log p / beta (= -grad_z log p / (beta s), diagonal)
             if dense:
@@ -197,12 +208,12 @@ def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_
         else:
             virial = tf.zeros_like(loss)
         kinetic = info["kinetic"] / beta if "kinetic" in info else tf.zeros_like(loss)
-        averages.update(loss, virial, kinetic, None, beta, tf.logical_not(in_burn_in))
+        state["averages"] = running.folded(state["averages"], loss, virial, kinetic, beta, tf.logical_not(in_burn_in))
         if not record:
-            return z, log_prob, gradient, theta, None
+            return state, theta, None
         rejection = 1.0 - tf.math.divide_no_nan(counters["acceptance"], counters["transitions"])
         row = {"loss": loss, "parameters": tf.cast(theta, tf.float64), "virial": virial,
-               "averages": tf.stack(averages.values()), "kinetic_energy": kinetic,
+               "averages": tf.stack(running.values_of(state["averages"])), "kinetic_energy": kinetic,
                "total_energy": loss + kinetic, "step_width": tf.fill([walkers], width),
                "average_rejection_rate": rejection, "divergences": counters["divergences"],
                "gradient_evaluations": counters["gradient_evaluations"]}
@@ -211,7 +222,7 @@ def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_
                 row[name] = info[name]
         # One vector, written to one TensorArray: in graph mode each write is an operation.
         values = tf.concat([tf.reshape(tf.cast(row[name], tf.float64), [-1]) for name in row_fields], 0)
-        return z, log_prob, gradient, theta, values
+        return state, theta, values
 
     def search_first_width(z, log_prob, gradient):
         """Before the first transition of burn-in (step 0 starts a chunk): the initial width's
@@ -227,17 +238,44 @@ def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_
             return tf.constant(True)
         return tf.cond(tf.equal(step, 0), search, lambda: tf.constant(False))
 
-    def one_step(z, log_prob, gradient, record):
-        metric = metric_now()
-        width = tf.convert_to_tensor(kernel.step_width)
-        seed = tf.cast(tf.stack([tf.constant(kernel.seed % 2 ** 31, tf.int64), tf.math.floormod(step, 2 ** 31)]),
-                       tf.int32)
-        z, log_prob, gradient, results = kernel.transition(log_prob_at(metric), z, log_prob, gradient,
-                                                           tf.cast(width, dtype), seed)
-        z, log_prob, gradient, theta, row = bookkeeping(z, log_prob, gradient, results, width, metric, record)
+    def one_step(state, record):
+        """One transition and its bookkeeping: (state, the row's values or None)."""
+        width = state["width"]
+        seed = tf.cast(tf.stack([tf.constant(kernel.seed % 2 ** 31, tf.int64),
+                                 tf.math.floormod(state["step"], 2 ** 31)]), tf.int32)
+        z, log_prob, gradient, results = kernel.transition(log_prob_at(state["metric"]), state["z"], state["log_prob"],
+                                                           state["gradient"], tf.cast(width, dtype), seed)
+        state, theta, row = bookkeeping(dict(state, z=z, log_prob=log_prob, gradient=gradient), results, record)
         if record and has_accuracy:
             row = tf.concat([row, tf.cast(model.loss_and_accuracy(features, labels, theta=theta)[1], tf.float64)], 0)
-        return z, log_prob, gradient, row
+        return state, row
+
+    def read_state(z, log_prob, gradient):
+        """The chain's state as the loops carry it: tensors, not variables, so that the steps'
+        bookkeeping is dataflow the next transition need not wait for (in graph mode a variable's
+        write orders the operations around it); the variables are written at the chunk's end."""
+        return {"step": tf.convert_to_tensor(step), "z": z, "log_prob": log_prob, "gradient": gradient,
+                "metric": metric_now(), "width": tf.convert_to_tensor(kernel.step_width),
+                "dual_averaging": tf.convert_to_tensor(kernel.dual_averaging),
+                "welford": tf.convert_to_tensor(kernel.welford), "counters": tf.convert_to_tensor(kernel.counters),
+                "averages": tf.convert_to_tensor(averages.state)}
+
+    def write_state(state):
+        step.assign(state["step"])
+        kernel.position.assign(state["z"])
+        kernel.log_prob.assign(state["log_prob"])
+        kernel.gradient.assign(state["gradient"])
+        if dense:
+            kernel.centre.assign(state["metric"][0])
+            kernel.cholesky.assign(state["metric"][1])
+        else:
+            kernel.scale.assign(state["metric"][0])
+        kernel.step_width.assign(state["width"])
+        kernel.dual_averaging.assign(state["dual_averaging"])
+        kernel.welford.assign(state["welford"])
+        kernel.counters.assign(state["counters"])
+        averages.state.assign(state["averages"])
+        model.assign_flat(to_theta(state["z"], state["metric"]))
 
     rows = block_rows(walkers, d)
 
@@ -245,35 +283,32 @@ def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_
     def chunk(n):
         """Up to n steps, n ending at a multiple of every_nth or where the caller wants a row;
         a row at every multiple of every_nth and at the n-th step, as a block of `rows` rows."""
-        def free_steps(k, z, log_prob, gradient):
+        def free_steps(k, state):
             """Steps 2..k of a row's stretch, without a row; returns the next step's number."""
-            def step_on(j, z, log_prob, gradient):
-                return (j + 1,) + one_step(z, log_prob, gradient, record=False)[:3]
+            def step_on(j, state):
+                return j + 1, one_step(state, record=False)[0]
 
-            return tf.while_loop(lambda j, *_: j < k, step_on, [tf.constant(1, tf.int64), z, log_prob, gradient])
+            return tf.while_loop(lambda j, _: j < k, step_on, [tf.constant(1, tf.int64), state])
 
-        def row_stretch(i, written, z, log_prob, gradient, values, steps):
+        def row_stretch(i, written, state, values, steps):
             """The steps up to the next row and the row."""
             j = tf.constant(1, tf.int64)
             if every_nth > 1:
-                k = tf.minimum(every_nth - tf.math.floormod(step, every_nth), n - i)
-                j, z, log_prob, gradient = free_steps(k, z, log_prob, gradient)
-            z, log_prob, gradient, row = one_step(z, log_prob, gradient, record=True)
-            return i + j, written + 1, z, log_prob, gradient, values.write(written, row), steps.write(written, step)
+                k = tf.minimum(every_nth - tf.math.floormod(state["step"], every_nth), n - i)
+                j, state = free_steps(k, state)
+            state, row = one_step(state, record=True)
+            return i + j, written + 1, state, values.write(written, row), steps.write(written, state["step"])
 
         z, log_prob, gradient = start()
         if adapting_width:
             search_first_width(z, log_prob, gradient)
         # While loops, not ranges: XLA would compile one program per n (as in loop.make_chunk).
-        _, written, z, log_prob, gradient, values, steps = tf.while_loop(
+        _, written, state, values, steps = tf.while_loop(
             lambda i, written, *_: tf.logical_and(i < n, written < rows), row_stretch,
-            [tf.constant(0, tf.int64), tf.constant(0), z, log_prob, gradient,
+            [tf.constant(0, tf.int64), tf.constant(0), read_state(z, log_prob, gradient),
              tf.TensorArray(tf.float64, size=rows, element_shape=[row_size]),
              tf.TensorArray(tf.int64, size=rows, element_shape=[])])
-        kernel.position.assign(z)
-        kernel.log_prob.assign(log_prob)
-        kernel.gradient.assign(gradient)
-        model.assign_flat(to_theta(z, metric_now()))
+        write_state(state)
         block = tf.split(written_rows(values, written, jit_compile), [math.prod(shape) for shape in fields.values()],
                          axis=1)
         result = {name: tf.reshape(part, [-1] + shape) for (name, shape), part in zip(fields.items(), block)}

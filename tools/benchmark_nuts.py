@@ -10,11 +10,15 @@ metric in a first, untimed call (which also compiles), then timed calls of `--dr
 each. TFP's is `tfp.mcmc.sample_chain` in one compiled tf.function, burn-in included, tracing
 the states and leapfrog counts, adapting the width only. Timed interleaved, median of
 `--repeats`; graph mode and XLA (`jit_compile`). The third row is the same work for both:
-TFP's NoUTurnSampler without adaptation, given tati's adapted width and diagonal metric (it
-samples z = theta / s, the coordinates tati's kernel moves in, from tati's last states), so
-its trees are as deep as tati's and the ratio per gradient is the wrapper's cost.
+TFP's NoUTurnSampler given tati's adapted width and diagonal metric (it samples z = theta / s,
+the coordinates tati's kernel moves in, from tati's last states), so its trees are as deep as
+tati's and the ratio per gradient is the wrapper's cost: once inside
+DualAveragingStepSizeAdaptation with its adaptation over (num_adaptation_steps=0, which keeps
+the width: the issue's reference, TFP's kernel as its users run the draws after burn-in, whose
+adaptation arithmetic runs at every step), once bare (no adaptation code at all).
 
     python tools/benchmark_nuts.py [--burn-in 500] [--draws 1000] [--repeats 3] [--threads N]
+        [--modes graph,XLA]
 """
 
 import argparse
@@ -30,6 +34,10 @@ from benchmark import set_threads
 from benchmark_hmc import gaussian, logistic_regression
 
 CHAINS = 4
+# The same work as tati's: TFP's NUTS given tati's width and metric, with (True) or without the
+# dual averaging wrapper.
+SAME_WORK = {"TFP NUTS + dual averaging, tati's width and metric": True,
+             "TFP NUTS bare, tati's width and metric": False}
 
 
 def min_ess(draws):
@@ -60,17 +68,21 @@ def ours(potential, dimension, h, burn_in, draws, jit):
     return run, sim
 
 
-def same_work(potential, sim, draws, jit):
-    """TFP's NUTS on z = theta / s with tati's adapted width and scales s, from tati's states."""
+def same_work(potential, sim, draws, jit, dual_averaging):
+    """TFP's NUTS on z = theta / s with tati's adapted width and scales s, from tati's states; with
+    `dual_averaging`, inside DualAveragingStepSizeAdaptation whose adaptation is over."""
     scale = tf.constant(sim.sampler.scale.numpy())
     kernel = tfp.mcmc.NoUTurnSampler(lambda z: -potential(z * scale),
                                      step_size=tf.constant(float(sim.sampler.step_width.numpy()), tf.float64))
+    leapfrogs = lambda _, r: r.leapfrogs_taken  # noqa: E731
+    if dual_averaging:
+        kernel = tfp.mcmc.DualAveragingStepSizeAdaptation(kernel, num_adaptation_steps=0)
+        leapfrogs = lambda _, r: r.inner_results.leapfrogs_taken  # noqa: E731
     start = tf.constant(np.asarray(sim.parameters, np.float64)) / scale
 
     @tf.function(jit_compile=jit)
     def chain(state):
-        return tfp.mcmc.sample_chain(draws, state, kernel=kernel, trace_fn=lambda _, r: r.leapfrogs_taken,
-                                     seed=[1, 2])
+        return tfp.mcmc.sample_chain(draws, state, kernel=kernel, trace_fn=leapfrogs, seed=[1, 2])
 
     def run():
         began = time.perf_counter()
@@ -109,19 +121,22 @@ def main(argv=None):
     parser.add_argument("--draws", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, help="TensorFlow's inter- and intra-op threads (default: its own)")
+    parser.add_argument("--modes", default="graph,XLA", help="graph, XLA or both (comma-separated)")
     args = parser.parse_args(argv)
+    modes = [{"graph": False, "xla": True}[mode.strip().lower()] for mode in args.modes.split(",")]
     set_threads(args.threads)
     print("| case | mode | sampler | seconds | gradients | us per gradient | min ESS | ESS/s | ESS per 1000 gradients |")
     print("|---|---|---|---|---|---|---|---|---|")
     for name, case in (("(a) 100-D Gaussian", gaussian), ("(b) logistic regression, 25 weights", logistic_regression)):
         potential, dimension, h = case()
-        for jit in (False, True):
+        for jit in modes:
             runs = {}
             runs["tati NUTS"], sim = ours(potential, dimension, h, args.burn_in, args.draws, jit)
             runs["TFP NUTS"], chain = theirs(potential, dimension, h, args.burn_in, args.draws, jit)
             chain(tf.constant(np.full((CHAINS, dimension), 0.01)))  # trace and compile TFP's once
-            runs["TFP NUTS, tati's width and metric"], compile_same = same_work(potential, sim, args.draws, jit)
-            compile_same()
+            for label, dual_averaging in SAME_WORK.items():
+                runs[label], compile_same = same_work(potential, sim, args.draws, jit, dual_averaging)
+                compile_same()
             results = {label: [] for label in runs}
             for _ in range(args.repeats):
                 for label, run in runs.items():
@@ -134,7 +149,7 @@ def main(argv=None):
                 print(f"| {name} | {'XLA' if jit else 'graph'} | {label} | {seconds:.2f} | {gradients:.0f} | "
                       f"{1e6 * seconds / gradients:.1f} | {ess:.0f} | {ess / seconds:.0f} | "
                       f"{1000 * ess / gradients:.1f} |", flush=True)
-            for label in ("TFP NUTS", "TFP NUTS, tati's width and metric"):
+            for label in ("TFP NUTS",) + tuple(SAME_WORK):
                 print(f"| {name} | {'XLA' if jit else 'graph'} | tati over {label}, per gradient | "
                       f"{per_gradient['tati NUTS'] / per_gradient[label]:.2f} | | | | | |", flush=True)
 

@@ -39,32 +39,46 @@ class RunningAverages:
         """Fold one step in ([W] values); `active` (scalar or [W]) is False during burn-in and,
         for HMC, for walkers that did not evaluate (the inertia is still tracked). `inertia`
         None: there is none (HMC), its average stays 0 at no cost."""
-        loss = tf.cast(loss, tf.float64)
-        active = tf.broadcast_to(active, tf.shape(loss))
-        weight = tf.cast(active, tf.float64)
-        old = dict(zip(_ROWS, tf.unstack(self.state)))
-        new = dict(old)
+        change = None
         if inertia is not None:
             inertia = tf.cast(inertia, tf.float64)
             change = tf.where(self.seen, inertia - self.last_inertia, tf.zeros_like(inertia))
             self.last_inertia.assign(inertia)
             self.seen.assign(True)
-            new["inertia_change"] = old["inertia_change"] + weight * change
-        new["count"] = old["count"] + weight
-        new["kinetic_energy"] = old["kinetic_energy"] + weight * tf.cast(kinetic_energy, tf.float64)
-        new["virial"] = old["virial"] + weight * tf.cast(virial, tf.float64)
-        log_weight = -tf.cast(inverse_temperature, tf.float64) * loss
-        old_scale = tf.where(old["count"] > 0, old["log_scale"], log_weight)
-        new["log_scale"] = tf.where(active, tf.maximum(old_scale, log_weight), old_scale)
-        shrink = _exp(old_scale - new["log_scale"])
-        boltzmann = weight * _exp(log_weight - new["log_scale"])
-        new["weight"] = old["weight"] * shrink + boltzmann
-        new["weighted_loss"] = old["weighted_loss"] * shrink + boltzmann * loss
-        self.state.assign(tf.stack([new[row] for row in _ROWS]))
+        self.state.assign(folded(self.state, loss, virial, kinetic_energy, inverse_temperature, active, change))
 
     def values(self):
         """(ensemble_average_loss, average_kinetic_energy, average_virials, average_inertia),
         each [W]."""
-        s = dict(zip(_ROWS, tf.unstack(self.state)))
-        n = tf.maximum(s["count"], 1.0)
-        return (s["weighted_loss"] / s["weight"], s["kinetic_energy"] / n, s["virial"] / n, s["inertia_change"] / n)
+        return values_of(self.state)
+
+
+def folded(state, loss, virial, kinetic_energy, inverse_temperature, active, inertia_change=None):
+    """RunningAverages.state [7, W] after one step, as `RunningAverages.update` (whose arguments
+    these are, with the step's inertia change, None for none): a loop may carry the state as a
+    tensor and write the variable once at its end."""
+    loss = tf.cast(loss, tf.float64)
+    active = tf.broadcast_to(active, tf.shape(loss))
+    weight = tf.cast(active, tf.float64)
+    old = dict(zip(_ROWS, tf.unstack(tf.convert_to_tensor(state))))
+    new = dict(old)
+    if inertia_change is not None:
+        new["inertia_change"] = old["inertia_change"] + weight * inertia_change
+    new["count"] = old["count"] + weight
+    new["kinetic_energy"] = old["kinetic_energy"] + weight * tf.cast(kinetic_energy, tf.float64)
+    new["virial"] = old["virial"] + weight * tf.cast(virial, tf.float64)
+    log_weight = -tf.cast(inverse_temperature, tf.float64) * loss
+    old_scale = tf.where(old["count"] > 0, old["log_scale"], log_weight)
+    new["log_scale"] = tf.where(active, tf.maximum(old_scale, log_weight), old_scale)
+    shrink = _exp(old_scale - new["log_scale"])
+    boltzmann = weight * _exp(log_weight - new["log_scale"])
+    new["weight"] = old["weight"] * shrink + boltzmann
+    new["weighted_loss"] = old["weighted_loss"] * shrink + boltzmann * loss
+    return tf.stack([new[row] for row in _ROWS])
+
+
+def values_of(state):
+    """RunningAverages.values() of a state [7, W]."""
+    s = dict(zip(_ROWS, tf.unstack(tf.convert_to_tensor(state))))
+    n = tf.maximum(s["count"], 1.0)
+    return (s["weighted_loss"] / s["weight"], s["kinetic_energy"] / n, s["virial"] / n, s["inertia_change"] / n)
