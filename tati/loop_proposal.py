@@ -284,7 +284,7 @@ def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_
         """Up to n steps, n ending at a multiple of every_nth or where the caller wants a row;
         a row at every multiple of every_nth and at the n-th step, as a block of `rows` rows."""
         def free_steps(k, state):
-            """Steps 2..k of a row's stretch, without a row; returns the next step's number."""
+            """Steps 2..k of a row's stretch, without a row; returns (k, the state after them)."""
             def step_on(j, state):
                 return j + 1, one_step(state, record=False)[0]
 
