@@ -125,13 +125,15 @@ def functions(chains, max_lag):
 
 def plot(result, table, path, burn_in=0, parameters=None, components=2, shown=8):
     """Two panels: the autocorrelation functions of up to `shown` coordinates (eigenvectors
-    first) with tau in the legend, and tau with two standard errors for every coordinate."""
+    first) with tau in the legend, up to 5 tau but at most half the rows (tfp's estimate at lag
+    k divides by rows - k, so the last lags rest on a few pairs and leave [-1, 1]), and tau with
+    two standard errors for every coordinate."""
     from tati.analysis import figures
     names, chains = coordinates(result, burn_in, parameters, components)
     order = [i for i, n in enumerate(names) if n.startswith("eigenvector")]
     order = (order + [i for i in range(len(names)) if i not in order])[:shown]
     finite = table["tau"][np.isfinite(table["tau"])]
-    max_lag = int(min(chains.shape[0] - 1, max(10, 5 * (finite.max() if len(finite) else 2))))
+    max_lag = int(min(chains.shape[0] // 2, max(10, 5 * (finite.max() if len(finite) else 2))))
     acf = functions(chains[:, :, order], max_lag)
     figure, axes = figures.new_figure(rows=2, height=2.9)
     lags = np.arange(max_lag + 1)

@@ -17,8 +17,9 @@ Each is the mean over the rows after burn-in (all walkers), with the standard er
 means (tati/diagnostics/equipartition.py, which accounts for the rows' correlation) and the
 interval mean +- t x error at `level`, t the Student-t quantile with batches - 1 degrees of
 freedom. verdict: 'consistent' when 1/beta is inside the interval, else 'too hot' or 'too
-cold' by so many standard errors. d is the number of parameter columns of the trajectory,
-or `dof`.
+cold' by so many standard errors; 'the same in every row' when the readings do not vary
+(a virial of 0 in every row: U is flat where the walkers are, as a network's loss is where its
+units saturate). d is the number of parameter columns of the trajectory, or `dof`.
 """
 
 import math
@@ -65,6 +66,11 @@ def temperature(result, burn_in=0, inverse_temperature=1.0, dof=None, estimators
                          "too few rows for an error bar"])
             continue
         mean, error, batches = found
+        if error == 0.0:  # every reading the same: no interval to judge by
+            flat = "; U is flat where the walkers are, every gradient 0" if name == "configurational" else ""
+            rows.append([name, column, mean, 0.0, mean, mean, level, batches, expected, math.nan,
+                         f"the same in every row{flat}"])
+            continue
         half = stats.t.ppf(0.5 + level / 2, batches - 1) * error
         z = deviation(mean, error, expected)
         if mean - half <= expected <= mean + half:
@@ -134,7 +140,7 @@ def plot(result, table, path, burn_in=0, dof=None):
 def summary(table):
     lines = []
     for _, row in table.iterrows():
-        if np.isfinite(row["standard_error"]):
+        if row["standard_error"] > 0:  # NaN (too few rows) and 0 (no spread) have no interval
             lines.append(f"  {row['estimator']} temperature {row['temperature']:.5g} +- {row['standard_error']:.2g} "
                          f"({row['level']:.0%}: {row['low']:.5g} to {row['high']:.5g}; 1/beta = "
                          f"{row['expected']:.5g}: {row['verdict']})")

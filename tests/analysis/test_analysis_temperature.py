@@ -65,6 +65,9 @@ def test_degrees_of_freedom_and_missing_columns():
     assert list(temperature(sgld, dof=DOF, estimators=["configurational"]).estimator) == ["configurational"]
     with pytest.raises(InputError, match="'warm' is unknown"):
         temperature(sgld, dof=DOF, estimators="warm")
+    flat = temperature(RunTables(run_info=info.assign(virial=0.0)), dof=DOF)  # U flat: every gradient 0
+    assert flat.verdict[1] == "the same in every row; U is flat where the walkers are, every gradient 0"
+    assert flat.temperature[1] == 0.0 and flat.standard_error[1] == 0.0 and np.isnan(flat.deviation[1])
     few = temperature(RunTables(run_info=info[info.step <= 3]), dof=DOF)
     assert (few.verdict == "too few rows for an error bar").all() and few.standard_error.isna().all()
 
