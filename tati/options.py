@@ -520,7 +520,8 @@ OPTIONS = [
            "that wrote it, in which case the new rows are appended."),
     Option("progress", False, Boolean(), "output",
            "Show a progress bar with steps per second and the remaining time (needs tqdm: "
-           "pip install tati[progress])."),
+           "pip install tati[progress]). Without one, a call still running after 30 s writes "
+           "a line to stderr, then one a minute: the step and the time left."),
 ]
 
 BY_NAME = {option.name: option for option in OPTIONS}

@@ -1,5 +1,6 @@
 """Running a call: the run's state (step counter, running averages, compiled chunk) and the
-loop of compiled calls that drives it, with signals, progress and non-finite stops.
+loop of compiled calls that drives it, with signals, progress (a bar, or a line now and then
+on a long call: tati/clock.py) and non-finite stops.
 
 A *run* is a sequence of sample() (or fit()) calls on one Simulation (`Run`); `drive` makes
 one call's steps in compiled calls of about CALL_SECONDS each, handing each call's block of
@@ -16,6 +17,7 @@ import numpy as np
 import tensorflow as tf
 
 from tati import checkpoint
+from tati.clock import Heartbeat
 from tati.kernels import LEGS, info_of, is_sampler, kind_of
 from tati.loop import Loop, compile_chunk, steps_dtype
 from tati.recording.averages import RunningAverages
@@ -60,6 +62,7 @@ def drive(run, recorder, max_steps, every_nth, progress=False, shards=None, nonf
     gather the whole run's state at the end; nonfinite(block): the error to raise after a block
     with a non-finite step; after_call(): after each compiled call."""
     bar = progress_bar(progress, max_steps)
+    beat = Heartbeat(max_steps) if bar is None else None
     stop = StopSignals()
     try:
         recorder.start_summaries()
@@ -95,6 +98,8 @@ def drive(run, recorder, max_steps, every_nth, progress=False, shards=None, nonf
                 after_call()
             if bar is not None:
                 bar.update(step - first)
+            else:
+                beat.update(step - first)
     finally:
         stop.release()
         recorder.close()

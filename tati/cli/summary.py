@@ -16,6 +16,7 @@ tati/diagnostics/convergence.py, the only part that imports TensorFlow (Probabil
 
 import math
 
+from tati.clock import duration
 from tati.diagnostics.equipartition import equipartition_verdict, table_batch_means
 from tati.diagnostics.momentum import momentum_test
 from tati.names import BARZILAI_BORWEIN_NAMES, canonical_optimizer, is_proposal, target_acceptance
@@ -156,15 +157,7 @@ def _timing(seconds, steps, walkers, compiled):
     notes = ([f"each step moves all {walkers} walkers"] if walkers > 1 else []) + (
         ["includes compiling the loop"] if compiled else [])
     rate = f"{rate:.0f}" if rate >= 100 else f"{rate:.3g}"
-    return f"  took {_duration(seconds)}: {rate} steps per second" + (f" ({'; '.join(notes)})" if notes else "")
-
-
-def _duration(seconds):
-    if seconds < 60:
-        return f"{seconds:.3g} s"
-    if seconds < 3600:
-        return f"{int(seconds // 60)} min {int(seconds % 60):02d} s"
-    return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d} min"
+    return f"  took {duration(seconds)}: {rate} steps per second" + (f" ({'; '.join(notes)})" if notes else "")
 
 
 # -- where it ended -------------------------------------------------------------------------------

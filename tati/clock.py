@@ -1,0 +1,43 @@
+"""Time as a reader sees it: durations in words, and the line a long call prints now and then
+when no progress bar was asked for, so that a run of minutes is seen to be alive."""
+
+import sys
+import time
+
+
+def duration(seconds):
+    """'4.84 s', '4 min 19 s' or '2 h 05 min'."""
+    if seconds < 60:
+        return f"{seconds:.3g} s"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min {int(seconds % 60):02d} s"
+    return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d} min"
+
+
+class Heartbeat:
+    """A line on stderr once a call has run FIRST seconds, then every EVERY seconds: the step,
+    the time so far and the time left at the rate since the first compiled call (which also
+    compiles, so it says little about the rate)."""
+
+    FIRST, EVERY = 30.0, 60.0
+
+    def __init__(self, total, clock=time.perf_counter, stream=None):
+        self.total, self.clock, self.stream = total, clock, stream
+        self.start = clock()
+        self.done = 0
+        self.due = self.FIRST
+        self.after_first_call = None  # (seconds, steps) at the first call's end
+
+    def update(self, steps):
+        self.done += steps
+        now = self.clock() - self.start
+        if self.after_first_call is None:
+            self.after_first_call = (now, self.done)
+        if now < self.due or self.done >= self.total:
+            return
+        self.due = now + self.EVERY
+        seconds, steps_then = self.after_first_call
+        rate = (self.done - steps_then) / (now - seconds) if self.done > steps_then else self.done / now
+        print(f"tati: step {self.done} of {self.total} ({self.done / self.total:.0%}) after {duration(now)}, "
+              f"about {duration((self.total - self.done) / rate)} left (the option progress shows a bar)",
+              file=self.stream or sys.stderr, flush=True)
