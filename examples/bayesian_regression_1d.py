@@ -23,8 +23,8 @@ per point; for the ensemble, how its band and standard deviation compare with it
 member's and its widest member's, at x = -2, 0, 2 and averaged outside the data (the mixture
 adds the members' disagreement to their mean noise, which beats the widest member only where
 they disagree more than their noises differ; here they learn nearly the same function, as the
-essay found). A network alone (MAP)
-knows only its noise: its band hardly widens away from the data; the posterior's does.
+essay found, and the figure's ensemble panel draws their means). A network alone (MAP) knows
+only its noise: its band hardly widens away from the data; the posterior's does.
 """
 
 import argparse
@@ -93,7 +93,7 @@ def band_widths(table, x):
 def compare(methods, prior, quick, seed):
     train, test = data(40, seed), data(200, seed + 1)
     x = GRID[:, 0]
-    rows, bands = [], {}
+    rows, bands, members = [], {}, {}
     for name in methods:
         start = time.perf_counter()
         sim, draws = run_method(name, train, prior, quick)
@@ -106,10 +106,11 @@ def compare(methods, prior, quick, seed):
                      "widening": float(np.mean(far) / near), "test lpd per point": lpd / len(test[0]),
                      "seconds": time.perf_counter() - start})
         if name == "ensemble":
-            members = [sim.predictive(GRID, trajectory=draws[draws.id == k], burn_in=-1)[0]
-                       for k in sorted(draws.id.unique())]
-            ensemble_spread(table, members, x)
-    return pd.DataFrame(rows).set_index("method"), bands, train
+            own = [sim.predictive(GRID, trajectory=draws[draws.id == k], burn_in=-1)[0]
+                   for k in sorted(draws.id.unique())]
+            ensemble_spread(table, own, x)
+            members[name] = [member["mean_0"].to_numpy() for member in own]
+    return pd.DataFrame(rows).set_index("method"), bands, members, train
 
 
 def ensemble_spread(table, members, x):
@@ -152,7 +153,9 @@ def sweep(priors, quick, seed):
     return bands, train
 
 
-def draw(bands, train, path, title):
+def draw(bands, train, path, title, members=None):
+    """One panel per band table; `members`: per panel name, its networks' mean curves, drawn thin
+    (the ensemble's members, as in the essay's figure of its six networks)."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -170,6 +173,10 @@ def draw(bands, train, path, title):
         axis.plot(x, table["mean_0"], color="tab:blue", label="predictive mean")
         axis.plot(x, np.sin(3.0 * x), color="black", lw=0.8, ls="--", label="sin(3x) (truth)")
         axis.scatter(train[0][:, 0], train[1][:, 0], s=8, color="tab:red", zorder=3, label="data")
+        curves = (members or {}).get(name, [])
+        lines = [axis.plot(x, mean, color="tab:orange", lw=0.8)[0] for mean in curves]
+        if lines:
+            axis.legend(lines[:1], [f"its {len(lines)} members' means"], loc="lower left", fontsize=8)
         axis.set_title(title(name))
         axis.set_ylim(-3.5, 3.5)
         axis.grid(alpha=0.3)
@@ -196,13 +203,13 @@ def main():
     parser.add_argument("--sweep-plot", default=None)
     args = parser.parse_args()
     start = time.perf_counter()
-    table, bands, train = compare(args.methods.split(","), args.prior, args.quick, args.seed)
+    table, bands, members, train = compare(args.methods.split(","), args.prior, args.quick, args.seed)
     with pd.option_context("display.width", 200, "display.max_columns", None, "display.precision", 3):
         print(table)
     for name in table.index:
         print(f"widening {name}: {table.loc[name, 'widening']:.4g}")
     if args.plot:
-        draw(bands, train, args.plot, lambda name: name)
+        draw(bands, train, args.plot, lambda name: name, members)
     if args.sweep:
         priors = [float(s) for s in args.sweep.split(",")]
         sweep_bands, train = sweep(priors, args.quick, args.seed)
