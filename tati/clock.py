@@ -15,14 +15,16 @@ def duration(seconds):
 
 
 class Heartbeat:
-    """A line on stderr once a call has run FIRST seconds, then every EVERY seconds: the step,
-    the time so far and the time left at the rate since the first compiled call (which also
-    compiles, so it says little about the rate)."""
+    """A line on stderr once a call has run FIRST seconds, then every EVERY seconds: the run's
+    step (the call's steps follow `first_step`), whether it is still in burn-in, the time so far
+    and the time left at the rate since the first compiled call (which also compiles, so it says
+    little about the rate)."""
 
     FIRST, EVERY = 30.0, 60.0
 
-    def __init__(self, total, clock=time.perf_counter, stream=None):
-        self.total, self.clock, self.stream = total, clock, stream
+    def __init__(self, total, first_step=0, burn_in_steps=0, clock=time.perf_counter, stream=None):
+        self.total, self.first_step, self.burn_in_steps = total, first_step, burn_in_steps
+        self.clock, self.stream = clock, stream
         self.start = clock()
         self.done = 0
         self.due = self.FIRST
@@ -38,6 +40,9 @@ class Heartbeat:
         self.due = now + self.EVERY
         seconds, steps_then = self.after_first_call
         rate = (self.done - steps_then) / (now - seconds) if self.done > steps_then else self.done / now
-        print(f"tati: step {self.done} of {self.total} ({self.done / self.total:.0%}) after {duration(now)}, "
+        step = self.first_step + self.done
+        phase = ", burn-in" if step <= self.burn_in_steps else ""
+        print(f"tati: step {step} of {self.first_step + self.total} ({self.done / self.total:.0%}{phase}) "
+              f"after {duration(now)}, "
               f"about {duration((self.total - self.done) / rate)} left (the option progress shows a bar)",
               file=self.stream or sys.stderr, flush=True)

@@ -521,7 +521,7 @@ OPTIONS = [
     Option("progress", False, Boolean(), "output",
            "Show a progress bar with steps per second and the remaining time (needs tqdm: "
            "pip install tati[progress]). Without one, a call still running after 30 s writes "
-           "a line to stderr, then one a minute: the step and the time left."),
+           "a line to stderr, then one a minute: the step, whether in burn-in, and the time left."),
 ]
 
 BY_NAME = {option.name: option for option in OPTIONS}

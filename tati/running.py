@@ -39,6 +39,7 @@ class Run:
         self.averages = RunningAverages(simulation.model.num_walkers)
         self.calls = 0
         o = simulation.options
+        self.burn_in_steps = o["burn_in_steps"] if method == "sample" else 0  # for the progress line
         if o["restore_model"] is not None and not simulation.restored:
             simulation.restored = True
             if checkpoint.restore(o["restore_model"], simulation, self):
@@ -62,7 +63,7 @@ def drive(run, recorder, max_steps, every_nth, progress=False, shards=None, nonf
     gather the whole run's state at the end; nonfinite(block): the error to raise after a block
     with a non-finite step; after_call(): after each compiled call."""
     bar = progress_bar(progress, max_steps)
-    beat = Heartbeat(max_steps) if bar is None else None
+    beat = Heartbeat(max_steps, int(run.step.numpy()), run.burn_in_steps) if bar is None else None
     stop = StopSignals()
     try:
         recorder.start_summaries()
