@@ -140,9 +140,34 @@ def set_likelihood(o, model, data):
     (N / n x a batch's sum) replaces the mean loss."""
     if o["likelihood"] == "none":
         return
+    if o["model"] is not None and isinstance(data, Batches):  # the built-in network's follow the data
+        check_model_outputs(o["likelihood"], model, data.all())
     from tati.models.losses import LIKELIHOOD_ACCURACY, likelihood_loss
     model.loss_function = likelihood_loss(o["likelihood"], data.size, o["noise_standard_deviation"])
     model.loss_name = LIKELIHOOD_ACCURACY[o["likelihood"]]
+
+
+def check_model_outputs(likelihood, model, data):
+    """A user's Keras model has the outputs its likelihood reads: a mean and a raw variance per
+    label column (heteroscedastic_gaussian), a logit per class (categorical), else one output
+    per label column. A wrong width would broadcast into a wrong posterior without an error."""
+    features, labels = data
+    outputs = int(model.outputs(features[:1]).shape[-1])
+    columns = int(labels.shape[1])
+    if likelihood == "heteroscedastic_gaussian":
+        need, what = 2 * columns, f"a mean and a raw variance for each of the {columns} label column(s)"
+    elif likelihood == "categorical" and columns == 1:  # class indices 0, 1, ...
+        need, what = max(2, int(np.max(labels.numpy())) + 1), "a logit per class"
+        if outputs >= need:
+            return
+        if outputs == 1:
+            what += "; one logit for two classes is likelihood bernoulli"
+    elif likelihood == "categorical":
+        need, what = columns, "a logit per one-hot label column"
+    else:
+        need, what = columns, "one per label column"
+    if outputs != need:
+        raise InputError(f"likelihood {likelihood}: the model has {outputs} output(s), it needs {need} ({what})")
 
 
 def fix_and_prior(o, model):

@@ -79,6 +79,25 @@ def test_likelihood_needs_a_network():
         tati.Simulation(potential=lambda x: tf.reduce_sum(x * x), initial_parameters=[0.0], likelihood="gaussian")
 
 
+@pytest.mark.parametrize("likelihood, outputs, message", [
+    ("heteroscedastic_gaussian", 1, "has 1 output.*needs 2 .a mean and a raw variance"),
+    ("categorical", 1, "has 1 output.*needs 3 .a logit per class; one logit for two classes is likelihood bernoulli"),
+    ("gaussian", 2, "has 2 output.*needs 1 .one per label column"),
+    ("bernoulli", 3, "has 3 output.*needs 1")])
+def test_a_keras_models_outputs_must_be_what_its_likelihood_reads(likelihood, outputs, message):
+    """One line, before any step: a width that would broadcast into a wrong posterior."""
+    import keras
+    from tati.errors import InputError
+    features = np.linspace(-1.0, 1.0, 30)[:, None]
+    labels = np.arange(30)[:, None] % 3  # class indices 0, 1, 2 (a regression target too)
+    model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(outputs)])
+    with pytest.raises(InputError, match=f"^likelihood {likelihood}: the model {message}"):
+        tati.Simulation(model=model, dataset=(features, labels), likelihood=likelihood)
+    tati.Simulation(model=keras.Sequential([keras.Input((1,)), keras.layers.Dense(
+        {"heteroscedastic_gaussian": 2, "categorical": 3}.get(likelihood, 1))]),
+        dataset=(features, labels), likelihood=likelihood)  # the right width builds
+
+
 @pytest.mark.statistical
 def test_predictive_interval_and_log_density():
     """NUTS draws of the conjugate posterior: the 95% predictive band covers held-out points
