@@ -83,7 +83,7 @@ def test_likelihood_needs_a_network():
     ("heteroscedastic_gaussian", 1, "has 1 output.*needs 2 .a mean and a raw variance"),
     ("categorical", 1, "has 1 output.*needs 3 .a logit per class; one logit for two classes is likelihood bernoulli"),
     ("gaussian", 2, "has 2 output.*needs 1 .one per label column"),
-    ("bernoulli", 3, "has 3 output.*needs 1")])
+    ("gaussian", 3, "has 3 output.*needs 1")])
 def test_a_keras_models_outputs_must_be_what_its_likelihood_reads(likelihood, outputs, message):
     """One line, before any step: a width that would broadcast into a wrong posterior."""
     import keras
@@ -96,6 +96,16 @@ def test_a_keras_models_outputs_must_be_what_its_likelihood_reads(likelihood, ou
     tati.Simulation(model=keras.Sequential([keras.Input((1,)), keras.layers.Dense(
         {"heteroscedastic_gaussian": 2, "categorical": 3}.get(likelihood, 1))]),
         dataset=(features, labels), likelihood=likelihood)  # the right width builds
+
+
+def test_bernoulli_takes_two_label_values():
+    """Class indices 0, 1, 2 would be read as 0, 1, 1 (labels > 0): refused, with the way out."""
+    features = np.linspace(-1.0, 1.0, 30)[:, None]
+    with pytest.raises(tati.InputError, match=r"^likelihood bernoulli takes labels 0/1 or -1/\+1; these have 3 "
+                                              r"values \(0, 1, 2\): for more classes use likelihood categorical$"):
+        tati.Simulation(dataset=(features, np.arange(30)[:, None] % 3), likelihood="bernoulli")
+    for labels in (np.arange(30) % 2, 2 * (np.arange(30) % 2) - 1):
+        tati.Simulation(dataset=(features, labels[:, None]), likelihood="bernoulli")
 
 
 @pytest.mark.statistical
