@@ -259,7 +259,8 @@ OPTIONS = [
     Option("hidden_activation", "relu", Text(ACTIVATION_NAMES), "network",
            "Activation of the hidden layers."),
     Option("output_activation", "tanh", Text(ACTIVATION_NAMES), "network",
-           "Activation of the output layer."),
+           "Activation of the output layer; linear when a likelihood is given and this is not "
+           "(its logits, means and raw variances must not be bounded to [-1, 1])."),
     Option("loss", "mean_squared", TextOrCallable(LOSS_NAMES), "network",
            "Loss of the network: " + ", ".join(LOSS_NAMES) + "; in Python also a callable "
            "(labels, outputs) -> scalar for a user's Keras model."),

@@ -61,7 +61,8 @@ def predictive(simulation, features, labels=None, trajectory=None, burn_in=None,
     if not model.uses_data:
         raise InputError("predictive needs a network; this simulation samples a potential")
     if trajectory is None:
-        raise InputError("predictive needs a trajectory (a Result's trajectory or tati.load_run's)")
+        raise InputError("predictive needs draws: call sample() first, or give trajectory= (a Result's "
+                         "trajectory or tati.load_run's)")
     theta = parameter_draws(trajectory, model.parameter_names, o["burn_in_steps"] if burn_in is None else burn_in,
                             draws)
     dtype = tf.as_dtype(model.dtype)

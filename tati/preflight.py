@@ -36,6 +36,8 @@ def check(options, method=None):
     known (the tools); otherwise the checkpoint's sampler is compared when the run starts
     (`compare_checkpoint`). Raises InputError naming the option or file at fault."""
     values = option_table.resolve(options)
+    if values["likelihood"] != "none" and "output_activation" not in options:
+        values["output_activation"] = "linear"  # the option's help: tanh would bound logits and means
     option_table.check_sampler_options(options, values["sampler"])
     _check_combinations(values)
     _check_record_momenta(values, method)

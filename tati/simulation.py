@@ -162,6 +162,7 @@ class Simulation:
         from tati.optimizers.schedules import learning_rate_of  # a number or a schedule
         self._optimizer = make_optimizer(o["optimizer"], learning_rate_of(o))
         self._run = None
+        self._last_sample = None  # the last sample() call's Result: predictive's default draws
         self._ensemble_failures = 0
 
     @property
@@ -220,7 +221,10 @@ class Simulation:
             raise Interrupted(stopped_by, f"stopped by {signal.Signals(stopped_by).name} after step "
                               f"{int(run.step.numpy())}{saved}")
         groups = self.model.parameter_groups() if hasattr(self.model, "parameter_groups") else None
-        return Result(*(table.frame for table in recorder.tables), parameter_groups=groups)
+        result = Result(*(table.frame for table in recorder.tables), parameter_groups=groups)
+        if method == "sample":
+            self._last_sample = result
+        return result
 
     def _nonfinite(self, row, run):
         row = dict(row, nonfinite_step=int(row["nonfinite_step"]))
@@ -270,8 +274,11 @@ class Simulation:
     def predictive(self, features, labels=None, trajectory=None, burn_in=None, draws=1000, level=0.95):
         """The posterior predictive at `features` from a trajectory's draws (tati/predictive.py):
         (DataFrame of mean_k, lower_k, upper_k per point, and log_predictive_density with
-        labels; the summed log predictive density or None)."""
+        labels; the summed log predictive density or None). `trajectory` defaults to the last
+        sample() call's."""
         from tati.predictive import predictive
+        if trajectory is None and self._last_sample is not None:
+            trajectory = self._last_sample.trajectory
         return predictive(self, features, labels, trajectory, burn_in, draws, level)
 
     def score(self):

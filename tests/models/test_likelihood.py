@@ -6,6 +6,7 @@ False-failure budget: 1e-3 split (Bonferroni) over each test's moment assertions
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 import tensorflow as tf
 from scipy import stats as sps
@@ -96,6 +97,26 @@ def test_a_keras_models_outputs_must_be_what_its_likelihood_reads(likelihood, ou
     tati.Simulation(model=keras.Sequential([keras.Input((1,)), keras.layers.Dense(
         {"heteroscedastic_gaussian": 2, "categorical": 3}.get(likelihood, 1))]),
         dataset=(features, labels), likelihood=likelihood)  # the right width builds
+
+
+def test_a_likelihood_makes_the_output_linear_unless_told_otherwise():
+    """tanh, the default without a likelihood, would bound a logit to [-1, 1]."""
+    data = dict(dataset=(np.linspace(-1.0, 1.0, 30)[:, None], (np.arange(30) % 2)[:, None]))
+    assert tati.Simulation(**data).options["output_activation"] == "tanh"
+    assert tati.Simulation(**data, likelihood="bernoulli").options["output_activation"] == "linear"
+    assert tati.Simulation(**data, likelihood="bernoulli", output_activation="tanh").options["output_activation"] == "tanh"
+
+
+def test_predictive_defaults_to_the_last_sample_calls_draws():
+    features = np.linspace(-1.0, 1.0, 30)[:, None]
+    sim = tati.Simulation(dataset=(features, 0.5 * features), hidden_dimension=[], likelihood="gaussian",
+                          max_steps=20, seed=1)
+    with pytest.raises(tati.InputError, match=r"^predictive needs draws: call sample\(\) first, or give trajectory="):
+        sim.predictive(features)
+    sim.sample()
+    last = sim.sample()  # the second call's rows
+    pd.testing.assert_frame_equal(sim.predictive(features, burn_in=0)[0],
+                                  sim.predictive(features, trajectory=last.trajectory, burn_in=0)[0])
 
 
 def test_bernoulli_takes_two_label_values():
