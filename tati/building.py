@@ -83,8 +83,8 @@ def make_data(o, implied):
         raise InputError("loss softmax_cross_entropy with one label column takes class indices 0, 1, ...; "
                          "these labels are not (e.g. the built-in datasets' -1/+1: use another loss, "
                          "or one-hot label columns)")
-    values = np.unique(labels)
-    if o["likelihood"] == "bernoulli" and not (set(values) <= {0.0, 1.0} or set(values) <= {-1.0, 1.0}):
+    values = np.unique(labels) if o["likelihood"] == "bernoulli" else None
+    if values is not None and not (set(values) <= {0.0, 1.0} or set(values) <= {-1.0, 1.0}):
         shown = ", ".join(f"{v:g}" for v in values[:4]) + (", ..." if len(values) > 4 else "")
         raise InputError(f"likelihood bernoulli takes labels 0/1 or -1/+1; these have {len(values)} values "
                          f"({shown}): for more classes use likelihood categorical")
