@@ -35,7 +35,7 @@ def build(o):
     implied = {}
     data, network_inputs = make_data(o, implied)
     model = make_model(o, network_inputs, implied)
-    set_likelihood(o, model, data)
+    set_likelihood(o, model, data, implied)
     fix_and_prior(o, model)
     if o["parse_parameters_file"] is not None:
         from tati.models.start import parameters_from_trajectory
@@ -83,11 +83,12 @@ def make_data(o, implied):
         raise InputError("loss softmax_cross_entropy with one label column takes class indices 0, 1, ...; "
                          "these labels are not (e.g. the built-in datasets' -1/+1: use another loss, "
                          "or one-hot label columns)")
-    values = np.unique(labels) if o["likelihood"] == "bernoulli" else None
-    if values is not None and not (set(values) <= {0.0, 1.0} or set(values) <= {-1.0, 1.0}):
-        shown = ", ".join(f"{v:g}" for v in values[:4]) + (", ..." if len(values) > 4 else "")
-        raise InputError(f"likelihood bernoulli takes labels 0/1 or -1/+1; these have {len(values)} values "
-                         f"({shown}): for more classes use likelihood categorical")
+    if o["likelihood"] == "bernoulli":
+        values = np.unique(labels)
+        if not (set(values) <= {0.0, 1.0} or set(values) <= {-1.0, 1.0}):
+            shown = ", ".join(f"{v:g}" for v in values[:4]) + (", ..." if len(values) > 4 else "")
+            raise InputError(f"likelihood bernoulli takes labels 0/1 or -1/+1; these have {len(values)} values "
+                             f"({shown}): for more classes use likelihood categorical")
     width = int(labels.max()) + 1 if classes else labels.shape[1]
     if o["likelihood"] == "heteroscedastic_gaussian":  # a mean and a variance per label column
         width = 2 * labels.shape[1]
@@ -140,39 +141,35 @@ def disperse(o, model, radius):
     model.set_parameters(theta)
 
 
-def set_likelihood(o, model, data):
+def set_likelihood(o, model, data, implied):
     """With `likelihood`, the potential in Bayesian units: the data's negative log-likelihood
     (N / n x a batch's sum) replaces the mean loss."""
     if o["likelihood"] == "none":
         return
     if o["model"] is not None and isinstance(data, Batches):  # the built-in network's follow the data
-        check_model_outputs(o["likelihood"], model, data.all())
+        check_model_outputs(o["likelihood"], model, data.all(), implied["output_dimension"])
     from tati.models.losses import LIKELIHOOD_ACCURACY, likelihood_loss
     model.loss_function = likelihood_loss(o["likelihood"], data.size, o["noise_standard_deviation"])
     model.loss_name = LIKELIHOOD_ACCURACY[o["likelihood"]]
 
 
-def check_model_outputs(likelihood, model, data):
-    """A user's Keras model has the outputs its likelihood reads: a mean and a raw variance per
-    label column (heteroscedastic_gaussian), a logit per class (categorical), else one output
-    per label column. A wrong width would broadcast into a wrong posterior without an error."""
+def check_model_outputs(likelihood, model, data, width):
+    """A user's Keras model has the `width` outputs the data implies for its likelihood
+    (make_data: a mean and a raw variance per label column for heteroscedastic_gaussian, a
+    logit per class for categorical, at least two and more allowed for class indices, else one
+    per label column). A wrong width would broadcast into a wrong posterior without an error."""
     features, labels = data
     outputs = int(model.outputs(features[:1]).shape[-1])
-    columns = int(labels.shape[1])
-    if likelihood == "heteroscedastic_gaussian":
-        need, what = 2 * columns, f"a mean and a raw variance for each of the {columns} label column(s)"
-    elif likelihood == "categorical" and columns == 1:  # class indices 0, 1, ...
-        need, what = max(2, int(np.max(labels.numpy())) + 1), "a logit per class"
-        if outputs >= need:
-            return
-        if outputs == 1:
-            what += "; one logit for two classes is likelihood bernoulli"
-    elif likelihood == "categorical":
-        need, what = columns, "a logit per one-hot label column"
-    else:
-        need, what = columns, "one per label column"
-    if outputs != need:
-        raise InputError(f"likelihood {likelihood}: the model has {outputs} output(s), it needs {need} ({what})")
+    indices = likelihood == "categorical" and labels.shape[1] == 1  # class indices 0, 1, ...
+    need = max(2, width) if indices else width
+    if outputs == need or (indices and outputs > need):
+        return
+    what = {"heteroscedastic_gaussian": f"a mean and a raw variance for each of the {width // 2} label column(s)",
+            "categorical": "a logit per class" if indices else "a logit per one-hot label column"}
+    what = what.get(likelihood, "one per label column")
+    if indices and outputs == 1:
+        what += "; one logit for two classes is likelihood bernoulli"
+    raise InputError(f"likelihood {likelihood}: the model has {outputs} output(s), it needs {need} ({what})")
 
 
 def fix_and_prior(o, model):
