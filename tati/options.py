@@ -513,7 +513,8 @@ OPTIONS = [
     Option("summaries_path", None, Optional(Text()), "output",
            "Directory for TensorBoard summaries written as the run goes: at every row, a scalar of "
            "every run-info column and histograms of the parameters, one TensorBoard run per walker "
-           "(walker0, walker1, ...). Each call adds event files; an existing directory is kept. "
+           "(walker0, walker1, ...). Each call adds event files; an existing directory is kept, so a new "
+           "run into it draws over the old one's steps: give each run its own directory. "
            "View with tensorboard --logdir (pip install tati[tensorboard])."),
     Option("overwrite", False, Boolean(), "output",
            "Replace existing output files (run_file, trajectory_file, averages_file, momenta_file). "

@@ -25,18 +25,41 @@ from scipy import special
 
 from tati.errors import InputError
 from tati.models.losses import mean_and_variance, point_nll
+from tati.recording.columns import check_parameter_columns
 
 
-def parameter_draws(trajectory, parameter_names, burn_in, draws):
+def parameter_draws(trajectory, parameter_names, burn_in, draws, what="trajectory"):
     """[n, d] parameters of the rows after burn_in, all walkers, thinned evenly to <= draws."""
-    missing = [name for name in parameter_names if name not in trajectory]
-    if missing:
-        raise InputError(f"trajectory has no column {missing[0]} of this model's parameters")
+    check_parameter_columns(trajectory.columns, parameter_names, what)
     kept = trajectory[trajectory["step"] > burn_in]
     if kept.empty:
         raise InputError(f"trajectory has no row after burn_in {burn_in}")
     rows = np.unique(np.linspace(0, len(kept) - 1, min(draws, len(kept))).round().astype(int))
     return kept[list(parameter_names)].to_numpy(np.float64)[rows]
+
+
+def _checked(simulation, features, labels, dtype):
+    """features [n, the run's feature columns] and labels [n, its label columns] (a vector for
+    one column), or InputError: labels of another width would broadcast against the outputs into
+    a wrong density without an error."""
+    _, run_labels = simulation.data.all()
+    columns = simulation.options["input_dimension"]
+    try:
+        features = np.asarray(features, dtype=dtype)
+        labels = None if labels is None else np.asarray(labels, dtype=dtype)
+    except (TypeError, ValueError) as error:
+        raise InputError(f"predictive: features and labels must be arrays of numbers ({error})") from None
+    if features.ndim != 2 or features.shape[1] != columns:
+        raise InputError(f"predictive: features of shape {features.shape}; the network takes [points, {columns}] "
+                         f"(the run's {columns} feature column(s))")
+    if labels is None:
+        return features, None
+    labels = labels.reshape(-1, 1) if labels.ndim == 1 else labels
+    if labels.ndim != 2 or labels.shape != (len(features), run_labels.shape[1]):
+        raise InputError(f"predictive: labels of shape {labels.shape} for {len(features)} points; the run's "
+                         f"data has {run_labels.shape[1]} label column(s), so [{len(features)}, "
+                         f"{run_labels.shape[1]}]")
+    return features, labels
 
 
 def mixture_quantile(mu, sd, probability, halvings=60):
@@ -66,7 +89,8 @@ def predictive(simulation, features, labels=None, trajectory=None, burn_in=None,
     theta = parameter_draws(trajectory, model.parameter_names, o["burn_in_steps"] if burn_in is None else burn_in,
                             draws)
     dtype = tf.as_dtype(model.dtype)
-    x = tf.constant(simulation.inputs(np.asarray(features, dtype=dtype.as_numpy_dtype)))
+    features, labels = _checked(simulation, features, labels, dtype.as_numpy_dtype)
+    x = tf.constant(simulation.inputs(features))
     outputs = model.outputs(x, theta=tf.constant(theta, dtype))  # [n, points, outputs]
     name, noise = o["likelihood"], o["noise_standard_deviation"]
     low, high = (1.0 - level) / 2.0, (1.0 + level) / 2.0
@@ -91,7 +115,7 @@ def predictive(simulation, features, labels=None, trajectory=None, burn_in=None,
         return table, None
     if name == "none":
         raise InputError("the log predictive density needs a likelihood (option likelihood)")
-    y = tf.constant(np.asarray(labels, dtype=dtype.as_numpy_dtype).reshape(len(table), -1))
+    y = tf.constant(labels)
     log_p = -point_nll(name, noise)(y, outputs).numpy().astype(np.float64)  # [n, points]
     largest = log_p.max(axis=0)
     density = largest + np.log(np.exp(log_p - largest).sum(axis=0)) - math.log(len(theta))

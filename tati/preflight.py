@@ -43,6 +43,7 @@ def check(options, method=None):
     _check_record_momenta(values, method)
     _check_input_files(values)
     _check_input_columns(values)
+    _check_inputs_not_outputs(values)
     notes, continuing = [], False
     if values["restore_model"] is not None:
         from tati.checkpoint import load
@@ -52,7 +53,8 @@ def check(options, method=None):
     if values["restore_model"] is None or method is not None:
         # else the Simulation checks when the run starts and knows whether it continues
         for name in OUTPUT_FILES:
-            check_output_file(name, values[name], continuing, values["overwrite"])
+            check_output_file(name, values[name], continuing, values["overwrite"], values["restore_model"] is None)
+    _check_save_model(values)
     _check_summaries_path(values["summaries_path"])
     _check_distinct_outputs(values)
     return values, notes
@@ -198,6 +200,31 @@ def check_output_file(name, path, continuing, overwrite, resumable=True):
     return False
 
 
+def _check_save_model(o):
+    """save_model replaces its file at the end of every call: an existing file only when it is
+    the checkpoint restored (the run goes on) or the user says overwrite."""
+    path = o["save_model"]
+    if path is None or not os.path.exists(path) or o["overwrite"]:
+        return
+    if o["restore_model"] is not None and os.path.realpath(o["restore_model"]) == os.path.realpath(path):
+        return
+    raise InputError(f"save_model '{path}' exists: give overwrite=true (--overwrite true) to replace it, "
+                     "or restore_model the same file to continue the run that saved it")
+
+
+def _check_inputs_not_outputs(o):
+    """No output replaces or appends to a file the run reads (overwrite or not); save_model may
+    name restore_model's file."""
+    inputs = {os.path.realpath(path): f"batch_data_files '{path}'" for path in o["batch_data_files"] or []}
+    for name in ("parse_parameters_file", "restore_model"):
+        if o[name] is not None:
+            inputs[os.path.realpath(o[name])] = f"{name} '{o[name]}'"
+    for name in OUTPUT_FILES + ("save_model",):
+        path = o[name] and os.path.realpath(o[name])
+        if path in inputs and not (name == "save_model" and inputs[path].startswith("restore_model")):
+            raise InputError(f"{name} '{o[name]}' is the run's input {inputs[path]}: give another file name")
+
+
 def _check_summaries_path(path):
     """summaries_path is a directory, new or existing (TensorBoard adds event files to it), and
     a new one can be made: the nearest existing directory above it is one."""
@@ -245,6 +272,9 @@ def compare_checkpoint(path, meta, o, method):
     if method is not None and meta["method"] == method:
         if method == "sample" and _saved_sampler(meta) != o["sampler"]:
             refuse("sampler", _saved_sampler(meta), o["sampler"])
+        # mini-batches keep an order and a position that the whole dataset has not
+        if "batch_size" in meta.get("options", {}) and (meta["options"]["batch_size"] is None) != (o["batch_size"] is None):
+            refuse("batch_size", _show(meta["options"]["batch_size"]), _show(o["batch_size"]))
         if method == "fit" and canonical_optimizer(meta["optimizer"]) != canonical_optimizer(o["optimizer"]):
             refuse("optimizer", meta["optimizer"], o["optimizer"])
     saved = meta.get("options", {})  # checkpoints of the first release do not record them

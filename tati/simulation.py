@@ -208,8 +208,10 @@ class Simulation:
         paths = {name: o[name] if self._writes else None
                  for name in preflight.OUTPUT_FILES + ("summaries_path", "save_model")}
         recorder = Recorder(self.model, self.data, run.info, self.has_accuracy, o["burn_in_steps"], paths,
-                            run.calls > 0, o["overwrite"], self.record_momenta)
+                            run.calls > 0, o["overwrite"], self.record_momenta, int(run.step.numpy()),
+                            rows_at_every_end=not run.metropolis)
         run.calls += 1
+        first_step = int(run.step.numpy())
         stopped_by = drive(run, recorder, o["max_steps"], o["every_nth"], o["progress"], getattr(run, "shards", None),
                            lambda block: self._nonfinite(block, run), self._warn_ensemble)
         if hasattr(self.model, "sync"):  # a Keras model's own variables: walker 0
@@ -217,9 +219,12 @@ class Simulation:
         if paths["save_model"] is not None:
             checkpoint.save(paths["save_model"], self, run)
         if stopped_by is not None:
-            saved = f"; checkpoint written to {o['save_model']}" if o["save_model"] is not None else ""
+            step = int(run.step.numpy())
+            left = first_step + o["max_steps"] - step
+            saved = (f"; checkpoint written to {o['save_model']} (restore_model it with max_steps {left} "
+                     "for the steps left)") if o["save_model"] is not None else ""
             raise Interrupted(stopped_by, f"stopped by {signal.Signals(stopped_by).name} after step "
-                              f"{int(run.step.numpy())}{saved}")
+                              f"{step}{saved}")
         groups = self.model.parameter_groups() if hasattr(self.model, "parameter_groups") else None
         result = Result(*(table.frame for table in recorder.tables), parameter_groups=groups)
         if method == "sample":

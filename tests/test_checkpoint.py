@@ -78,6 +78,8 @@ def test_restore_continues_mini_batches_and_refuses_other_options(tmp_path):
         tati.Simulation(restore_model=checkpoint, **dict(options, hidden_dimension=[4])).sample()
     with pytest.raises(InputError, match="restore_model"):
         tati.Simulation(restore_model=str(tmp_path / "none.npz"), **options).sample()
+    with pytest.raises(InputError, match=r"was saved with batch_size 50, this run asks for batch_size none"):
+        tati.Simulation(restore_model=checkpoint, **dict(options, batch_size=None)).sample()
 
 
 def first_release_layout(path, simulation):
@@ -220,6 +222,8 @@ def test_sigterm_stops_at_a_row_and_restore_reaches_the_same_rows(tmp_path):
     stopped = read_tables(cut)
     last = int(stopped["trajectory_file"]["step"].max())
     assert 0 < last < total
+    assert f"after step {last}; checkpoint written to {checkpoint} (restore_model it with max_steps " \
+        f"{total - last} for the steps left)" in message[0], message  # what the restore below gives
     tati.Simulation(**as_the_tool_passes_them({**CLI_OPTIONS, **full, "max_steps": total})).sample()
     expected = read_tables(full)
     for name in expected:  # a prefix of the uninterrupted run, ending at a complete step

@@ -107,6 +107,51 @@ def test_resume_appends_only_to_a_file_of_the_same_columns(tmp_path):
     assert path.read_text() == "id,step,loss,something_else\n"
 
 
+def test_resume_appends_only_where_the_file_ends(tmp_path):
+    """A file continued by restore_model ends at the checkpoint's step: a second resume from the
+    same checkpoint (save_model forgotten) would repeat steps 6-10, a file cut short would miss
+    rows. Both are refused with the file unchanged; with the checkpoint saved alongside, it goes on."""
+    checkpoint, path = str(tmp_path / "s.npz"), tmp_path / "t.csv"
+    options = dict(potential=lambda x: 0.5 * (x[0] ** 2), initial_parameters=[0.0], max_steps=5,
+                   trajectory_file=str(path))
+    tati.Simulation(save_model=checkpoint, **options).sample()
+    tati.Simulation(restore_model=checkpoint, **options).sample()  # steps 6-10, no checkpoint saved
+    kept = path.read_text()
+    with pytest.raises(InputError, match=r"trajectory_file .* ends at step 10, after step 5 where the run "
+                                         "continues: its rows would repeat"):
+        tati.Simulation(restore_model=checkpoint, **options).sample()
+    assert path.read_text() == kept
+    path.write_text("".join(kept.splitlines(True)[:4]))  # the header and steps 1-3
+    with pytest.raises(InputError, match=r"ends at step 3, before step 5 where the run continues: the rows "
+                                         "of steps 4-5 are not in it"):
+        tati.Simulation(restore_model=checkpoint, **options).sample()
+    path.write_text("".join(kept.splitlines(True)[:6]))  # up to the checkpoint's step 5
+    tati.Simulation(restore_model=checkpoint, **options).sample()
+    assert list(read_csv(path)["step"]) == list(range(1, 11))
+
+
+def test_save_model_replaces_no_file_by_mistake(tmp_path):
+    """An existing save_model file is replaced only when it is the checkpoint restored or with
+    overwrite; a file the run reads is never an output."""
+    data, checkpoint = tmp_path / "data.csv", str(tmp_path / "s.npz")
+    data.write_text("x1,label\n0.5,1\n-0.5,-1\n")
+    options = dict(batch_data_files=[str(data)], max_steps=2)
+    for overwrite in (False, True):
+        with pytest.raises(InputError, match=r"save_model '.*data.csv' is the run's input batch_data_files"):
+            tati.Simulation(save_model=str(data), overwrite=overwrite, **options)
+    with pytest.raises(InputError, match=r"trajectory_file '.*data.csv' is the run's input batch_data_files"):
+        tati.Simulation(trajectory_file=str(data), overwrite=True, **options)
+    assert data.read_text() == "x1,label\n0.5,1\n-0.5,-1\n"
+    tati.Simulation(save_model=checkpoint, **options).sample()
+    saved = digest(checkpoint)
+    with pytest.raises(InputError, match=r"save_model '.*s.npz' exists: give overwrite=true"):
+        tati.Simulation(save_model=checkpoint, **options)
+    assert digest(checkpoint) == saved
+    tati.Simulation(restore_model=checkpoint, save_model=checkpoint, **options).sample()
+    assert digest(checkpoint) != saved
+    tati.Simulation(save_model=checkpoint, overwrite=True, **options).sample()
+
+
 def test_a_bad_option_exits_2_before_tensorflow_is_imported(tmp_path):
     (tmp_path / "t.csv").write_text("keep\n")
     script = """

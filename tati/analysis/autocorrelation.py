@@ -26,6 +26,8 @@ rows, as many as the walker with the fewest has (HMC's walkers have different co
 """
 
 
+import warnings
+
 import numpy as np
 import pandas as pd
 
@@ -48,7 +50,7 @@ def coordinates(result, burn_in=0, parameters=None, components=2):
     if parameters is not None:
         names = select.check_names(result, "trajectory", trajectory, select.names_list(parameters),
                                    "parameters", PURPOSE)
-    select.after_burn_in(result, "trajectory", trajectory, burn_in, PURPOSE)
+    select.after_burn_in(result, "trajectory", trajectory, burn_in, PURPOSE, least=2)
     rows = equal_rows(trajectory, burn_in)
     counts = rows.groupby("id").size()
     n, walkers = int(counts.iloc[0]), len(counts)
@@ -120,7 +122,9 @@ def functions(chains, max_lag):
     from tati.diagnostics.convergence import _quiet_tfp
     with _quiet_tfp() as tfp:
         acf = tfp.stats.auto_correlation(chains, axis=0, max_lags=max_lag).numpy()
-    return np.nanmean(acf, axis=1)
+    with warnings.catch_warnings():  # a coordinate that never moves is NaN in every walker: NaN it stays
+        warnings.filterwarnings("ignore", "Mean of empty slice", RuntimeWarning)
+        return np.nanmean(acf, axis=1)
 
 
 def plot(result, table, path, burn_in=0, parameters=None, components=2, shown=8):
@@ -130,8 +134,9 @@ def plot(result, table, path, burn_in=0, parameters=None, components=2, shown=8)
     two standard errors for every coordinate."""
     from tati.analysis import figures
     names, chains = coordinates(result, burn_in, parameters, components)
-    order = [i for i, n in enumerate(names) if n.startswith("eigenvector")]
-    order = (order + [i for i in range(len(names)) if i not in order])[:shown]
+    moving = np.isfinite(table["tau"].to_numpy(dtype=float))  # a coordinate that never moves has no ACF
+    order = [i for i, n in enumerate(names) if n.startswith("eigenvector") and moving[i]]
+    order = (order + [i for i in range(len(names)) if i not in order and moving[i]])[:shown]
     finite = table["tau"][np.isfinite(table["tau"])]
     max_lag = int(min(chains.shape[0] // 2, max(10, 5 * (finite.max() if len(finite) else 2))))
     acf = functions(chains[:, :, order], max_lag)
@@ -149,10 +154,14 @@ def plot(result, table, path, burn_in=0, parameters=None, components=2, shown=8)
     x = np.arange(len(table))
     ok = (table["verdict"] == "ok").to_numpy()
     for mask, colour, label in ((ok, "tab:green", "tau +- 2 standard errors, verdict ok"),
-                                (~ok, "tab:red", "tau +- 2 standard errors, not converged")):
+                                (~ok & moving, "tab:red", "tau +- 2 standard errors, not converged")):
         if mask.any():
             axes[1, 0].errorbar(x[mask], table["tau"][mask], yerr=2 * table["tau_error"][mask].fillna(0.0),
                                 fmt="o", color=colour, capsize=2, markersize=4, label=label)
+    from matplotlib.transforms import blended_transform_factory
+    for i in np.flatnonzero(~moving):
+        axes[1, 0].text(i, 0.5, "does not move", ha="center", va="center", fontsize=8, color="0.35",
+                        rotation=90, transform=blended_transform_factory(axes[1, 0].transData, axes[1, 0].transAxes))
     figures.label_ticks(axes[1, 0], list(table["coordinate"]))
     axes[1, 0].set_xlim(-0.6, len(table) - 0.4)
     axes[1, 0].set_ylabel("tau (rows)")
@@ -173,7 +182,10 @@ def summary(table):
     if table["r_hat"].notna().any():
         lines.append(f"  R-hat max {table['r_hat'].max():.4f} ({table.loc[table['r_hat'].idxmax(), 'coordinate']})")
     bad = table[table["verdict"] != "ok"]
-    if bad.empty:
+    if bad.empty and walkers == 1:  # R-hat compares walkers
+        lines.append(f"  ok: ESS >= {ESS_PER_WALKER} for every coordinate; R-hat not checked: it compares "
+                     "walkers, and this run has one (number_walkers 4 gives it)")
+    elif bad.empty:
         lines.append(f"  ok: R-hat <= {R_HAT_MAX}, ESS >= {ESS_PER_WALKER * walkers} for every coordinate")
     else:
         for _, row in bad.head(5).iterrows():

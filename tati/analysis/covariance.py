@@ -58,7 +58,7 @@ def _walker_values(result, burn_in, parameters, purpose):
     if parameters is not None:
         names = select.check_names(result, "trajectory", result.trajectory, select.names_list(parameters),
                                    "parameters", purpose)
-    kept = select.after_burn_in(result, "trajectory", result.trajectory, burn_in, purpose)
+    kept = select.after_burn_in(result, "trajectory", result.trajectory, burn_in, purpose, least=2)
     return names, select.by_walker(kept, names)
 
 
@@ -139,6 +139,7 @@ def plot(found, path, vectors=3):
     if len(positive) == len(eigen) and positive.max() / positive.min() > 10:
         axes[0, 1].set_yscale("log")
     axes[0, 1].xaxis.set_major_locator(MaxNLocator(integer=True))
+    axes[0, 1].set_xlim(0.5, eigen["rank"].max() + 0.5)  # one eigenvalue: whole ranks still
     axes[0, 1].set_xlabel("rank")
     axes[0, 1].set_title("eigenvalues", fontsize=10)
     first = eigen if walkers[0] is None else eigen[eigen["id"] == walkers[0]]

@@ -20,10 +20,22 @@ def available():
     return importlib.util.find_spec("matplotlib") is not None
 
 
-def check(what="plot"):
-    """InputError '<what> needs matplotlib: ...' when the extra is not installed."""
+FORMATS = ("png", "pdf", "svg")
+
+
+def check(what="plot", path=None):
+    """InputError '<what> needs matplotlib: ...' when the extra is not installed, or naming
+    `path` when its suffix is not one of FORMATS (the figure is written in the suffix's format)."""
     if not available():
         raise InputError(f"{what} {MISSING}")
+    if path is not None and _format(path) is None:
+        raise InputError(f"{what} '{path}': a figure is written as {', '.join('.' + f for f in FORMATS)}; "
+                         "name the file with one of these suffixes")
+
+
+def _format(path):
+    suffix = str(path).rsplit(".", 1)[-1].lower() if "." in str(path).rsplit("/", 1)[-1] else ""
+    return suffix if suffix in FORMATS else None
 
 
 def new_figure(rows=1, columns=1, height=PANEL_HEIGHT, width=WIDTH, sharex=False, width_ratios=None):
@@ -38,9 +50,10 @@ def new_figure(rows=1, columns=1, height=PANEL_HEIGHT, width=WIDTH, sharex=False
 
 
 def save(figure, path):
-    """Write the figure as PNG to `path` (the caller checked that this loses nothing)."""
+    """Write the figure to `path` in its suffix's format, PNG for any other (the caller checked
+    that this loses nothing)."""
     try:
-        figure.savefig(path, format="png", dpi=DPI)
+        figure.savefig(path, format=_format(path) or "png", dpi=DPI)
     except OSError as error:
         raise InputError(f"cannot write '{path}': {error.strerror}") from None
 

@@ -40,7 +40,7 @@ def coordinates(result, burn_in=0, parameters=None, components=2):
         select.parameter_names(result, PURPOSE)
         names = select.check_names(result, "trajectory", result.trajectory, select.names_list(parameters),
                                    "parameters", PURPOSE)
-        kept = select.after_burn_in(result, "trajectory", result.trajectory, burn_in, PURPOSE)
+        kept = select.after_burn_in(result, "trajectory", result.trajectory, burn_in, PURPOSE, least=2)
         return names, select.by_walker(kept, names)
     if components < 1:
         raise InputError("components must be at least 1 (or give parameters)")

@@ -91,6 +91,9 @@ def run_paths(directory=None, *, run_file=None, trajectory_file=None, averages_f
     elif all(path is None for path in paths.values()):
         raise InputError("give the run's files: run_file, trajectory_file, averages_file, momenta_file, "
                          "or a directory")
+    for option, path in paths.items():  # before the outputs are looked at: the input is the mistake
+        if path is not None and not os.path.exists(path):
+            raise InputError(f"{option} '{path}' does not exist")
     return paths
 
 
@@ -158,6 +161,8 @@ def classify(header):
         return None
     if any(c.endswith("_running_mean") and c[: -len("_running_mean")] in header for c in header):
         return None  # written by tati-analyse traces
+    if any(c.startswith("diffusion_coordinate") for c in header) or "recorded_loss" in header:
+        return None  # tati-analyse diffusion_map's, tati-lossfunction-sampler trajectory's
     if "average_virials" in header or "ensemble_average_loss" in header:  # RWMH has no virial
         return "averages_file"
     prefixes = (table_columns.MOMENTUM_PREFIX, table_columns.GRADIENT_PREFIX)

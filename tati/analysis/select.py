@@ -62,9 +62,15 @@ def check_names(result, name, frame, wanted, option, purpose):
     return list(wanted)
 
 
-def after_burn_in(result, name, frame, burn_in, purpose):
-    """The rows with step > burn_in in step order per walker (id, then step); InputError if none."""
+def after_burn_in(result, name, frame, burn_in, purpose, least=1):
+    """The rows with step > burn_in in step order per walker (id, then step); InputError if
+    fewer than `least` (a spread needs 2)."""
+    if frame.empty:
+        raise InputError(f"{describe(result, name)} has no rows")
     kept = frame[frame["step"] > burn_in].sort_values(["id", "step"], kind="stable")
+    if 0 < len(kept) < least:
+        raise InputError(f"{purpose} needs at least {least} rows of {describe(result, name)} after "
+                         f"burn_in_steps {burn_in}; it has {len(kept)}")
     if kept.empty:
         last = int(frame["step"].max()) if len(frame) else 0
         raise InputError(f"burn_in_steps {burn_in} leaves no row of {describe(result, name)} "

@@ -91,11 +91,28 @@ def plot(table, path, burn_in=0):
                     label="running mean after burn-in" if walker == walkers[0] else None)
         if burn_in > 0 and table["step"].min() <= burn_in:
             ax.axvspan(table["step"].min(), burn_in, color="0.85", zorder=0, label="burn-in")
+            _fit_after_burn_in(ax, table, column, burn_in)
         ax.set_ylabel(column)
         ax.grid(alpha=0.3)
     axes[-1, 0].set_xlabel("step")
     figures.legend_above(figure, axes)
     figures.save(figure, path)
+
+
+def _fit_after_burn_in(ax, table, column, burn_in):
+    """The y axis of the rows after burn-in where burn-in spans far more (HMC's first proposals
+    of a step-width search have energies of 1e7): those rows are what the panel is for."""
+    values = table[column].to_numpy(dtype=float)
+    after = values[(table["step"] > burn_in).to_numpy() & np.isfinite(values)]
+    finite = values[np.isfinite(values)]
+    if not len(after):
+        return
+    low, high = after.min(), after.max()
+    span = high - low if high > low else max(abs(high), 1e-12)
+    if finite.max() - finite.min() > 10 * span:
+        ax.set_ylim(low - 0.3 * span, high + 0.3 * span)
+        ax.text(0.005, 0.97, "burn-in beyond the axis", transform=ax.transAxes, fontsize=7, va="top",
+                color="0.3", bbox=dict(facecolor="white", alpha=0.8, linewidth=0, pad=1))
 
 
 def summary(table):

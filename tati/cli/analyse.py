@@ -9,12 +9,10 @@ matplotlib) is one line `tati-analyse: error: ...` on stderr and exit status 2. 
 imported only by the autocorrelation subcommand (for tfp.mcmc), after those checks.
 """
 
-import argparse
-import difflib
 import importlib
 import sys
 
-from tati.cli.common import fail, run_command
+from tati.cli.common import Parser, run_command
 from tati.errors import InputError
 from tati.options import Boolean, ListOf, Number, Optional, Text
 
@@ -33,7 +31,7 @@ COMMON = [
      "trajectory.csv, averages.csv, or files recognised by their headers"),
     ("burn_in_steps", NONNEGATIVE_INT, 0, "leave out the rows with step <= this"),
     ("output", Text(), None, "the CSV file to write"),
-    ("plot", Optional(Text()), None, "also draw the analysis into this PNG file (needs matplotlib: "
+    ("plot", Optional(Text()), None, "also draw the analysis into this PNG file (.pdf, .svg: that format; needs matplotlib: "
      "pip install tati[plots])"),
     ("overwrite", Boolean(), False, "replace output files that exist"),
 ]
@@ -100,36 +98,15 @@ COMMANDS = {
 }
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        if message.startswith("unrecognized arguments:"):
-            flags = [a[2:].split("=")[0] for a in message.split(":", 1)[1].split() if a.startswith("--")]
-            known = [a.dest for a in self._known_options()]
-            for flag in flags:
-                close = difflib.get_close_matches(flag, known, n=1)
-                if close:
-                    message += f" (did you mean --{close[0]}?)"
-                    break
-        fail(PROG, message)
-
-    def _known_options(self):
-        actions = list(self._actions)
-        for action in self._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                for parser in action.choices.values():
-                    actions += parser._actions
-        return [a for a in actions if a.option_strings and a.dest != "help"]
-
-
 def _options(command):
     return COMMON + COMMANDS[command][2]
 
 
 def make_parser():
-    parser = _Parser(prog=PROG, allow_abbrev=False, description=
+    parser = Parser(prog=PROG, allow_abbrev=False, description=
                      "Read a run's CSV files (tati-sample --run_file, --trajectory_file, --averages_file) "
                      "and write one analysis as a CSV file, with --plot also as a PNG figure.")
-    commands = parser.add_subparsers(dest="command", metavar="ANALYSIS", required=True, parser_class=_Parser)
+    commands = parser.add_subparsers(dest="command", metavar="ANALYSIS", required=True, parser_class=Parser)
     for name, (text, _, _) in COMMANDS.items():
         sub = commands.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".",
                                   allow_abbrev=False)
@@ -166,7 +143,7 @@ def run(command, o):
     from tati.analysis.output import check_inputs_not_outputs, check_outputs, write_csv
     from tati.analysis.runs import read_paths, run_paths
     if o["plot"] is not None:
-        figures.check("--plot")
+        figures.check("--plot", o["plot"])
     outputs = {"output": o["output"], "plot": o["plot"]}
     if "eigen_output" in o:
         outputs["eigen_output"] = o["eigen_output"]
@@ -175,8 +152,8 @@ def run(command, o):
         needed = " or ".join(t.replace("_", "-") for t in COMMANDS[command][1])
         raise InputError(f"{command} needs the run's {needed} table: give --run_file, --trajectory_file, "
                          "--averages_file or --directory")
-    check_outputs(outputs, o["overwrite"])
     paths = run_paths(o["directory"], **inputs)
+    check_outputs(outputs, o["overwrite"])
     check_inputs_not_outputs(paths, outputs)
     tables = read_paths(paths)
     module = importlib.import_module(f"tati.analysis.{command}")

@@ -16,17 +16,39 @@ from tati.names import canonical_sampler
 from tati.options import OPTIONS
 
 
-class _Parser(argparse.ArgumentParser):
+# The option groups each tool takes from the option table, so that a flag of another tool
+# can be named as such.
+TOOL_GROUPS = {
+    "tati-sample": ("data", "network", "prior", "sampler", "walkers", "run", "output"),
+    "tati-optimize": ("data", "network", "prior", "optimizer", "walkers", "run", "output"),
+    "tati-lossfunction-sampler": ("data", "network", "prior"),
+    "tati-predictive": ("data", "network"),
+}
+
+
+class Parser(argparse.ArgumentParser):
+    """An argparse parser whose errors are one line, and which answers an unknown flag with the
+    nearest of its own flags, or with the tools that take it."""
+
     def error(self, message):
         if message.startswith("unrecognized arguments:"):
-            flags = [a for a in message.split(":", 1)[1].split() if a.startswith("--")]
-            known = [o.name for o in OPTIONS if o.on_command_line]
-            for flag in flags:
-                close = difflib.get_close_matches(flag[2:].split("=")[0], known, n=1)
-                if close:
-                    message += f" (did you mean --{close[0]}?)"
-                    break
+            flags = [a[2:].split("=")[0] for a in message.split(":", 1)[1].split() if a.startswith("--")]
+            message += next(filter(None, (self._hint(flag) for flag in flags)), "")
         fail(self.prog, message)
+
+    def _hint(self, flag):
+        parsers = [self] + [parser for action in self._actions
+                            if isinstance(action, argparse._SubParsersAction) for parser in action.choices.values()]
+        known = sorted({o[2:] for parser in parsers for a in parser._actions for o in a.option_strings
+                        if o.startswith("--") and a.help != argparse.SUPPRESS and o != "--help"})
+        parts = [k for k in known if flag in k.split("_")]  # --seed for --dataset_seed
+        part = f"did you mean --{parts[0]}?" if len(parts) == 1 else ""
+        group = next((o.group for o in OPTIONS if o.name == flag and o.on_command_line), None)
+        tools = [tool for tool, groups in TOOL_GROUPS.items() if group in groups and tool != self.prog]
+        if tools:  # another tool's option: not a typo of one of ours
+            return f" ({part + ' ' if part else ''}--{flag} is an option of {' and '.join(tools)})"
+        close = difflib.get_close_matches(flag, known, n=1)
+        return f" (did you mean --{close[0]}?)" if close else f" ({part})" if part else ""
 
 
 def fail(prog, message):
@@ -38,7 +60,7 @@ def make_parser(prog, description, groups, argv=()):
     """The parser of a tool's options. With `--sampler NAME` among `argv`, --help shows that
     sampler's options only (the others are still parsed, and refused by the preflight)."""
     sampler = _sampler_in(argv)
-    parser = _Parser(prog=prog, description=description, allow_abbrev=False,
+    parser = Parser(prog=prog, description=description, allow_abbrev=False,
                      argument_default=argparse.SUPPRESS)
     sections = {}
     for option in OPTIONS:

@@ -11,11 +11,10 @@ file is replaced only with --overwrite true. No TensorFlow is imported.
 """
 
 import argparse
-import difflib
 import os
 import sys
 
-from tati.cli.common import fail
+from tati.cli.common import Parser, fail
 from tati.errors import InputError
 from tati.options import BY_NAME, Boolean, Number, Optional, Text
 
@@ -32,20 +31,8 @@ OWN_OPTIONS = [
 ]
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        if message.startswith("unrecognized arguments:"):
-            known = list(TABLE_OPTIONS) + [name for name, *_ in OWN_OPTIONS]
-            for flag in (a for a in message.split(":", 1)[1].split() if a.startswith("--")):
-                close = difflib.get_close_matches(flag[2:].split("=")[0], known, n=1)
-                if close:
-                    message += f" (did you mean --{close[0]}?)"
-                    break
-        fail(self.prog, message)
-
-
 def make_parser():
-    parser = _Parser(prog=PROG, allow_abbrev=False, argument_default=argparse.SUPPRESS,
+    parser = Parser(prog=PROG, allow_abbrev=False, argument_default=argparse.SUPPRESS,
                      description="Write a built-in dataset (the points a Simulation with the same "
                      "dataset options trains on) to CSV files: a header x1,x2,label, then one row per "
                      "point, labels -1 and +1; optionally split into a training and a test file.")

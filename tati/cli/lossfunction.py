@@ -18,7 +18,7 @@ columns are this network's parameters (known once it is built); every bad input 
 import sys
 import warnings
 
-from tati.cli.common import import_tensorflow_quietly, run_command
+from tati.cli.common import TOOL_GROUPS, import_tensorflow_quietly, run_command
 from tati.cli.common import make_parser as tool_parser
 from tati.errors import InputError
 from tati.options import BY_NAME, Boolean, ListOf, Number, Optional, Text
@@ -56,16 +56,17 @@ OWN = [
      "per axis)", ("grid", "directions"), "1; for eigenvectors 3 sqrt(eigenvalue)"),
     ("ranges", Optional(ListOf(Text())), None, "LOW:HIGH of each axis instead of --width, e.g. "
      "--ranges=-1:1,-2:2", ("grid", "directions"), "none"),
-    ("points", Optional(Number(integer=True, minimum=2)), None, "grid points per axis", None,
-     "21; 41 for plane and segment"),
-    ("margin", Number(minimum=0), 0.25, "the margin around the triangle as a fraction of its largest "
-     "side, or the extension beyond each end as a fraction of the segment", ("plane", "segment"), None),
+    ("points", Optional(Number(integer=True, minimum=2)), None, "grid points per axis",
+     ("grid", "directions", "plane", "segment"), "21; 41 for plane and segment"),
+    ("margin", Number(minimum=0), 0.25, "the margin around the triangle as a fraction of the larger side "
+     "of its bounding box, or the extension beyond each end as a fraction of the segment", ("plane", "segment"),
+     None),
     ("output", Optional(Text()), None, "the CSV file to write", None, "loss_MODE.csv"),
-    ("plot", Optional(Text()), None, "also draw the landscape into this PNG file (needs matplotlib: pip "
-     "install tati[plots])", None, "none"),
+    ("plot", Optional(Text()), None, "also draw the landscape into this PNG file (.pdf, .svg: that format; "
+     "needs matplotlib: pip install tati[plots])", None, "none"),
     ("overwrite", Boolean(), False, "replace output files that exist", None, None),
 ]
-SIMULATION_GROUPS = ("data", "network", "prior")
+SIMULATION_GROUPS = TOOL_GROUPS["tati-lossfunction-sampler"]
 # The walkers' options that matter here, with help in this tool's words (or the option's own).
 SIMULATION_EXTRA = {
     "number_walkers": "Number of walkers W; without --points_file, walkers 0, 1, 2 are the points of a plane, "
@@ -157,7 +158,7 @@ def run(mode, o, simulation_options):
     _saved_run_options(simulation_options)
     values, _ = check(simulation_options)  # its notes name the sampler's tunables, which do not matter here
     if o["plot"] is not None:
-        figures.check("--plot")
+        figures.check("--plot", o["plot"])
     outputs = {"output": o["output"], "plot": o["plot"]}
     check_outputs(outputs, o["overwrite"])
     inputs = {name: o[name] for name in ("points_file", "directions_file")}
@@ -188,6 +189,11 @@ def run(mode, o, simulation_options):
         simulation = Simulation(**simulation_options)
     if values["restore_model"] is not None:
         _restore_parameters(simulation, values["restore_model"])
+    if rows is not None:
+        from tati.recording.columns import check_parameter_columns
+        check_parameter_columns(rows.columns, simulation.model.parameter_names, f"points_file '{o['points_file']}'")
+    if o["plot"] is not None:
+        _check_plot_axes(mode, o, simulation.num_parameters)
     frame, lines = _evaluate(mode, o, simulation, rows, directions)
     write_csv(frame, o["output"])
     written = [o["output"]]
@@ -238,6 +244,19 @@ def _restore_parameters(simulation, path):
         raise InputError(f"restore_model '{path}' holds {meta['walkers']} walker(s) of {len(meta['parameters'])} "
                          f"parameters, this network {shape[0]} of {shape[1]}: give the options of the saved run")
     simulation.model.set_parameters(arrays[model[0]])
+
+
+def _check_plot_axes(mode, o, parameters):
+    """Before any evaluation: --plot draws a grid over at most two axes."""
+    if mode == "directions":
+        axes, choose = o["components"], "--components"
+    elif mode == "grid":
+        axes = len(o["parameters"]) if o["parameters"] is not None else parameters - len(o["exclude_parameters"] or [])
+        choose = "--parameters (e.g. --parameters weight0,bias0)"
+    else:
+        return
+    if axes > 2:
+        raise InputError(f"plot draws a grid over one or two axes; this one would have {axes}: choose them with {choose}")
 
 
 def _evaluate(mode, o, simulation, rows, directions):

@@ -17,12 +17,12 @@ one line and exit status 2.
 import math
 import sys
 
-from tati.cli.common import fail, make_parser, parse, run_tool
+from tati.cli.common import TOOL_GROUPS, fail, make_parser, parse, run_tool
 from tati.errors import InputError
 from tati.options import Boolean, Number, Optional, Text
 
 PROG = "tati-predictive"
-GROUPS = ("data", "network")
+GROUPS = TOOL_GROUPS["tati-predictive"]
 # (name, kind, default, help) of the tool's own options
 OWN = [
     ("trajectory_file", Optional(Text()), None, "the trajectory CSV file of the run (tati-sample or "
@@ -38,7 +38,7 @@ OWN = [
      "layout, features then labels (without label columns: no log predictive density)"),
     ("output", Text(), "predictive.csv", "the CSV file to write: features, labels, mean_k, lower_k, "
      "upper_k and log_predictive_density"),
-    ("plot", Optional(Text()), None, "also draw the band into this PNG file, for 1-D inputs (needs "
+    ("plot", Optional(Text()), None, "also draw the band into this PNG file (.pdf, .svg: that format), for 1-D inputs (needs "
      "matplotlib: pip install tati[plots])"),
     ("seed", Number(integer=True, minimum=0), 0, "seed of SWAG's draws (--swag_rank)"),
     ("overwrite", Boolean(), False, "replace output files that exist"),
@@ -87,6 +87,9 @@ def check_inputs(own):
     from tati.data.csv import check_file
     if not own["level"] < 1:
         raise InputError(f"level must be below 1, got {own['level']:g}")
+    if own["swag_rank"] == 1:
+        raise InputError("swag_rank must be 0 (the diagonal alone) or at least 2 (the deviations' part is "
+                         "divided by swag_rank - 1), got 1")
     for name in ("trajectory_file", "test_data_files"):
         if own[name] is None:
             raise InputError(f"give --{name}")
@@ -95,7 +98,7 @@ def check_inputs(own):
     except InputError as error:
         raise InputError(str(error).replace("batch_data_files:", "test_data_files:", 1)) from None
     if own["plot"] is not None:
-        figures.check("--plot")
+        figures.check("--plot", own["plot"])
     outputs = {"output": own["output"], "plot": own["plot"]}
     check_outputs(outputs, own["overwrite"])
     check_inputs_not_outputs({"trajectory_file": own["trajectory_file"],
@@ -126,10 +129,10 @@ def read_points(path, input_dimension, dtype="float64"):
         else:
             raise InputError(f"batch_data_files: file '{path}' has {len(header)} columns; the network "
                              f"takes {input_dimension} features")
+    except InputError as error:  # before ValueError, its base
+        raise InputError(str(error).replace("batch_data_files:", "test_data_files:", 1)) from None
     except (OSError, UnicodeDecodeError, csv.Error, ValueError) as error:
         raise InputError(f"test_data_files: file '{path}' cannot be read: {error}") from None
-    except InputError as error:
-        raise InputError(str(error).replace("batch_data_files:", "test_data_files:", 1)) from None
     return features, labels, header[:input_dimension], header[input_dimension:]
 
 
@@ -148,6 +151,7 @@ def placeholder_labels(n, o):
 def predict(sim_options, own, trajectory, points):
     """Compute and write; the summary line."""
     from tati.analysis.output import write_csv
+    from tati.recording.columns import check_parameter_columns
     from tati.simulation import Simulation
     import pandas as pd
     sim = Simulation(**sim_options)
@@ -158,9 +162,15 @@ def predict(sim_options, own, trajectory, points):
     if features.shape[1] != o["input_dimension"]:
         raise InputError(f"test_data_files: file '{own['test_data_files']}' has {features.shape[1]} feature "
                          f"columns; the network takes {o['input_dimension']}")
+    run_labels = sim.data.all()[1].shape[1]
+    if labels is not None and labels.shape[1] != run_labels:
+        raise InputError(f"test_data_files: file '{own['test_data_files']}' has {features.shape[1] + labels.shape[1]} "
+                         f"columns: {features.shape[1]} feature and {labels.shape[1]} label columns; the run's "
+                         f"data has {run_labels} label column(s)")
     if own["plot"] is not None and features.shape[1] != 1:
         raise InputError(f"plot draws 1-D inputs; the network takes {features.shape[1]} features")
     draws, burn_in, source = trajectory, own["burn_in_steps"], f"trajectory_file '{own['trajectory_file']}'"
+    check_parameter_columns(trajectory.columns, sim.model.parameter_names, source)
     kept = trajectory[trajectory["step"] > burn_in]
     walkers = kept["id"].nunique()
     if own["swag_rank"] is not None:

@@ -3,9 +3,9 @@
 import sys
 import time
 
-from tati.cli.common import make_parser, parse, run_tool
+from tati.cli.common import TOOL_GROUPS, make_parser, parse, run_tool
 
-GROUPS = ("data", "network", "prior", "sampler", "walkers", "run", "output")
+GROUPS = TOOL_GROUPS["tati-sample"]
 
 
 def main(argv=None):

@@ -16,6 +16,8 @@ tati/diagnostics/convergence.py, the only part that imports TensorFlow (Probabil
 
 import math
 
+import numpy as np
+
 from tati.clock import duration
 from tati.diagnostics.equipartition import equipartition_verdict, table_batch_means
 from tati.diagnostics.momentum import momentum_test
@@ -58,6 +60,13 @@ def summarise(prog, simulation, result, sampler, seconds=None):
         lines.append(f"  no leg ended in these {o['max_steps']} steps, so no row was written")
         return "\n".join(lines + [_files(o)])
     lines.append(_final(run_info, walkers))
+    broken = ~np.isfinite(run_info["loss"].to_numpy(dtype=float))
+    if broken.any():  # on_nan=continue ran on where U is not defined: no average or test means anything
+        first = run_info.loc[broken, ["step", "id"]].iloc[0]
+        lines.append(f"  {broken.sum()} of {len(broken)} rows have a NaN or infinite loss, the first at step "
+                     f"{int(first['step'])} (walker {int(first['id'])}), so the averages are not judged: "
+                     f"lower {'step_width' if sampler else 'learning_rate'}")
+        return "\n".join(lines + [_files(o)])
     no_metric = False
     if sampler:
         lines += _temperature_lines(simulation, result)

@@ -33,8 +33,10 @@ def read_csv_files(paths, input_dimension, dtype=np.float32):
     for path in paths:
         header, lines, rows = _read_rows(path)
         if len(header) <= input_dimension:
-            raise InputError(f"batch_data_files: file '{path}' has {len(header)} columns; input_dimension "
-                             f"{input_dimension} needs at least {input_dimension + 1} (features then labels)")
+            separator = next((c for c in ";\t|" if c in ",".join(header)), None)
+            hint = f" (its header is separated by '{separator}'; tati reads commas)" if separator else ""
+            raise InputError(f"batch_data_files: file '{path}' has {len(header)} column(s){hint}; "
+                             f"{input_dimension} feature column(s) and at least one label column are needed")
         if tables and len(header) != tables[0].shape[1]:
             raise InputError(f"batch_data_files: file '{path}' has {len(header)} columns but file "
                              f"'{paths[0]}' has {tables[0].shape[1]}; all files need the same columns")

@@ -22,6 +22,8 @@ def plot(frame, path):
     columns = list(frame.columns)
     if "loss" not in columns:
         raise InputError("plot: the table has no column 'loss'")
+    if frame.empty:
+        raise InputError("plot: the table has no rows")
     quantities = [q for q in ("loss", "accuracy") if q in columns]
     if {"x", "y", "point"} <= set(columns):
         names = ", ".join(_marked(frame))
@@ -33,7 +35,9 @@ def plot(frame, path):
         return _trajectory(frame, path)
     coordinates = columns[:columns.index("loss")]
     centre = frame.attrs.get("points", {}).get("centre")
-    marked = {"centre": centre} if centre is not None and len(centre) == len(coordinates) else {}
+    inside = centre is not None and len(centre) == len(coordinates) and all(
+        frame[c].min() <= x <= frame[c].max() for c, x in zip(coordinates, centre))  # ranges may leave it out
+    marked = {"centre": centre} if inside else {}
     if len(coordinates) == 1:
         return _lines(frame, coordinates[0], quantities, path, marked, coordinates[0])
     if len(coordinates) == 2:
@@ -60,13 +64,26 @@ def _levels(values, quantity):
     that spans more than a decade (a landscape's basins are then told apart, not drowned by its
     highest ridge)."""
     low, high = float(np.nanmin(values)), float(np.nanmax(values))
-    if high <= low:
+    if constant(values):
         return None, False
     if quantity == "loss" and low > 0 and high / low > 10:
         return np.geomspace(low, high, LEVELS + 1), True
     if quantity == "loss" and low <= 0 and high - low + 1 > 10:
         return low - 1 + np.geomspace(1, high - low + 1, LEVELS + 1), True
     return np.linspace(low, high, LEVELS + 1), False
+
+
+def constant(values):
+    """Whether values are one number up to rounding (a flat loss, an accuracy that never
+    changes): matplotlib would spread its levels over the rounding noise."""
+    low, high = float(np.nanmin(values)), float(np.nanmax(values))
+    return high - low <= 1e-9 * max(abs(low), abs(high), 1e-300)
+
+
+def _at(values, key):
+    """The table's value at a marked point, or None where the point is not a grid point (a grid
+    given by ranges, or an even number of points, misses its centre)."""
+    return values.loc[key] if key in values.index else None
 
 
 def _contours(frame, axes_names, quantities, path, marked, equal, title):
@@ -82,22 +99,28 @@ def _contours(frame, axes_names, quantities, path, marked, equal, title):
     for ax, quantity in zip(axes[0], quantities):
         z = ordered[quantity].to_numpy(dtype=float).reshape(len(xs), len(ys)).T
         levels, log = _levels(z, quantity)
+        flat = constant(z)
+        if flat:  # one band, its one value as the colour bar's one tick
+            middle = float(np.nanmean(z))
+            levels = middle + max(abs(middle), 1.0) * np.array([-1e-6, 1e-6])
         norm = BoundaryNorm(levels, 256) if log else None  # one colour step per level
         filled = ax.contourf(xs, ys, z, levels=levels, cmap="viridis", norm=norm)
-        if levels is not None:
+        if levels is not None and not flat:
             ax.contour(xs, ys, z, levels=levels[::4], colors="white", linewidths=0.4, alpha=0.6, norm=norm)
         bar = figure.colorbar(filled, ax=ax, shrink=0.85)
         scale = " (log scale)" if levels is None or levels[0] > 0 else " (log scale of loss - lowest + 1)"
-        bar.set_label(quantity + (scale if log else ""))
+        bar.set_label(quantity + (scale if log else " (the same everywhere)" if flat else ""))
         if log:  # a few levels as labels, not the locator's powers of ten with mantissas
             ticks = levels[::LEVELS // 6]
             bar.minorticks_off()
             bar.set_ticks(ticks, labels=[f"{t:.3g}" for t in ticks])
+        if flat:
+            bar.set_ticks([middle], labels=[f"{middle:.6g}"])
         values = frame.set_index(list(axes_names))[quantity]
         for label, xy in marked.items():
             ax.plot(*xy, "o", color="red", markeredgecolor="white", markersize=8)
-            value = values.loc[tuple(xy)] if tuple(xy) in values.index else np.nan
-            text = f"{label}\n{quantity} {value:.4g}"
+            value = _at(values, tuple(xy))
+            text = label if value is None else f"{label}\n{quantity} {value:.4g}"
             right = xy[0] > (xs[0] + xs[-1]) / 2  # the label towards the middle, inside the axes
             ax.annotate(text, xy, xytext=(-7 if right else 7, 7), textcoords="offset points", fontsize=8,
                         color="white", ha="right" if right else "left",
@@ -118,11 +141,16 @@ def _lines(frame, coordinate, quantities, path, marked, xlabel):
         values = frame.set_index(coordinate)[quantity]
         for k, (label, position) in enumerate(marked.items()):
             x = position[0]
-            y = values.loc[x] if x in values.index else np.nan
-            ax.axvline(x, color="0.6", linewidth=0.8, linestyle=":")
-            ax.plot(x, y, "o", color=f"C{k + 1}", markersize=7, label=f"{label}: {quantity} {y:.4g}")
+            y = _at(values, x)
+            ax.axvline(x, color="0.6", linewidth=0.8, linestyle=":", label=None if y is not None else label)
+            if y is not None:
+                ax.plot(x, y, "o", color=f"C{k + 1}", markersize=7, label=f"{label}: {quantity} {y:.4g}")
         ax.set_ylabel(quantity)
         ax.grid(alpha=0.3)
+        if constant(ordered[quantity].to_numpy(dtype=float)):  # not an axis of rounding noise
+            middle = float(ordered[quantity].mean())
+            ax.set_ylim(middle - max(abs(middle), 1.0) * 0.1, middle + max(abs(middle), 1.0) * 0.1)
+            ax.ticklabel_format(axis="y", useOffset=False)
         if marked:
             ax.legend(fontsize=8, loc="best")
     axes[-1, 0].set_xlabel(xlabel)

@@ -12,6 +12,7 @@ import pandas as pd
 from tati.errors import InputError
 from tati.landscape import points as P
 from tati.landscape.evaluate import Evaluator
+from tati.recording.columns import check_parameter_columns
 
 MAX_POINTS = 1_000_000  # rows of one table
 
@@ -88,12 +89,14 @@ def loss_on_plane(sim, a, b, c, points=41, margin=0.25, labels=("a", "b", "c")):
 
     The plane's coordinates x, y are along the orthonormal basis of plane_basis(a, b, c): a at
     (0, 0), b at (|b - a|, 0), c above the x axis. The grid covers the triangle with `margin`
-    times its larger side on every side, `points` per axis plus the three points' own
+    times the larger side of its bounding box on every side, `points` per axis plus the three points' own
     coordinates, so the grid passes through them; there the loss is evaluated at the given
     vectors themselves (as sim.loss() does), so it reproduces their loss exactly.
     Returns a DataFrame: x, y, loss, [accuracy], point (the label of the three points' rows,
     else empty); frame.attrs["points"] holds {label: (x, y)}.
     """
+    if not margin >= 0:
+        raise InputError(f"margin must be >= 0, got {margin!r}")
     marked = [P.vector(sim, p, name) for p, name in zip((a, b, c), ("a", "b", "c"))]
     labels = _labels(labels, 3)
     e1, e2, coordinates = plane_basis(*marked)
@@ -139,7 +142,7 @@ def loss_along_trajectory(sim, trajectory):
     if not isinstance(frame, pd.DataFrame):
         raise InputError(f"trajectory must be a DataFrame of parameter columns, got {trajectory!r:.60}")
     names = list(sim.model.parameter_names)
-    P.check_columns(frame.columns, names, "trajectory")
+    check_parameter_columns(frame.columns, names, "trajectory")
     if frame.empty:
         raise InputError("trajectory has no rows")
     try:

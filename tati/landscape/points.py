@@ -7,12 +7,12 @@ No TensorFlow here: the command-line tool selects its rows before importing it.
 """
 
 import difflib
-import re
 
 import numpy as np
 import pandas as pd
 
 from tati.errors import InputError
+from tati.recording.columns import check_parameter_columns
 
 # Columns of tati-analyse covariance's eigenvector table that are not parameters.
 EIGEN_COLUMNS = ("id", "rank", "eigenvalue", "eigenvalue_error", "fraction")
@@ -28,7 +28,7 @@ def vector(sim, point, name):
             raise InputError(f"{name}: a DataFrame point must have one row, got {len(point)}")
         point = point.iloc[0]
     if isinstance(point, pd.Series):
-        check_columns(point.index, names, f"{name}: the row")
+        check_parameter_columns(point.index, names, f"{name}: the row")
         point = point[names].to_numpy()
     try:
         values = np.asarray(point, dtype=np.float64)
@@ -39,19 +39,6 @@ def vector(sim, point, name):
     if not np.all(np.isfinite(values)):
         raise InputError(f"{name} contains NaN or infinite values")
     return values
-
-
-def check_columns(columns, names, what):
-    """InputError unless the table's parameter columns (weight0, bias3, param1, ...) are exactly
-    the model's `names`: a row of another network must not pass for one of this network."""
-    missing = [column for column in names if column not in columns]
-    if missing:
-        raise InputError(f"{what} has no column '{missing[0]}' (a parameter of this model)"
-                         + _close(missing[0], columns))
-    foreign = [c for c in columns if re.fullmatch(r"(weight|bias|param)[0-9]+", str(c)) and c not in names]
-    if foreign:
-        raise InputError(f"{what} has the column '{foreign[0]}', which is not a parameter of this model: "
-                         "give the network options of the run that wrote it")
 
 
 def _close(name, candidates):
@@ -77,7 +64,8 @@ def parameter_indices(names, parameters=None, exclude=None, option="parameters")
         if not chosen:
             raise InputError(f"{option} is empty")
         if len(set(chosen)) != len(chosen):
-            raise InputError(f"{option} names a parameter twice")
+            twice = next(i for i in chosen if chosen.count(i) > 1)
+            raise InputError(f"{option} names the parameter {names[twice]} twice")
         return chosen
     left_out = {index(item, "exclude_parameters") for item in _as_list(exclude or [])}
     chosen = [i for i in range(len(names)) if i not in left_out]
@@ -98,6 +86,10 @@ def directions(sim, directions, components=None):
     eigenvalues = None
     if isinstance(directions, pd.DataFrame):
         frame = directions
+        if "step" in frame.columns:
+            raise InputError("directions: the table has a column step, so it is a trajectory, not directions: "
+                             "give tati-analyse covariance's eigenvector table (--eigen_output) or one row "
+                             "per direction with the parameter columns")
         if "id" in frame.columns and frame["id"].nunique() > 1:
             raise InputError("directions: the eigenvector table holds several walkers' eigenvectors (column id); "
                              "pick one walker's rows or write the pooled table (tati-analyse covariance "

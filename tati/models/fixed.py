@@ -44,5 +44,9 @@ def parse_fixed(spec, parameter_names, groups):
         if len(values) != len(members):
             raise InputError(f"fix_parameters: {name} has {len(members)} parameters but "
                              f"{len(values)} values were given")
+        twice = [i for i in members if i in fixed and fixed[i] != values[members.index(i)]]
+        if twice:
+            raise InputError(f"fix_parameters: {parameter_names[twice[0]]} is given two values "
+                             f"({fixed[twice[0]]:g} and {values[members.index(twice[0])]:g})")
         fixed.update(zip(members, values))
     return fixed

@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 
 from tati.errors import InputError
+from tati.recording.columns import check_parameter_columns
 
 
 def parameters_from_trajectory(path, steps, parameter_names, walkers):
@@ -16,10 +17,9 @@ def parameters_from_trajectory(path, steps, parameter_names, walkers):
     except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as error:
         raise InputError(f"parse_parameters_file '{path}' is not a readable CSV file: "
                          f"{type(error).__name__}") from None
-    missing = [c for c in ["step"] + list(parameter_names) if c not in frame.columns]
-    if missing:
-        raise InputError(f"parse_parameters_file '{path}' lacks the column(s) {', '.join(missing[:5])} "
-                         "of this model's parameters")
+    if "step" not in frame.columns:
+        raise InputError(f"parse_parameters_file '{path}' has no column 'step': not a trajectory table")
+    check_parameter_columns(frame.columns, parameter_names, f"parse_parameters_file '{path}'")
     if frame.empty:
         raise InputError(f"parse_parameters_file '{path}' has no rows")
     text = [c for c in ["step", "id"] + list(parameter_names) if c in frame.columns

@@ -8,7 +8,11 @@ names, so a new sampler adds columns by declaring them, without touching the loo
 the recorder or the readers of tables.
 """
 
+import difflib
+import re
 from typing import NamedTuple
+
+from tati.errors import InputError
 
 
 class Info(NamedTuple):
@@ -79,6 +83,26 @@ def averages_columns(info):
 
 def trajectory_columns(parameter_names):
     return ["id", "step", "loss"] + list(parameter_names)
+
+
+def check_parameter_columns(columns, names, what):
+    """InputError unless a table's parameter columns are exactly the model's `names`: a
+    trajectory of another network must not pass for one of this network. Its parameter columns
+    are those after `loss` where it has one (a trajectory table), else those named like the
+    built-in network's and potentials' (weight3, bias0, param1)."""
+    columns = [str(c) for c in columns]
+    after_loss = columns[columns.index("loss") + 1:] if "loss" in columns else []
+    theirs = after_loss or [c for c in columns if re.fullmatch(r"(weight|bias|param)[0-9]+", c)]
+    sizes = f" (it has {len(theirs)} parameter columns, this model {len(names)})"
+    foreign = [c for c in theirs if c not in names]
+    if foreign:
+        raise InputError(f"{what} has the column '{foreign[0]}', which is not a parameter of this model{sizes}: "
+                         "give the options of the model that wrote it")
+    missing = [name for name in names if name not in columns]
+    if missing:
+        close = difflib.get_close_matches(missing[0], columns, n=1) if not theirs else []
+        raise InputError(f"{what} has no column '{missing[0]}', a parameter of this model"
+                         + (sizes if theirs else "") + (f" (did you mean '{close[0]}'?)" if close else ""))
 
 
 # The momenta table (record_momenta): a momentum and a gradient column per parameter, named

@@ -11,7 +11,7 @@ import numpy as np
 from tati import preflight
 from tati.recording.columns import (RUNNING_AVERAGES, averages_columns, momenta_columns, run_info_columns,
                                     trajectory_columns)
-from tati.recording.table import Table, check_header
+from tati.recording.table import Table, check_continues, check_header
 
 
 class Recorder:
@@ -20,11 +20,13 @@ class Recorder:
     model: parameter names, walkers, parameter groups; data: its `epoch(steps)`; info: the
     kernel's Info; paths: {output option: path or None} (run_file, trajectory_file,
     averages_file, momenta_file, summaries_path); continuing: a later call of the run (its
-    files are appended to); record_momenta: the momenta table is kept.
+    files are appended to, and must end at `step`, the run's step, or before it where not
+    every call and interruption ends with a row: HMC's `rows_at_every_end` False);
+    record_momenta: the momenta table is kept.
     """
 
     def __init__(self, model, data, info, has_accuracy, burn_in_steps, paths, continuing, overwrite,
-                 record_momenta):
+                 record_momenta, step=0, rows_at_every_end=True):
         self.model, self.data, self.info, self.burn_in_steps = model, data, info, burn_in_steps
         columns = {"run_file": run_info_columns(info, has_accuracy), "averages_file": averages_columns(info),
                    "trajectory_file": trajectory_columns(model.parameter_names),
@@ -35,6 +37,7 @@ class Recorder:
             append[name] = preflight.check_output_file(name, paths[name], continuing, overwrite)
             if append[name]:
                 check_header(name, paths[name], columns[name])
+                check_continues(name, paths[name], step, rows_at_every_end)
         self.tables = [Table(columns[name], paths[name], append[name]) for name in outputs]
         self.summaries = None
         self._summaries_path = paths["summaries_path"]

@@ -39,6 +39,44 @@ def check_header(name, path, columns):
                          "be appended; give another file name")
 
 
+def check_continues(name, path, step, exact):
+    """InputError unless the rows of the file to append to end where the run continues: its last
+    complete row is at `step` (`exact`: every call and every interruption ends with a row), or,
+    for HMC, whose rows come where a walker's leg ends, at most at `step`. A file without rows
+    continues anywhere."""
+    last = _last_step(path)
+    if last is None or last == step or (last < step and not exact):
+        return
+    if last > step:
+        raise InputError(f"{name} '{path}' ends at step {last}, after step {step} where the run continues: "
+                         "its rows would repeat; give the checkpoint saved with this file, or another file name")
+    raise InputError(f"{name} '{path}' ends at step {last}, before step {step} where the run continues: the "
+                     f"rows of steps {last + 1}-{step} are not in it; give the checkpoint saved with this file, "
+                     "or another file name")
+
+
+def _last_step(path):
+    """The step of a CSV file's last complete row, or None (no such file, or no row)."""
+    try:
+        with open(path, "rb") as file:
+            header = file.readline().decode("utf-8", "replace").rstrip("\r\n").split(",")
+            rows_start, end = file.tell(), file.seek(0, 2)
+            start = max(rows_start, end - (1 << 20))  # a row of a million-parameter network fits
+            file.seek(start)
+            tail = file.read().split(b"\n")
+    except FileNotFoundError:
+        return None
+    # the last piece is empty or a partial line; the first a partial line if the tail starts inside one
+    lines = [line for line in tail[int(start > rows_start):-1] if line.strip()]
+    if "step" not in header or not lines:
+        return None
+    cells = lines[-1].decode("utf-8", "replace").rstrip("\r").split(",")
+    try:
+        return int(cells[header.index("step")])
+    except (IndexError, ValueError):
+        raise InputError(f"'{path}': its last row has no step a run can continue from") from None
+
+
 def _cut_partial_line(file):
     """Truncate a file opened to append after its last newline (nothing if it ends in one)."""
     end = position = file.seek(0, 2)

@@ -7,7 +7,7 @@ import pytest
 from scipy.signal import lfilter
 
 from stats import seed, z_critical
-from tati.analysis.autocorrelation import autocorrelation
+from tati.analysis.autocorrelation import autocorrelation, summary
 from tati.analysis.runs import RunTables
 from tati.errors import InputError
 
@@ -95,6 +95,8 @@ def test_one_walker_has_no_r_hat():
     table = autocorrelation(trajectory(rng.standard_normal((4000, 1, 1))), components=0)
     assert np.isnan(table.r_hat.iloc[0]) and table.verdict.iloc[0] == "ok"
     assert 0.8 < table.tau.iloc[0] < 1.25 and table.tau_error.iloc[0] > 0
+    assert summary(table)[-1] == ("  ok: ESS >= 100 for every coordinate; R-hat not checked: it compares "
+                                  "walkers, and this run has one (number_walkers 4 gives it)")
 
 
 def test_inputs_are_checked():

@@ -120,3 +120,12 @@ def test_plain_and_boltzmann_weighted_moments():
     assert row.weighted_rows == pytest.approx(20000 * np.sqrt(3) / 2, rel=0.03)
     each = moments(tables, per_walker=True)
     assert list(each.columns[:2]) == ["id", "parameter"] and len(each) == 8
+
+
+def test_a_spread_needs_two_rows_and_an_empty_table_says_so():
+    from tati.errors import InputError
+    one = pd.DataFrame({"id": [0], "step": [5], "loss": [0.1], "param0": [0.2], "param1": [0.3]})
+    with pytest.raises(InputError, match=r"covariance needs at least 2 rows of .* after burn_in_steps 0; it has 1"):
+        covariance(RunTables(trajectory=one))
+    with pytest.raises(InputError, match=r"has no rows$"):
+        covariance(RunTables(trajectory=one.iloc[:0]))

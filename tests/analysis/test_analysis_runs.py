@@ -213,5 +213,9 @@ def test_directory_rules(baoab, hmc, tmp_path):
     own.mkdir()
     os.symlink(paths["trajectory_file"], own / "samples.csv")
     (own / "traces.csv").write_text("id,step,loss,loss_running_mean\n0,1,0.5,\n", encoding="utf-8")
+    # and beside the outputs of tati-analyse diffusion_map and tati-lossfunction-sampler trajectory
+    (own / "diffusion_map.csv").write_text("id,step,loss,diffusion_coordinate1\n0,1,0.5,0.1\n", encoding="utf-8")
+    (own / "loss_trajectory.csv").write_text("id,step,loss,accuracy,recorded_loss\n0,1,0.5,1.0,0.5\n",
+                                             encoding="utf-8")
     assert find_files(str(own)) == {"trajectory_file": str(own / "samples.csv")}
     assert isinstance(read_run(trajectory_file=paths["trajectory_file"]), RunTables)

@@ -137,6 +137,14 @@ def test_outputs_are_not_replaced_without_overwrite(run_dir, capsys, monkeypatch
     assert "output 'trajectory.csv' is the run's trajectory_file" in line
 
 
+def test_a_plot_is_written_in_its_suffix_format(run_dir, capsys, tmp_path):
+    for suffix, magic in (("pdf", b"%PDF"), ("svg", b"<?xml")):
+        main(["moments", "--directory", str(run_dir), "--output", str(tmp_path / f"m_{suffix}.csv"),
+              "--plot", str(tmp_path / f"m.{suffix}")])
+        assert (tmp_path / f"m.{suffix}").read_bytes().startswith(magic)
+    capsys.readouterr()
+
+
 def test_plot_without_matplotlib_names_the_extra(run_dir, capsys, monkeypatch):
     monkeypatch.setattr(figures, "available", lambda: False)
     line = one_error_line(capsys, ["traces", "--directory", str(run_dir), "--plot", str(run_dir / "t.png")])
@@ -163,6 +171,10 @@ def test_plot_without_matplotlib_names_the_extra(run_dir, capsys, monkeypatch):
     (["temperature", "--trajectory_file", "trajectory.csv"], "temperature needs the run-info table"),
     (["autocorrelation", "--directory", ".", "--burn_in_steps", "4000"],
      "burn_in_steps 4000 leaves no row of trajectory_file './trajectory.csv' (its last step is 4000)"),
+    (["moments", "--directory", ".", "--plot", "moments.jpg"],
+     "--plot 'moments.jpg': a figure is written as .png, .pdf, .svg; name the file with one of these suffixes"),
+    (["moments", "--trajectory_file", "nothing.csv", "--output", "trajectory.csv"],
+     "trajectory_file 'nothing.csv' does not exist"),  # the input first, though the output exists
     (["traces", "--directory", ".", "--quantities", "virial,kinetik_energy"],
      "quantities: run_file './run.csv' has no column 'kinetik_energy' (did you mean 'kinetic_energy'?)"),
 ])

@@ -428,3 +428,21 @@ def test_the_fit_header_states_the_learning_rate_schedule():
         "0.1, times 0.5 every 1000 steps"
     assert _schedule(resolve({"learning_rate": 0.1, "learning_rate_cycle_steps": 50})) == \
         "0.1 down to 0.01 in cycles of 50 steps"
+
+
+def test_a_run_gone_non_finite_says_so_instead_of_judging_its_averages():
+    """on_nan=continue: where the loss is NaN (a region where U is not defined, which the walker
+    enters and leaves) no average means anything; the summary names the first such step and
+    skips the averages and tests, which would have blamed the run's length."""
+    import tensorflow as tf
+    import tati
+    simulation = tati.Simulation(potential=lambda q: tf.where(q[0] < -0.5, tf.constant(np.nan, q.dtype), 2.0 * q[0]),
+                                 initial_parameters=[0.0], dtype="float64", step_width=0.1, max_steps=50,
+                                 on_nan="continue", seed=1)
+    text = summarise("tati-sample", simulation, simulation.sample(), sampler=True)
+    result = simulation._last_sample
+    steps = result.run_info["step"][~np.isfinite(result.run_info["loss"])]
+    assert len(steps) and steps.max() == 50
+    assert f"  {len(steps)} of 50 rows have a NaN or infinite loss, the first at step {steps.min()} (walker 0), " \
+           "so the averages are not judged: lower step_width" in text.splitlines(), text
+    assert "kinetic energy" not in text and "error bar" not in text

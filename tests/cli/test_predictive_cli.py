@@ -91,11 +91,21 @@ def test_csv_and_summary_are_the_python_predictive(run, capsys):
     (["--output", "{d}/trajectory.csv", "--overwrite", "true"], "is the run's trajectory_file"),
     (["--test_data_files", "{d}/test2d.csv", "--input_dimension", "2", "--plot", "{d}/x.png"],
      "plot draws 1-D inputs; the network takes 2 features"),
-    (["--swag_rank", "1"], "rank must be 0"),
+    (["--swag_rank", "1"], "error: swag_rank must be 0 (the diagonal alone) or at least 2"),
+    (["--test_data_files", "{d}/test2d.csv"], "file '{d}/test2d.csv' has 3 columns: 1 feature and 2 label "
+                                              "columns; the run's data has 1 label column(s)"),
+    (["--test_data_files", "{d}/bad.csv"], "tati-predictive: error: test_data_files: file '{d}/bad.csv' line 3, "
+                                           "column 2 'label': 'abc' is not a number"),
+    (["--trajectory_file", "{d}/wider.csv"], "trajectory_file '{d}/wider.csv' has the column 'weight1', which is "
+                                             "not a parameter of this model (it has 3 parameter columns, this "
+                                             "model 2)"),
 ])
 def test_bad_input_is_one_line_and_status_2(run, capsys, extra, message):
     directory, options, *_ = run
     (directory / "out.csv").touch()
+    (directory / "bad.csv").write_text("x1,label\n0.5,1.0\n0.7,abc\n")
+    pd.DataFrame({"id": [0], "step": [200], "loss": [1.0], "weight0": [0.5], "weight1": [0.1],
+                  "bias0": [0.0]}).to_csv(directory / "wider.csv", index=False)  # a network of 2 inputs
     if "--input_dimension" in extra:  # a network of 2 inputs: the held-out file describes it
         options = {k: v for k, v in options.items() if k != "batch_data_files"}
     status, out, err = tool(capsys, directory, options, *(e.format(d=directory) for e in extra))

@@ -121,7 +121,9 @@ def test_csv_header_only(tmp_path):
 
 def test_csv_too_few_columns(tmp_path):
     assert_error(write(tmp_path, "narrow.csv", "x1,x2\n1,2\n"),
-                 ["narrow.csv", "has 2 columns; input_dimension 2 needs at least 3"])
+                 ["narrow.csv", "has 2 column(s); 2 feature column(s) and at least one label column are needed"])
+    assert_error(write(tmp_path, "semicolons.csv", "x1;x2;y\n1;2;1\n"),
+                 ["semicolons.csv", "has 1 column(s) (its header is separated by ';'; tati reads commas)"])
 
 
 def test_csv_row_with_wrong_column_count(tmp_path):

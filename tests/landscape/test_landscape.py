@@ -196,7 +196,7 @@ def test_the_tool_writes_the_plane_and_its_png(tmp_path, capsys, monkeypatch):
     pd.DataFrame({"id": [0, 1], "step": [5, 5], "loss": [1.0, 1.0], "weight0": [0.1, 0.2], "weight1": [0.3, 0.4],
                   "bias0": [0.0, 0.0]}).to_csv("linear.csv", index=False)
     line = error_line(capsys, ["segment", *NETWORK, "--points_file", "linear.csv"])
-    assert "no column 'weight2'" in line, line
+    assert "points_file 'linear.csv' has no column 'weight2'" in line, line
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -215,6 +215,42 @@ def test_bad_input_is_one_line(argv, message, tmp_path, capsys, monkeypatch):
     pd.DataFrame({"id": [0], "step": [1], "loss": [0.5], "weight0": [0.1], "weight1": [0.2],
                   "bias0": [0.0]}).to_csv("t.csv", index=False)
     assert message in error_line(capsys, argv)
+
+
+def test_a_plot_of_more_than_two_axes_is_refused_before_anything_is_written(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    line = error_line(capsys, ["grid", "--dataset_size", "100", "--plot", "grid.png"])  # 3 parameters
+    assert "this one would have 3: choose them with --parameters" in line, line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_plot_marks_the_centre_only_where_the_grid_has_it(tmp_path):
+    """A grid given by ranges, or of an even number of points, misses its centre: the mark has
+    no value then (not 'loss nan'), and none at all outside the ranges. A constant loss is one
+    band with its value as the colour bar's one tick, not an axis of rounding noise."""
+    from matplotlib import pyplot
+    from tati.landscape import draw
+    sim = tati.Simulation(potential=quadratic, initial_parameters=[0.1, 0.2, 0.0], dtype="float64")
+    drawn = {}
+    saved = draw.figures.save
+    draw.figures.save = lambda figure, path: drawn.setdefault(path, figure)
+    try:
+        draw.plot(loss_on_grid(sim, parameters=[0, 1], points=4), "even")
+        draw.plot(loss_on_grid(sim, parameters=[0, 1], points=5), "odd")
+        draw.plot(loss_on_grid(sim, parameters=[0], ranges=[(1, 3)], points=5), "outside")
+        flat = loss_on_grid(sim, parameters=[0, 1], points=5).assign(loss=1.0 + 1e-14 * np.arange(25))
+        draw.plot(flat, "flat")
+    finally:
+        draw.figures.save = saved
+    texts = {path: [t.get_text() for ax in figure.axes for t in ax.texts] for path, figure in drawn.items()}
+    assert texts["even"] == ["centre"] and texts["odd"] == [f"centre\nloss {exact_u([0.1, 0.2, 0.0]):.4g}"], texts
+    assert drawn["outside"].axes[0].get_legend() is None
+    bar = drawn["flat"].axes[1]
+    assert [t.get_text() for t in bar.get_yticklabels()] == ["1"] and "the same everywhere" in bar.get_ylabel()
+    for figure in drawn.values():
+        pyplot.close(figure)
+    with pytest.raises(tati.InputError, match="no rows"):
+        draw.plot(flat.iloc[:0], tmp_path / "empty.png")
 
 
 def test_no_tensorflow_before_the_inputs_are_checked(tmp_path):

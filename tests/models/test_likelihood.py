@@ -169,6 +169,15 @@ def test_predictive_interval_and_log_density():
     assert np.all(np.isfinite(table["log_predictive_density"]))
     np.testing.assert_allclose(table["log_predictive_density"], exact, rtol=1e-10)
 
+    # points and labels of another shape than the run's data would broadcast into a wrong density
+    for points, values, message in [(held_out, np.stack([y, y], axis=1), r"labels of shape \(400, 2\) for 400 "
+                                     r"points; the run's data has 1 label column\(s\), so \[400, 1\]"),
+                                    (held_out, y[:5], r"labels of shape \(5, 1\) for 400 points"),
+                                    (held_out[:, :1], y, r"features of shape \(400, 1\); the network takes "
+                                     r"\[points, 2\]")]:
+        with pytest.raises(tati.InputError, match=message):
+            sim.predictive(points, values, trajectory=trajectory)
+
 
 def test_mixture_quantile_is_exact():
     """The band's quantiles: one Gaussian gives mu + z sd (a single network's band is its noise's),

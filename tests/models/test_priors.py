@@ -171,6 +171,7 @@ def test_equipartition_counts_only_the_free_parameters():
 @pytest.mark.parametrize("spec, message", [
     ("layer9/weights=1", "layer9/weights"), ("weight0", "NAME=VALUE"), ("weight0=x", "not a number"),
     ("output/weights=1,2", "values"), ("weight0=nan", "not finite"),
+    ("weight7=1;weight7=2", "weight7 is given two values (1 and 2)"),
 ])
 def test_bad_fix_parameters_name_the_fault(spec, message):
     with pytest.raises(InputError, match="fix_parameters") as error:
@@ -212,6 +213,8 @@ def test_start_from_a_one_walker_row_for_all_walkers(tmp_path):
     ("id,step,param0,param1\n", None, "no rows"),
     ("id,step,param0,param1\n0,1,nan,0.5\n", None, "non-finite"),
     ("", None, "not a readable CSV"),
+    ("id,step,loss,param0,param1,param2\n0,1,0.1,0.5,0.5,0.5\n", None,
+     "has the column 'param2', which is not a parameter of this model (it has 3 parameter columns, this model 2)"),
 ])
 def test_bad_parameters_file_names_the_fault(tmp_path, content, steps, message):
     path = tmp_path / "bad.csv"
