@@ -71,7 +71,7 @@ def make_data(o, implied):
     else:
         from tati.data.datasets import make_dataset
         features, labels = make_dataset(o["dataset"] or "two_clusters", size=o["dataset_size"],
-                                        noise=o["dataset_noise"], seed=o["dataset_seed"])
+                                        noise=o["dataset_noise"], seed=o["dataset_seed"], dtype=o["dtype"])
     features, labels = check_arrays(features, labels, o["dtype"])
     implied["input_dimension"] = features.shape[1]
     if o["input_dimension"] is not None and o["input_dimension"] != features.shape[1]:

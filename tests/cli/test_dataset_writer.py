@@ -21,7 +21,8 @@ def write(tmp_path, *argv):
 @pytest.mark.parametrize("name", DATASETS)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_the_file_reads_back_as_the_in_memory_dataset(tmp_path, name, dtype):
-    """Bitwise: the CSV read with tati's reader at either dtype equals make_dataset at that dtype."""
+    """Bitwise: the CSV read with tati's reader at either dtype equals make_dataset at that dtype,
+    and the data a Simulation of that dtype makes of the same dataset options."""
     path = tmp_path / "train.csv"
     main(["--dataset", name, "--dataset_size", "301", "--dataset_noise", "0.3", "--dataset_seed", "7",
           "--train_file", str(path)])
@@ -30,6 +31,18 @@ def test_the_file_reads_back_as_the_in_memory_dataset(tmp_path, name, dtype):
     np.testing.assert_array_equal(features, expected[0])
     np.testing.assert_array_equal(labels, expected[1])
     assert features.dtype == dtype and path.read_text().splitlines()[0] == "x1,x2,label"
+    built_in = data_of(dataset=name, dataset_size=301, dataset_noise=0.3, dataset_seed=7, dtype=np.dtype(dtype).name)
+    from_file = data_of(batch_data_files=[str(path)], dtype=np.dtype(dtype).name)
+    for a, b in zip(built_in, from_file):
+        np.testing.assert_array_equal(a, b)
+
+
+def data_of(**options):
+    """The data arrays (features, labels) a Simulation with these options trains on."""
+    from tati.building import make_data
+    from tati.options import resolve
+    batches, _ = make_data(resolve(options), {})
+    return [np.asarray(array) for array in batches.all()]
 
 
 def test_the_split_partitions_the_points(tmp_path):
