@@ -15,6 +15,8 @@ An existing file is refused unless `overwrite=True`; further `model.fit` calls w
 recorder append to its files and tables (the step numbers go on with the optimizer's).
 """
 
+import os
+
 import keras
 import numpy as np
 
@@ -34,17 +36,27 @@ class TrajectoryRecorder(keras.callbacks.Callback):
         self.every_nth = check("every_nth", every_nth)
         self.files = (run_file, trajectory_file)
         self.overwrite = check("overwrite", overwrite)
+        if run_file is not None and trajectory_file is not None and \
+                os.path.realpath(run_file) == os.path.realpath(trajectory_file):
+            raise InputError(f"run_file and trajectory_file name the same file '{run_file}'")
         for name, path in zip(("run_file", "trajectory_file"), self.files):
             check_output_file(name, path, False, self.overwrite)
-        self.walker = walker
+        if isinstance(walker, bool) or not isinstance(walker, (int, np.integer)) or walker < 0:
+            raise InputError(f"TrajectoryRecorder: walker must be an integer >= 0 (the id column), got {walker!r}")
+        self.walker = int(walker)
         self._tables = None
         self._snapshot = None
 
     def on_train_begin(self, logs=None):
+        if getattr(self.model, "steps_per_execution", 1) != 1:  # Keras calls the batch hooks once per execution
+            raise InputError(f"TrajectoryRecorder needs steps_per_execution=1 in model.compile (it is "
+                             f"{self.model.steps_per_execution}): a row's parameters are read between two steps")
         self._view = KerasModel(self.model)
-        optimizer = self.model.optimizer
+        optimizer = self._optimizer()
         self._reports = isinstance(optimizer, SamplerBase)
-        run_columns = ["id", "step", "loss"] + (_SAMPLER_COLUMNS if self._reports else [])
+        self._momentum = self._reports and optimizer.has_momentum  # SGLD has none to report
+        run_columns = ["id", "step", "loss"] + (
+            (_SAMPLER_COLUMNS if self._momentum else _SAMPLER_COLUMNS[2:]) if self._reports else [])
         columns = (run_columns, ["id", "step", "loss"] + self._view.parameter_names)
         previous = self._tables
         if previous is None:  # the first fit: new files (checked again, they may have appeared)
@@ -58,8 +70,13 @@ class TrajectoryRecorder(keras.callbacks.Callback):
             for table, old in zip(self._tables, previous):
                 table.blocks = old.blocks
 
+    def _optimizer(self):
+        """The model's optimizer; with mixed precision, the sampler inside Keras' loss scaling."""
+        optimizer = self.model.optimizer
+        return getattr(optimizer, "inner_optimizer", optimizer)
+
     def _next_step(self):
-        return int(self.model.optimizer.iterations.numpy()) + 1
+        return int(self._optimizer().iterations.numpy()) + 1
 
     def on_train_batch_begin(self, batch, logs=None):
         self._snapshot = (self._view.get_parameters()[0] if self._next_step() % self.every_nth == 0
@@ -73,8 +90,9 @@ class TrajectoryRecorder(keras.callbacks.Callback):
         run_info, trajectory = self._tables
         row = [self.walker, step, loss]
         if self._reports:
-            info = {k: float(v) for k, v in self.model.optimizer.step_info.items()}
-            row += [info["kinetic_energy"], float(np.sqrt(info["momentum_sq"])), float(np.sqrt(info["noise_sq"]))]
+            info = {k: float(v) for k, v in self._optimizer().step_info.items()}
+            row += ([info["kinetic_energy"], float(np.sqrt(info["momentum_sq"]))] if self._momentum else []) + [
+                float(np.sqrt(info["noise_sq"]))]
         run_info.append(row)
         trajectory.append([self.walker, step, loss] + [float(x) for x in self._snapshot])
 
@@ -84,8 +102,13 @@ class TrajectoryRecorder(keras.callbacks.Callback):
 
     @property
     def run_info(self):
-        return self._tables[0].frame()
+        return self._table(0)
 
     @property
     def trajectory(self):
-        return self._tables[1].frame()
+        return self._table(1)
+
+    def _table(self, k):
+        if self._tables is None:
+            raise InputError("TrajectoryRecorder: nothing recorded yet; pass it to model.fit(callbacks=[...]) first")
+        return self._tables[k].frame()

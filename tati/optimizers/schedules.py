@@ -27,6 +27,11 @@ class CyclicLearningRate(keras.optimizers.schedules.LearningRateSchedule):
 
     def __init__(self, maximum, minimum, cycle_steps):
         self.maximum, self.minimum, self.cycle_steps = float(maximum), float(minimum), int(cycle_steps)
+        if not 0 < self.minimum <= self.maximum < float("inf"):
+            raise InputError(f"CyclicLearningRate needs 0 < minimum <= maximum, got maximum {maximum!r} "
+                             f"and minimum {minimum!r}")
+        if self.cycle_steps < 1 or self.cycle_steps != cycle_steps:
+            raise InputError(f"CyclicLearningRate: cycle_steps must be a whole number >= 1, got {cycle_steps!r}")
 
     def __call__(self, step):
         c = self.cycle_steps

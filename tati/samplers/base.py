@@ -246,6 +246,11 @@ class SamplerBase(keras.optimizers.Optimizer):
         """Each variable's update_step, as Keras does without a tf.distribute strategy: in a
         distributed run (tati/distribute.py) a replica's gradients are its own walkers', not
         parts of one gradient for Keras to sum over the replicas."""
+        if self.total_walkers is None and tf.distribute.has_strategy() and \
+                tf.distribute.get_strategy().num_replicas_in_sync > 1:  # a user's strategy, not tati's
+            raise InputError(f"{type(self).__name__} under a tf.distribute strategy of several replicas (model.fit "
+                             "in strategy.scope()): its step does not combine the replicas' gradients, so their "
+                             "copies would drift apart; use tati.Simulation(distribution='mirrored') instead")
         for grad, variable in zip(grads, trainable_variables):
             self.update_step(grad, variable.value if isinstance(variable, keras.Variable) else variable,
                              learning_rate)

@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 import tati
+from tati.errors import InputError
 
 FLOAT32 = 2.0 ** -23  # relative rounding of the float32 rates Keras computes
 
@@ -91,3 +92,14 @@ def test_a_restored_fit_continues_the_schedule_bitwise(tmp_path, optimizer, sche
 def test_bad_schedules_are_one_line(options, message):
     with pytest.raises(tati.InputError, match=message):
         tati.Simulation(potential=bowl, initial_parameters=[1.0], **options)
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ((0.01, 0.001, 0), "cycle_steps must be a whole number >= 1, got 0"),
+    ((0.01, -0.02, 5), "needs 0 < minimum <= maximum"),
+    ((0.01, 0.02, 5), "needs 0 < minimum <= maximum"),
+])
+def test_a_bad_cyclic_rate_is_refused_where_it_is_made(arguments, message):
+    from tati.optimizers.schedules import CyclicLearningRate
+    with pytest.raises(InputError, match=message):
+        CyclicLearningRate(*arguments)

@@ -1,0 +1,53 @@
+"""TrajectoryRecorder (tati/callbacks.py) in model.fit: its columns follow the optimizer (SGLD
+has no momentum to report), it reads the sampler inside Keras' loss scaling, and what it cannot
+record truly is refused in one line before anything is written."""
+
+import keras
+import numpy as np
+import pytest
+
+import tati
+from tati.errors import InputError
+
+X = np.random.default_rng(0).normal(size=(32, 2)).astype("float32")
+
+
+def fitted(optimizer, recorder, **compile_options):
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(optimizer=optimizer, loss="mse", **compile_options)
+    model.fit(X, X[:, :1], epochs=1, batch_size=8, verbose=0, callbacks=[recorder])
+    return model
+
+
+def test_the_run_info_columns_are_the_samplers_reports():
+    for sampler, columns in ((tati.samplers.BAOAB, ["kinetic_energy", "scaled_momentum", "scaled_noise"]),
+                             (tati.samplers.SGLD, ["scaled_noise"])):
+        recorder = tati.callbacks.TrajectoryRecorder(every_nth=2)
+        fitted(sampler(step_width=0.01, seed=0), recorder)
+        assert list(recorder.run_info.columns) == ["id", "step", "loss"] + columns
+        assert list(recorder.run_info.step) == [2, 4] and (recorder.run_info["scaled_noise"] > 0).all()
+
+
+def test_mixed_precision_records_the_sampler_inside_the_loss_scaling():
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        recorder = tati.callbacks.TrajectoryRecorder(every_nth=1)
+        model = fitted(tati.samplers.BAOAB(step_width=0.01, seed=0), recorder)
+        assert type(model.optimizer).__name__ == "LossScaleOptimizer"
+        assert "kinetic_energy" in recorder.run_info.columns and (recorder.run_info["kinetic_energy"] > 0).any()
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+
+
+def test_what_cannot_be_recorded_is_refused(tmp_path):
+    same = str(tmp_path / "tables.csv")
+    with pytest.raises(InputError, match="run_file and trajectory_file name the same file"):
+        tati.callbacks.TrajectoryRecorder(run_file=same, trajectory_file=same)
+    with pytest.raises(InputError, match="walker must be an integer >= 0"):
+        tati.callbacks.TrajectoryRecorder(walker="x")
+    recorder = tati.callbacks.TrajectoryRecorder(every_nth=1, trajectory_file=str(tmp_path / "t.csv"))
+    with pytest.raises(InputError, match="nothing recorded yet"):
+        recorder.trajectory
+    with pytest.raises(InputError, match="needs steps_per_execution=1 in model.compile \\(it is 4\\)"):
+        fitted(tati.samplers.BAOAB(step_width=0.01, seed=0), recorder, steps_per_execution=4)
+    assert not (tmp_path / "t.csv").exists()
