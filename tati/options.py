@@ -23,10 +23,10 @@ class Kind:
 
 
 class Number(Kind):
-    def __init__(self, integer=False, minimum=None, strict=False):
+    def __init__(self, integer=False, minimum=None, strict=False, maximum=None):
         self.integer, self.minimum, self.strict = integer, minimum, strict
         # Integers end up as TensorFlow int64 (steps, seeds of the stateless noise).
-        self.maximum = 2 ** 63 - 1 if integer else None
+        self.maximum = maximum if maximum is not None else 2 ** 63 - 1 if integer else None
         self.metavar = "INT" if integer else "FLOAT"
 
     def __call__(self, option, value):
@@ -383,8 +383,9 @@ OPTIONS = [
            "HMC: time T of one leg; each leg takes round(u T / step_width) steps, u uniform in "
            "[0.9, 1.1], of width uniform in [0.7, 1.3] times step_width.",
            samplers=HMC),
-    Option("max_tree_depth", 10, POSITIVE_INT, "sampler",
-           "NUTS: largest tree depth k of a step (at most 2^k - 1 leapfrog steps).",
+    Option("max_tree_depth", 10, Number(integer=True, minimum=1, maximum=20), "sampler",
+           "NUTS: largest tree depth k of a step (at most 2^k - 1 leapfrog steps), at most 20 (TFP "
+           "builds a table of 2^k entries before the first step).",
            samplers=("NUTS",)),
     Option("adapt_step_width", True, Boolean(), "sampler",
            "NUTS, RWMH, HMC1, HMC2: at the first step of burn_in_steps search an initial width "

@@ -113,7 +113,10 @@ def drive(run, recorder, max_steps, every_nth, progress=False, shards=None, nonf
 
 class StopSignals:
     """While alive, SIGINT and SIGTERM only record themselves (in `signal`): the loop stops at
-    the next row boundary. Only the main thread can handle signals; elsewhere this does nothing."""
+    the next row boundary. A second one while the first waits (a call still tracing or
+    compiling, which no row boundary ends) acts as if tati were not there: the handler before it
+    runs (SIGINT: KeyboardInterrupt; SIGTERM: the process ends). Only the main thread can handle
+    signals; elsewhere this does nothing."""
 
     def __init__(self):
         self.signal = None
@@ -123,7 +126,16 @@ class StopSignals:
                 self._previous[number] = signal.signal(number, self._record)
 
     def _record(self, number, frame):
-        self.signal = number
+        if self.signal is None:
+            self.signal = number
+            return
+        previous = self._previous.get(number, signal.SIG_DFL)
+        self.release()
+        if callable(previous):
+            previous(number, frame)
+        elif previous != signal.SIG_IGN:
+            signal.signal(number, signal.SIG_DFL)
+            signal.raise_signal(number)
 
     def release(self):
         for number, handler in self._previous.items():

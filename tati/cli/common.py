@@ -72,6 +72,8 @@ def make_parser(prog, description, groups, argv=()):
         if option.group not in sections:
             sections[option.group] = parser.add_argument_group(option.group)
         default = "none" if option.default is None else option.default
+        if isinstance(default, bool):  # as the command line takes it
+            default = str(default).lower()
         if isinstance(default, list):
             default = ",".join(map(str, default)) or "empty"
         sections[option.group].add_argument(

@@ -83,6 +83,8 @@ def summarise(prog, simulation, result, sampler, seconds=None):
             hint = ("run longer (max_steps, burn_in_steps)" if proposal else
                     NO_METRIC_HINT if no_metric else None)
             lines += _convergence_lines(result.trajectory, walkers, o["burn_in_steps"], hint)
+        else:  # the tests above see one mode's equilibrium as well as the whole target's
+            lines.append("  mixing not checked with one walker: number_walkers 4 compares walkers (R-hat)")
     lines.append(_files(o))
     return "\n".join(lines)
 
@@ -210,6 +212,12 @@ def _temperature_lines(simulation, result):
     return lines
 
 
+def _noise_estimator_helps(o):
+    """SGHMC's gradient-noise estimate corrects the heat of mini-batch gradients only: with the
+    whole dataset (or a potential) it estimates zero."""
+    return o["sampler"] == "SGHMC" and o["batch_size"] is not None
+
+
 def _momentum_lines(result, o, dof):
     """T_0.99 of the momenta from the kinetic energies (chi-square(d) of 2 beta K), with its
     99% Clopper-Pearson interval over the independent readings; none below 100 readings, where
@@ -223,7 +231,7 @@ def _momentum_lines(result, o, dof):
         return [f"{head}: consistent"]
     if test["high"] < 0.99:
         hint = "momenta too hot (too few inside): lower step_width"
-        if o["sampler"] == "SGHMC":
+        if _noise_estimator_helps(o):
             hint += ", or set gradient_noise_estimator"
     else:
         hint = "momenta too cold (too many inside): run longer (burn_in_steps)"
@@ -255,7 +263,7 @@ def _layer_lines(result, o):
         lines.append(f"    {name:<{width}} {int(row['dof']):>5}  {t:<29}{k:<26}{c}")
     if "hot" in verdicts:
         lines.append("    momenta too hot in some layer: lower step_width"
-                     + (", or set gradient_noise_estimator" if o["sampler"] == "SGHMC" else ""))
+                     + (", or set gradient_noise_estimator" if _noise_estimator_helps(o) else ""))
     elif "cold" in verdicts:
         lines.append("    momenta too cold in some layer: run longer (burn_in_steps)")
     return lines
@@ -365,7 +373,9 @@ def _hmc_adaptation_lines(o, sampler, run_info, walkers):
     if sampler.adapt_trajectory_length:
         time = float(sampler.hamiltonian_dynamics_time)
         lines.append(f"  hamiltonian_dynamics_time adapted to {time:.3g} (started at {o['hamiltonian_dynamics_time']:g})")
-        if time < 2.0 * float(sampler.learning_rate.numpy()):  # ChEES's gradient is one noisy number per leg
+        # ChEES's gradient is one noisy number per leg: with too few walkers x parameters T collapses to a
+        # fraction of one step (0.01-0.03 at width 1); adapted well it is 1.3-1.8 at width 0.8-1.2
+        if time < 0.5 * float(sampler.learning_rate.numpy()):
             lines += ["    legs of about one step: adapting them is too noisy with so few walkers x parameters;",
                       f"    use number_walkers >= {max(4, 2 * walkers)}, or hamiltonian_dynamics_time with "
                       "adapt_trajectory_length false"]
@@ -406,8 +416,10 @@ def _kernel_lines(o, run_info):
         lines.append(f"  {divergent} of {transitions} transitions {span} divergent; max_tree_depth "
                      f"{o['max_tree_depth']} reached in {at_max:.0%} of rows")
         if divergent > DIVERGENT_MAX * transitions:
-            hints.append(f"    more than {DIVERGENT_MAX:.0%} divergent: the draws may be biased; raise "
-                         "target_acceptance_rate (0.95) or reparameterise")
+            hints.append(f"    more than {DIVERGENT_MAX:.0%} divergent: the draws may be biased; " + (
+                "raise target_acceptance_rate (0.95) or reparameterise" if adapted else
+                "give burn_in_steps (e.g. 1000), in which step_width adapts" if o["adapt_step_width"] else
+                "lower step_width"))
         if at_max > MAX_DEPTH_MAX:
             hints.append(f"    max_tree_depth reached in over {MAX_DEPTH_MAX:.0%}: raise burn_in_steps "
                          "(metric) or max_tree_depth")

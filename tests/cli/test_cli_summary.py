@@ -349,6 +349,15 @@ def test_a_leg_length_adapted_to_one_step_gets_a_hint():
     text = summarise("tati-sample", sim, sim.sample(), sampler=True)
     check_layout(text)
     assert "legs of about one step" in text and "use number_walkers >= 4," in text, text
+    # 4 walkers, 10 parameters of sd 0.1 ... 10 (choosing_a_sampler.md's target): T adapts to 1.36 at
+    # width 0.79, legs of about two steps, as they should be on a Gaussian; no hint
+    import tensorflow as tf
+    scales = tf.constant(np.logspace(-1, 1, 10))
+    sim = gaussian(sampler="HMC2", potential=lambda x: 0.5 * tf.reduce_sum((x / scales) ** 2), number_walkers=4,
+                   burn_in_steps=2000, max_steps=2000, every_nth=10, seed=2)
+    text = summarise("tati-sample", sim, sim.sample(), sampler=True)
+    legs = float(sim.sampler.hamiltonian_dynamics_time) / float(sim.sampler.learning_rate.numpy())
+    assert 1 < legs < 2 and "legs of about one step" not in text, (legs, text)
 
 
 def test_a_burn_in_too_short_for_the_metric_says_how_long_to_make_it():
@@ -446,3 +455,14 @@ def test_a_run_gone_non_finite_says_so_instead_of_judging_its_averages():
     assert f"  {len(steps)} of 50 rows have a NaN or infinite loss, the first at step {steps.min()} (walker 0), " \
            "so the averages are not judged: lower step_width" in text.splitlines(), text
     assert "kinetic energy" not in text and "error bar" not in text
+
+
+def test_divergences_without_a_burn_in_ask_for_one():
+    """NUTS at a width 100 times the scale, no burn-in: nothing adapted, so the hint is a burn-in
+    (raising target_acceptance_rate would give the same run)."""
+    import tensorflow as tf
+    sim = gaussian(sampler="NUTS", potential=lambda x: 0.5 * tf.reduce_sum((x / 0.01) ** 2), number_walkers=2,
+                   step_width=1.0, burn_in_steps=0, max_steps=30, every_nth=1, seed=1)
+    text = summarise("tati-sample", sim, sim.sample(), sampler=True)
+    assert "divergent: the draws may be biased; give burn_in_steps (e.g. 1000), in which step_width adapts" \
+        in text, text
