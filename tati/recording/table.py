@@ -61,13 +61,18 @@ def _last_step(path):
         with open(path, "rb") as file:
             header = file.readline().decode("utf-8", "replace").rstrip("\r\n").split(",")
             rows_start, end = file.tell(), file.seek(0, 2)
-            start = max(rows_start, end - (1 << 20))  # a row of a million-parameter network fits
-            file.seek(start)
-            tail = file.read().split(b"\n")
+            size = 1 << 16
+            while True:  # a tail long enough to hold the last complete row (a network's can be long)
+                start = max(rows_start, end - size)
+                file.seek(start)
+                tail = file.read().split(b"\n")
+                # the last piece is empty or a partial line; the first partial if the tail starts inside one
+                lines = [line for line in tail[int(start > rows_start):-1] if line.strip()]
+                if lines or start == rows_start:
+                    break
+                size *= 8
     except FileNotFoundError:
         return None
-    # the last piece is empty or a partial line; the first a partial line if the tail starts inside one
-    lines = [line for line in tail[int(start > rows_start):-1] if line.strip()]
     if "step" not in header or not lines:
         return None
     cells = lines[-1].decode("utf-8", "replace").rstrip("\r").split(",")
