@@ -15,14 +15,12 @@ An existing file is refused unless `overwrite=True`; further `model.fit` calls w
 recorder append to its files and tables (the step numbers go on with the optimizer's).
 """
 
-import os
-
 import keras
 import numpy as np
 
 from tati.errors import InputError
 from tati.models.keras_model import KerasModel
-from tati.preflight import check_output_file
+from tati.preflight import check_distinct_outputs, check_output_file
 from tati.recording.table import Table
 from tati.samplers.base import SamplerBase
 
@@ -36,9 +34,7 @@ class TrajectoryRecorder(keras.callbacks.Callback):
         self.every_nth = check("every_nth", every_nth)
         self.files = (run_file, trajectory_file)
         self.overwrite = check("overwrite", overwrite)
-        if run_file is not None and trajectory_file is not None and \
-                os.path.realpath(run_file) == os.path.realpath(trajectory_file):
-            raise InputError(f"run_file and trajectory_file name the same file '{run_file}'")
+        check_distinct_outputs({"run_file": run_file, "trajectory_file": trajectory_file})
         for name, path in zip(("run_file", "trajectory_file"), self.files):
             check_output_file(name, path, False, self.overwrite)
         if isinstance(walker, bool) or not isinstance(walker, (int, np.integer)) or walker < 0:

@@ -28,9 +28,9 @@ from tati.models.losses import mean_and_variance, point_nll
 from tati.recording.columns import check_parameter_columns
 
 
-def parameter_draws(trajectory, parameter_names, burn_in, draws, what="trajectory"):
+def parameter_draws(trajectory, parameter_names, burn_in, draws):
     """[n, d] parameters of the rows after burn_in, all walkers, thinned evenly to <= draws."""
-    check_parameter_columns(trajectory.columns, parameter_names, what)
+    check_parameter_columns(trajectory.columns, parameter_names, "trajectory")
     kept = trajectory[trajectory["step"] > burn_in]
     if kept.empty:
         raise InputError(f"trajectory has no row after burn_in {burn_in}")

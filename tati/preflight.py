@@ -56,7 +56,7 @@ def check(options, method=None):
             check_output_file(name, values[name], continuing, values["overwrite"], values["restore_model"] is None)
     _check_save_model(values)
     _check_summaries_path(values["summaries_path"])
-    _check_distinct_outputs(values)
+    check_distinct_outputs({name: values[name] for name in OUTPUT_FILES + ("save_model", "summaries_path")})
     return values, notes
 
 
@@ -239,14 +239,15 @@ def _check_summaries_path(path):
         raise InputError(f"summaries_path '{path}': '{above}' is a file, not a directory")
 
 
-def _check_distinct_outputs(o):
+def check_distinct_outputs(paths):
+    """InputError if two of {output option: path or None} name the same file."""
     seen = {}
-    for name in OUTPUT_FILES + ("save_model", "summaries_path"):
-        if o[name] is None:
+    for name, given in paths.items():
+        if given is None:
             continue
-        path = os.path.realpath(o[name])
+        path = os.path.realpath(given)
         if path in seen:
-            raise InputError(f"{seen[path]} and {name} name the same file '{o[name]}'")
+            raise InputError(f"{seen[path]} and {name} name the same file '{given}'")
         seen[path] = name
 
 
@@ -273,8 +274,9 @@ def compare_checkpoint(path, meta, o, method):
         if method == "sample" and _saved_sampler(meta) != o["sampler"]:
             refuse("sampler", _saved_sampler(meta), o["sampler"])
         # mini-batches keep an order and a position that the whole dataset has not
-        if "batch_size" in meta.get("options", {}) and (meta["options"]["batch_size"] is None) != (o["batch_size"] is None):
-            refuse("batch_size", _show(meta["options"]["batch_size"]), _show(o["batch_size"]))
+        saved_batch = meta.get("options", {}).get("batch_size", o["batch_size"])
+        if (saved_batch is None) != (o["batch_size"] is None):
+            refuse("batch_size", _show(saved_batch), _show(o["batch_size"]))
         if method == "fit" and canonical_optimizer(meta["optimizer"]) != canonical_optimizer(o["optimizer"]):
             refuse("optimizer", meta["optimizer"], o["optimizer"])
     saved = meta.get("options", {})  # checkpoints of the first release do not record them

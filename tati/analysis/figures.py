@@ -7,6 +7,7 @@ state, so that plotting from a script or a notebook leaves its backend alone.
 """
 
 import importlib.util
+import os
 
 from tati.errors import InputError
 
@@ -34,7 +35,7 @@ def check(what="plot", path=None):
 
 
 def _format(path):
-    suffix = str(path).rsplit(".", 1)[-1].lower() if "." in str(path).rsplit("/", 1)[-1] else ""
+    suffix = os.path.splitext(str(path))[1][1:].lower()
     return suffix if suffix in FORMATS else None
 
 

@@ -31,8 +31,8 @@ COMMON = [
      "trajectory.csv, averages.csv, or files recognised by their headers"),
     ("burn_in_steps", NONNEGATIVE_INT, 0, "leave out the rows with step <= this"),
     ("output", Text(), None, "the CSV file to write"),
-    ("plot", Optional(Text()), None, "also draw the analysis into this PNG file (.pdf, .svg: that format; needs matplotlib: "
-     "pip install tati[plots])"),
+    ("plot", Optional(Text()), None, "also draw the analysis into this PNG file (.pdf, .svg: that format; "
+     "needs matplotlib: pip install tati[plots])"),
     ("overwrite", Boolean(), False, "replace output files that exist"),
 ]
 BETA = ("inverse_temperature", POSITIVE, 1.0, "beta of the run (the sampler's inverse_temperature)")

@@ -256,7 +256,8 @@ def _check_plot_axes(mode, o, parameters):
     else:
         return
     if axes > 2:
-        raise InputError(f"plot draws a grid over one or two axes; this one would have {axes}: choose them with {choose}")
+        raise InputError(f"plot draws a grid over one or two axes; this one would have {axes}: "
+                         f"choose them with {choose}")
 
 
 def _evaluate(mode, o, simulation, rows, directions):

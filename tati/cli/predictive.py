@@ -38,8 +38,8 @@ OWN = [
      "layout, features then labels (without label columns: no log predictive density)"),
     ("output", Text(), "predictive.csv", "the CSV file to write: features, labels, mean_k, lower_k, "
      "upper_k and log_predictive_density"),
-    ("plot", Optional(Text()), None, "also draw the band into this PNG file (.pdf, .svg: that format), for 1-D inputs (needs "
-     "matplotlib: pip install tati[plots])"),
+    ("plot", Optional(Text()), None, "also draw the band into this PNG file (.pdf, .svg: that format), "
+     "for 1-D inputs (needs matplotlib: pip install tati[plots])"),
     ("seed", Number(integer=True, minimum=0), 0, "seed of SWAG's draws (--swag_rank)"),
     ("overwrite", Boolean(), False, "replace output files that exist"),
 ]
