@@ -18,8 +18,9 @@ def tool(name):
     (lossfunction.make_parser, ["grid", "--parameter", "weight0"], "(did you mean --parameters?)"),
     (lossfunction.make_parser, ["grid", "--max_steps", "10"],
      "(--max_steps is an option of tati-sample and tati-optimize)"),
-    (dataset_writer.make_parser, ["--train_file", "a.csv", "--seed", "3"],
-     "(did you mean --dataset_seed? --seed is an option of tati-sample and tati-optimize)"),
+    (dataset_writer.make_parser, ["--train_file", "a.csv", "--size", "3"], "(did you mean --dataset_size?)"),
+    (dataset_writer.make_parser, ["--train_file", "a.csv", "--max_steps", "3"],
+     "(--max_steps is an option of tati-sample and tati-optimize)"),
     (analyse.make_parser, ["covariance", "--trajectroy_file", "t.csv"], "(did you mean --trajectory_file?)"),
     (lambda: tool("tati-sample"), ["--frobnicate", "1"], "unrecognized arguments: --frobnicate 1\n"),
 ])
