@@ -34,8 +34,8 @@ RETIRED_OPTIONS = {
                         "--points_file and --steps",
     "samples_weights": "tati-lossfunction-sampler takes --points, the grid points per axis, for every axis",
     "samples_biases": "tati-lossfunction-sampler takes --points, the grid points per axis, for every axis",
-    "train_test_ratio": "tati-dataset-writer takes --test_fraction f: the last round(f N) points go to "
-                        "--test_file, the others to --train_file",
+    "train_test_ratio": "tati-dataset-writer takes --test_fraction 1-r for the original's ratio r: the "
+                        "last round(f N) points go to --test_file, the others to --train_file",
 }
 
 # The original's options that a tool of tati takes under another name: tool -> {original: tati}.
