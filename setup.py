@@ -39,6 +39,16 @@ setup(
             "tati-lossfunction-sampler=tati.cli.lossfunction:main",
             "tati-predictive=tati.cli.predictive:main",
             "tati-dataset-writer=tati.cli.dataset_writer:main",
+            # the original TATi's names (tati/original.py, doc/migration.md)
+            "TATiSampler=tati.cli.sample:main",
+            "TATiOptimizer=tati.cli.optimize:main",
+            "TATiAnalyser=tati.cli.analyse:main",
+            "TATiLossFunctionSampler=tati.cli.lossfunction:main",
+            "TATiDatasetWriter=tati.cli.dataset_writer:main",
+            "TATiExplorer=tati.cli.original:explorer",
+            "TATiInputSpaceSampler=tati.cli.original:input_space_sampler",
+            "TATiDatasetParser=tati.cli.original:dataset_parser",
+            "NumericalDiff=tati.cli.original:numerical_diff",
         ],
     },
 )

@@ -1,7 +1,8 @@
 """Sampler names without TensorFlow, so that options are checked before it is imported.
 
 Each sampler has a short name (the canonical one, used in tables, summaries and checkpoints) and
-the original TATi's full name; both are accepted in any case.
+the original TATi's full name; both are accepted in any case, and so are the other spellings of
+the original (ORIGINAL_NAMES; doc/migration.md).
 """
 
 import difflib
@@ -23,10 +24,20 @@ SAMPLERS = {
     "RWMH": ("RandomWalkMetropolisHastings", True, True),
 }
 PROPOSAL_KERNELS = ("NUTS", "RWMH")
+# The original TATi's other spellings: its samplers' own names (GLA_1stOrder, ...) and CCAdL's
+# full name there.
+ORIGINAL_NAMES = {
+    "GLA_1stOrder": "GLA1",
+    "GLA_2ndOrder": "GLA2",
+    "HMC_1stOrder": "HMC1",
+    "HMC_2ndOrder": "HMC2",
+    "CovarianceControlledAdaptiveLangevinThermostat": "CCAdL",
+}
 _BY_LOWER = {}
 for _short, (_full, _, _) in SAMPLERS.items():
     _BY_LOWER[_short.lower()] = _short
     _BY_LOWER[_full.lower()] = _short
+_BY_LOWER.update((_name.lower(), _short) for _name, _short in ORIGINAL_NAMES.items())
 
 
 def sampler_names():
@@ -35,7 +46,8 @@ def sampler_names():
 
 
 def canonical_sampler(name, option="sampler"):
-    """The short name for a short or full name in any case; InputError if unknown or not built."""
+    """The short name for a short, full or original name in any case; InputError if unknown or
+    not built."""
     short = _BY_LOWER.get(str(name).lower())
     if short is None:
         close = difflib.get_close_matches(str(name).lower(), list(_BY_LOWER), n=1)

@@ -15,8 +15,12 @@ from tati.errors import InputError
 
 # -- kinds ------------------------------------------------------------------------------------
 class Kind:
-    """Converts values of one option type; `metavar` is what --help shows."""
+    """Converts values of one option type; `metavar` is what --help shows. On the command line
+    a flag alone means `bare` (None: it needs a value), and a kind with a `separator` also takes
+    its items as separate words, joined with it (--hidden_dimension 8 8 as 8,8)."""
     metavar = "VALUE"
+    bare = None
+    separator = None
 
     def __call__(self, option, value):
         raise NotImplementedError
@@ -61,6 +65,7 @@ class Optional(Kind):
 
     def __init__(self, kind):
         self.kind, self.metavar = kind, kind.metavar
+        self.bare, self.separator = kind.bare, kind.separator
 
     def __call__(self, option, value):
         if value is None or (isinstance(value, str) and value.lower() in ("none", "")):
@@ -85,6 +90,7 @@ class Text(Kind):
 
 class Boolean(Kind):
     metavar = "{true,false}"
+    bare = "true"  # --overwrite alone
 
     def __call__(self, option, value):
         if isinstance(value, bool):
@@ -108,7 +114,8 @@ class BooleanOrAuto(Boolean):
 
 
 class ListOf(Kind):
-    """A list; on the command line comma-separated, e.g. --hidden_dimension 8,8."""
+    """A list; on the command line comma- or space-separated, e.g. --hidden_dimension 8,8 or 8 8."""
+    separator = ","
 
     def __init__(self, kind):
         self.kind, self.metavar = kind, f"{kind.metavar},..."
@@ -128,6 +135,7 @@ class ListOf(Kind):
 class Parameters(Kind):
     """A parameter vector, or in Python also one per walker; checked against the model."""
     metavar = "FLOAT,..."
+    separator = ","
 
     def __call__(self, option, value):
         return ListOf(Number())(option, value) if isinstance(value, str) else value
@@ -149,6 +157,14 @@ class Dataset(Kind):
     metavar = "{two_clusters,two_circles,four_squares,two_spirals}"
 
     def __call__(self, option, value):
+        from tati.original import DATASET_CODES
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool) or (
+                isinstance(value, str) and value.strip().isdigit()):
+            code = int(value)
+            if code not in DATASET_CODES:
+                raise InputError(f"{option} {value}: the original TATi's dataset codes are "
+                                 + ", ".join(f"{c} ({name})" for c, name in DATASET_CODES.items()))
+            return DATASET_CODES[code]
         if isinstance(value, str):
             from tati.data.datasets import DATASETS
             return Text(DATASETS)(option, value)
@@ -161,6 +177,7 @@ class Dataset(Kind):
 class InputColumns(Kind):
     """Terms such as 'x1 x2 x1^2 sin(x2)' (tati/data/input_columns.py), kept as a list of strings."""
     metavar = "TERMS"
+    separator = " "
 
     def __call__(self, option, value):
         from tati.data.input_columns import parse
@@ -233,8 +250,9 @@ ADAPTING = HMC + PROPOSAL
 OPTIONS = [
     # data
     Option("dataset", None, Optional(Dataset()), "data",
-           "Built-in dataset (two_clusters, two_circles, four_squares, two_spirals) or, in Python, "
-           "a pair (X, Y) of arrays. With no data option, networks train on two_clusters."),
+           "Built-in dataset (two_clusters, two_circles, four_squares, two_spirals; or the original "
+           "TATi's code 0 to 3 in that order: two_circles, four_squares, two_clusters, two_spirals) or, "
+           "in Python, a pair (X, Y) of arrays. With no data option, networks train on two_clusters."),
     Option("dataset_size", 500, POSITIVE_INT, "data", "Number of points of a built-in dataset."),
     Option("dataset_noise", 0.1, NONNEGATIVE, "data", "Noise level of a built-in dataset."),
     Option("dataset_seed", 0, NONNEGATIVE_INT, "data", "Seed of a built-in dataset."),
@@ -319,7 +337,8 @@ OPTIONS = [
     # sampler
     Option("sampler", "BAOAB", SamplerName(), "sampler",
            "Sampler by short or full name, any case: SGLD, GLA1, GLA2, BAOAB, CCAdL, SGHMC, HMC1, "
-           "HMC2, NUTS, RWMH."),
+           "HMC2, NUTS, RWMH; the original TATi's names (GLA_1stOrder, HMC_2ndOrder, ...; "
+           "doc/migration.md) are accepted too."),
     Option("step_width", 0.1, POSITIVE, "sampler",
            "Time step h of the sampler's integrator. HMC1, HMC2, NUTS, RWMH with burn_in_steps > 0 "
            "and adapt_step_width: only the start of the initial width's search, which doubles or "
@@ -531,6 +550,9 @@ BY_NAME = {option.name: option for option in OPTIONS}
 
 
 def unknown_option(name):
+    from tati.original import RETIRED_OPTIONS
+    if name in RETIRED_OPTIONS:  # the original TATi's option with no counterpart
+        return InputError(f"option '{name}' is the original TATi's: {RETIRED_OPTIONS[name]}")
     close = difflib.get_close_matches(name, list(BY_NAME), n=1)
     hint = f" (did you mean '{close[0]}'?)" if close else ""
     return InputError(f"option '{name}' is unknown{hint}")

@@ -31,7 +31,9 @@ edit by hand. The same table generates the keyword arguments of `tati.Simulation
 flags of the command-line tools, so the defaults below are the ones in effect.
 
 Defaults are shown as Python values. On the command line write `--name value`; `none` for
-None, `true`/`false` for booleans and comma-separated lists (`--hidden_dimension 8,8`).
+None, `true`/`false` for booleans (a boolean flag alone, `--overwrite`, means true) and lists
+comma- or space-separated (`--hidden_dimension 8,8` or `--hidden_dimension 8 8`). The original
+TATi's names of options, samplers and datasets that differ are in [migration.md](migration.md).
 Options marked "no" in the command-line column take Python objects and exist only in
 `tati.Simulation`.
 {tools}

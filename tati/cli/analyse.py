@@ -12,9 +12,10 @@ imported only by the autocorrelation subcommand (for tfp.mcmc), after those chec
 import importlib
 import sys
 
-from tati.cli.common import Parser, run_command
+from tati.cli.common import EPILOG, Parser, add_option, run_command
 from tati.errors import InputError
 from tati.options import Boolean, ListOf, Number, Optional, Text
+from tati.original import aliases_of, analysis
 
 PROG = "tati-analyse"
 NONNEGATIVE_INT = Number(integer=True, minimum=0)
@@ -103,18 +104,18 @@ def _options(command):
 
 
 def make_parser():
-    parser = Parser(prog=PROG, allow_abbrev=False, description=
+    parser = Parser(prog=PROG, allow_abbrev=False, epilog=EPILOG, description=
                      "Read a run's CSV files (tati-sample --run_file, --trajectory_file, --averages_file) "
-                     "and write one analysis as a CSV file, with --plot also as a PNG figure.")
+                     "and write one analysis as a CSV file, with --plot also as a PNG figure. The original "
+                     "TATiAnalyser's subcommands are aliases (doc/migration.md).")
     commands = parser.add_subparsers(dest="command", metavar="ANALYSIS", required=True, parser_class=Parser)
     for name, (text, _, _) in COMMANDS.items():
         sub = commands.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".",
-                                  allow_abbrev=False)
+                                  allow_abbrev=False, aliases=aliases_of(name), epilog=EPILOG)
         for option, kind, default, help_text, *shown in _options(name):
             shown = shown[0] if shown else f"{name}.csv" if option == "output" else default
             shown = "none" if shown is None else str(shown).lower() if isinstance(shown, bool) else shown
-            sub.add_argument(f"--{option}", dest=option, metavar=kind.metavar, default=default,
-                             help=f"{help_text} (default: {shown})".replace("%", "%%"))
+            add_option(sub, option, kind, f"{help_text} (default: {shown})".replace("%", "%%"), default=default)
     return parser
 
 
@@ -131,9 +132,16 @@ def convert(command, values):
     return options
 
 
+def _default(command, name):
+    return next(default for option, _, default, *_ in _options(command) if option == name)
+
+
 def main(argv=None):
     args = vars(make_parser().parse_args(sys.argv[1:] if argv is None else argv))
-    command = args.pop("command")
+    command, implied = analysis(args.pop("command"))  # the original's subcommand names
+    for option, value in implied.items():
+        if args.get(option) is _default(command, option):  # not given
+            args[option] = value
     run_command(PROG, lambda: print("\n".join(run(command, convert(command, args)))))
 
 

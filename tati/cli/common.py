@@ -8,6 +8,7 @@ keep the table's defaults. Every input error is one line on stderr and exit stat
 import argparse
 import difflib
 import os
+import re
 import sys
 import warnings
 
@@ -26,17 +27,64 @@ TOOL_GROUPS = {
 }
 
 
+# How the tools read their command line (Parser.normalise), at the end of each one's --help.
+EPILOG = ("A boolean option alone means true (--overwrite as --overwrite true); a list takes its "
+          "items comma- or space-separated (--hidden_dimension 8,8 or 8 8). The original TATi's "
+          "option, sampler and dataset names are understood where tati has a counterpart: see "
+          "doc/migration.md.")
+
+
 class Parser(argparse.ArgumentParser):
-    """An argparse parser whose errors are one line, and which answers an unknown flag with the
-    nearest of its own flags, or with the tools that take it."""
+    """An argparse parser whose errors are one line, and which answers each unknown flag with the
+    nearest of its own flags, the tools that take it, or what tati does instead of the original
+    TATi's option.
+
+    Its options added by `add_option` take the command line's habits (`normalise`): a boolean flag
+    alone means true, and a list's items may be separate words."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        args = sys.argv[1:] if args is None else list(args)
+        return super().parse_known_args(self.normalise(args), namespace)
+
+    def normalise(self, argv):
+        """argv with each bare boolean flag written --flag=true and each list given as separate
+        words joined into one --flag=a,b. A word ends a list (and is no boolean's value) if it is
+        a flag or one of the parser's positional choices (a mode, a subcommand)."""
+        kinds = {o: a.kind for a in self._actions if hasattr(a, "kind") for o in a.option_strings}
+        ends = {choice for a in self._actions if not a.option_strings for choice in (a.choices or ())}
+        out, i = [], 0
+        while i < len(argv):
+            word, i = argv[i], i + 1
+            if word == "--":
+                return out + argv[i - 1:]
+            kind = kinds.get(word)
+            if kind is None or (kind.bare is None and kind.separator is None):
+                out.append(word)
+                continue
+            values = []
+            while i < len(argv) and _is_value(argv[i], ends) and (kind.separator or not values):
+                values.append(argv[i])
+                i += 1
+            if kind.separator is None and not values:  # a boolean flag alone
+                values = [kind.bare]
+            out.append(f"{word}={kind.separator.join(values) if kind.separator else values[0]}" if values else word)
+        return out
 
     def error(self, message):
         if message.startswith("unrecognized arguments:"):
-            flags = [a[2:].split("=")[0] for a in message.split(":", 1)[1].split() if a.startswith("--")]
-            message += next(filter(None, (self._hint(flag) for flag in flags)), "")
+            flags = [_flag_name(a) for a in message.split(":", 1)[1].split() if _is_flag(a)]
+            hints = [(flag, self._hint(flag)) for flag in dict.fromkeys(flags)]
+            hints = [(flag, hint) for flag, hint in hints if hint]
+            if len(hints) == 1 and len(set(flags)) == 1:
+                message += f" ({hints[0][1]})"
+            elif hints:  # one hint per flag, each naming its flag
+                message += " (" + "; ".join(f"--{flag}: {hint}" for flag, hint in hints) + ")"
         fail(self.prog, message)
 
     def _hint(self, flag):
+        from tati.original import RETIRED_OPTIONS
+        if flag in RETIRED_OPTIONS:
+            return f"an option of the original TATi: {RETIRED_OPTIONS[flag]}"
         parsers = [self] + [parser for action in self._actions
                             if isinstance(action, argparse._SubParsersAction) for parser in action.choices.values()]
         known = sorted({o[2:] for parser in parsers for a in parser._actions for o in a.option_strings
@@ -46,9 +94,45 @@ class Parser(argparse.ArgumentParser):
         group = next((o.group for o in OPTIONS if o.name == flag and o.on_command_line), None)
         tools = [tool for tool, groups in TOOL_GROUPS.items() if group in groups and tool != self.prog]
         if tools:  # another tool's option: not a typo of one of ours
-            return f" ({part + ' ' if part else ''}--{flag} is an option of {' and '.join(tools)})"
+            return f"{part + ' ' if part else ''}--{flag} is an option of {' and '.join(tools)}"
         close = difflib.get_close_matches(flag, known, n=1)
-        return f" (did you mean --{close[0]}?)" if close else f" ({part})" if part else ""
+        return f"did you mean --{close[0]}?" if close else part
+
+
+def _is_flag(word):
+    """Whether a word of argv is a flag: a dash, then not a digit (-1 and -.5 are values)."""
+    return re.match(r"-+[^\d.\-]", word) is not None
+
+
+def _is_value(word, ends):
+    return not _is_flag(word) and word != "--" and word not in ends
+
+
+def _flag_name(word):
+    """The option a flag names: --name=value -> name; the original's -v, -vv -> verbose, -V -> version."""
+    name = word.lstrip("-").split("=")[0]
+    if not word.startswith("--"):
+        return "verbose" if set(name) == {"v"} else "version" if name == "V" else name
+    return name
+
+
+def add_option(container, name, kind, help, **extra):
+    """--name taking a value of `kind` (tati/options.py), which converts it later; a kind's habits
+    (a boolean flag alone, a list in separate words) are read by Parser.normalise. Its help shows
+    [VALUE] for a flag that may stand alone."""
+    alone = {"nargs": "?", "const": kind.bare} if kind.bare is not None else {}
+    action = container.add_argument(f"--{name}", metavar=kind.metavar, help=help,
+                                    **{"dest": name, **alone, **extra})
+    action.kind = kind
+    return action
+
+
+def add_renamed(parser, prog):
+    """The original TATi's names of this tool's options (tati/original.py), hidden from --help."""
+    from tati.original import RENAMED_OPTIONS
+    kinds = {a.dest: a.kind for a in parser._actions if hasattr(a, "kind")}
+    for old, new in RENAMED_OPTIONS.get(prog, {}).items():
+        add_option(parser, old, kinds[new], argparse.SUPPRESS, dest=new)
 
 
 def fail(prog, message):
@@ -61,13 +145,13 @@ def make_parser(prog, description, groups, argv=()):
     sampler's options only (the others are still parsed, and refused by the preflight)."""
     sampler = _sampler_in(argv)
     parser = Parser(prog=prog, description=description, allow_abbrev=False,
-                     argument_default=argparse.SUPPRESS)
+                    argument_default=argparse.SUPPRESS, epilog=EPILOG)
     sections = {}
     for option in OPTIONS:
         if not option.on_command_line or option.group not in groups:
             continue
         if sampler is not None and not option.takes(sampler):
-            parser.add_argument(f"--{option.name}", dest=option.name, help=argparse.SUPPRESS)
+            add_option(parser, option.name, option.kind, argparse.SUPPRESS)
             continue
         if option.group not in sections:
             sections[option.group] = parser.add_argument_group(option.group)
@@ -76,9 +160,8 @@ def make_parser(prog, description, groups, argv=()):
             default = str(default).lower()
         if isinstance(default, list):
             default = ",".join(map(str, default)) or "empty"
-        sections[option.group].add_argument(
-            f"--{option.name}", metavar=option.kind.metavar, dest=option.name,
-            help=f"{option.help} (default: {default})".replace("%", "%%"))
+        add_option(sections[option.group], option.name, option.kind,
+                   f"{option.help} (default: {default})".replace("%", "%%"))
     return parser
 
 

@@ -14,7 +14,7 @@ import argparse
 import os
 import sys
 
-from tati.cli.common import Parser, fail
+from tati.cli.common import EPILOG, Parser, add_option, add_renamed, fail
 from tati.errors import InputError
 from tati.options import BY_NAME, Boolean, Number, Optional, Text
 
@@ -32,18 +32,18 @@ OWN_OPTIONS = [
 
 
 def make_parser():
-    parser = Parser(prog=PROG, allow_abbrev=False, argument_default=argparse.SUPPRESS,
+    parser = Parser(prog=PROG, allow_abbrev=False, argument_default=argparse.SUPPRESS, epilog=EPILOG,
                      description="Write a built-in dataset (the points a Simulation with the same "
                      "dataset options trains on) to CSV files: a header x1,x2,label, then one row per "
                      "point, labels -1 and +1; optionally split into a training and a test file.")
     for name in TABLE_OPTIONS:
         option = BY_NAME[name]
         default = DEFAULT_DATASET if name == "dataset" else option.default
-        parser.add_argument(f"--{name}", metavar=option.kind.metavar, dest=name,
-                            help=f"{option.help} (default: {default})".replace("%", "%%"))
+        add_option(parser, name, option.kind, f"{option.help} (default: {default})".replace("%", "%%"))
     for name, kind, default, text in OWN_OPTIONS:
         shown = "required" if name == "train_file" else f"default: {'none' if default is None else str(default).lower()}"
-        parser.add_argument(f"--{name}", metavar=kind.metavar, dest=name, help=f"{text} ({shown})")
+        add_option(parser, name, kind, f"{text} ({shown})")
+    add_renamed(parser, PROG)
     return parser
 
 

@@ -18,10 +18,11 @@ columns are this network's parameters (known once it is built); every bad input 
 import sys
 import warnings
 
-from tati.cli.common import TOOL_GROUPS, import_tensorflow_quietly, run_command
+from tati.cli.common import TOOL_GROUPS, add_option, add_renamed, import_tensorflow_quietly, run_command
 from tati.cli.common import make_parser as tool_parser
 from tati.errors import InputError
 from tati.options import BY_NAME, Boolean, ListOf, Number, Optional, Text
+from tati.original import LANDSCAPE_MODES, RETIRED_MODES
 
 PROG = "tati-lossfunction-sampler"
 MODES = {
@@ -82,27 +83,31 @@ def make_parser():
         PROG, "The loss (and accuracy) of a network on a grid, on the plane through three parameter vectors, "
         "along a segment, along a trajectory or on a grid in the span of directions, written as a CSV file "
         "and with --plot as a PNG. The network and data take tati-sample's options.", SIMULATION_GROUPS)
-    parser.add_argument("mode", choices=list(MODES), metavar="MODE",
-                        help="; ".join(f"{name}: {text}" for name, text in MODES.items()))
+    parser.add_argument("mode", choices=[*MODES, *LANDSCAPE_MODES, *RETIRED_MODES], metavar="MODE",
+                        help="; ".join(f"{name}: {text}" for name, text in MODES.items())
+                        + "; the original TATiLossFunctionSampler's " + ", ".join(
+                            f"{old} is {new}" for old, new in LANDSCAPE_MODES.items() if old != new))
     group = parser.add_argument_group("walkers and checkpoint")
     for name, text in SIMULATION_EXTRA.items():
         option = BY_NAME[name]
         default = "none" if option.default is None else option.default
-        group.add_argument(f"--{name}", dest=name, metavar=option.kind.metavar,
-                           help=f"{text or option.help} (default: {default})".replace("%", "%%"))
+        add_option(group, name, option.kind, f"{text or option.help} (default: {default})".replace("%", "%%"))
     group = parser.add_argument_group("landscape")
     for name, kind, default, text, modes, *shown in OWN:
         shown = default if not shown or shown[0] is None else shown[0]
         shown = "none" if shown is None else str(shown).lower() if isinstance(shown, bool) else shown
         where = "" if modes is None else f"{', '.join(modes)}: "
-        group.add_argument(f"--{name}", dest=name, metavar=kind.metavar,
-                           help=f"{where}{text} (default: {shown})".replace("%", "%%"))
+        add_option(group, name, kind, f"{where}{text} (default: {shown})".replace("%", "%%"))
+    add_renamed(parser, PROG)
     return parser
 
 
 def convert(values):
     """(mode, own options converted and checked, Simulation options as given)."""
     mode = values.pop("mode")
+    if mode in RETIRED_MODES:
+        raise InputError(f"mode {mode} is the original TATi's: {RETIRED_MODES[mode]}")
+    mode = LANDSCAPE_MODES.get(mode, mode)
     own = {}
     for name, kind, default, _, modes, *_ in OWN:
         if name in values:

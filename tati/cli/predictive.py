@@ -17,7 +17,7 @@ one line and exit status 2.
 import math
 import sys
 
-from tati.cli.common import TOOL_GROUPS, fail, make_parser, parse, run_tool
+from tati.cli.common import TOOL_GROUPS, add_option, fail, make_parser, parse, run_tool
 from tati.errors import InputError
 from tati.options import Boolean, Number, Optional, Text
 
@@ -55,7 +55,7 @@ def make_tool_parser():
     group = parser.add_argument_group("predictive")
     for name, kind, default, text in OWN:
         shown = "none" if default is None else str(default).lower() if isinstance(default, bool) else default
-        group.add_argument(f"--{name}", dest=name, metavar=kind.metavar, help=f"{text} (default: {shown})")
+        add_option(group, name, kind, f"{text} (default: {shown})")
     return parser
 
 
