@@ -436,6 +436,12 @@ OPTIONS = [
            "criterion (gradient ascent on log T), then keep the averaged T "
            "(hamiltonian_dynamics_time is the start). Not with covariance_blending.",
            samplers=HMC),
+    Option("warm_start", "auto", BooleanOrAuto(), "sampler",
+           "NUTS, RWMH, HMC1, HMC2: before the first sample() call, L-BFGS (at most 200 iterations) from "
+           "every walker's start, and a walker that ends far above the best (beta dU > d/2 + 4 sqrt(d/2)) "
+           "restarts at the best walker's point, so that burn-in adapts from the typical set "
+           "(doc/samplers.md). auto: on with two walkers or more and burn_in_steps > 0.",
+           samplers=ADAPTING),
     # optimizer
     Option("optimizer", "GradientDescent", Text(), "optimizer",
            "Optimizer of fit(): GradientDescent, BarzilaiBorweinGradientDescent (step width "

@@ -31,6 +31,7 @@ from tati import building
 from tati import options as option_table
 from tati import preflight
 from tati import checkpoint
+from tati import warm_start
 from tati.errors import InputError, Interrupted, SamplingError
 from tati.optimizers import make_optimizer
 from tati.optimizers.lbfgs import LBFGS
@@ -163,6 +164,7 @@ class Simulation:
         self._optimizer = make_optimizer(o["optimizer"], learning_rate_of(o))
         self._run = None
         self._last_sample = None  # the last sample() call's Result: predictive's default draws
+        self.warm_start = None  # what the warm start did (tati/warm_start.py), once it ran
         self._ensemble_failures = 0
 
     @property
@@ -189,7 +191,18 @@ class Simulation:
     # -- running -------------------------------------------------------------------------------
     def sample(self):
         """Run max_steps sampler steps; returns a Result with this call's table rows."""
+        if self._run is None and self.warm_start is None and self.options["restore_model"] is None \
+                and warm_start.applies(self.options, self.model.num_walkers):
+            self._start_warm()
         return self._go("sample", self.sampler)
+
+    def _start_warm(self):
+        """The warm start (tati/warm_start.py) before the first sample() call; a warning names
+        the walkers it restarted."""
+        self.warm_start = warm_start.warm_start(self.model, self.data, self.options["inverse_temperature"])
+        self.parameters = self.warm_start.positions
+        if len(self.warm_start.restarted):
+            warnings.warn(self.warm_start.line(), stacklevel=3)
 
     def fit(self):
         """Run max_steps optimizer steps; returns a Result with this call's table rows."""

@@ -3,7 +3,8 @@
 Each walker starts at its own uniform(-2, 2) draw on the unconstrained space (Stan's default
 inits: initial_parameters 0 with initial_dispersion 2); nothing is given but the sampler, the
 walkers, burn_in_steps and max_steps. The draws after burn-in are mapped back to the constrained
-scale and each parameter's mean and sd are compared with the reference (../shared/posteriordb):
+scale and each parameter's mean and sd are compared with the reference (tools/posteriordb/, a copy
+of the project's ../shared/posteriordb):
 
     z_mean = (mean - ref_mean) / sqrt(mcse_mean^2 + ref_mcse_mean^2),  mcse_mean = sd / sqrt(ESS)
     z_sd = (sd - ref_sd) / sqrt(mcse_sd^2 + ref_mcse_sd^2),            mcse_sd = sd / sqrt(2 ESS)
@@ -25,7 +26,7 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-POSTERIORDB = os.path.join(HERE, "..", "..", "shared", "posteriordb")
+POSTERIORDB = os.path.join(HERE, "posteriordb")  # posteriordb's files, as in ../shared/posteriordb
 
 
 def _tf():
