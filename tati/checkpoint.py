@@ -5,7 +5,8 @@ iteration counter, which keys the stateless noise and the HMC legs' draws, HMC's
 state, CCAdL's thermostat), the step counter, the running averages and the ensemble
 preconditioner, and the position of the mini-batches (data/pipeline.py). A restored run
 therefore continues bitwise on the same machine and versions. The file is written to a temporary name and renamed,
-so an interruption during the write leaves the previous checkpoint intact. Reading a file's
+so an interruption during the write leaves the previous checkpoint intact. A restored run that
+appends to its files without save_model updates the restored file so (running.Run). Reading a file's
 description (`load`) needs no TensorFlow, so the tools check a checkpoint before importing it.
 
 Format 2 stores each variable under "group/name": the variable's own name (a Keras
@@ -71,7 +72,9 @@ def _meta(simulation, run):
             "options": saved_options(o)}
 
 
-def save(path, simulation, run):
+def save(path, simulation, run, option="save_model"):
+    """Write the checkpoint to `path`, the file of `option` (save_model, or restore_model
+    updated in place), through a temporary file."""
     arrays = {"meta": np.array(json.dumps(_meta(simulation, run)))}
     for group, variables in state_groups(simulation, run).items():
         for name, variable in variables:
@@ -82,7 +85,7 @@ def save(path, simulation, run):
             np.savez(file, **arrays)
         os.replace(temporary, path)
     except OSError as error:
-        raise InputError(f"save_model: cannot write '{path}': {error.strerror}") from None
+        raise InputError(f"{option}: cannot write '{path}': {error.strerror}") from None
 
 
 def load(path):

@@ -22,9 +22,12 @@ STRUCTURE = ("number_walkers", "dtype", "hidden_dimension", "hidden_activation",
              "covariance_blocks", "collapse_walkers")
 # Options of one call, not of the run, and starts that a resumed run does not use: changing
 # them on resume says nothing.
-PER_CALL = ("max_steps", "every_nth", "save_model", "restore_model", "overwrite", "progress",
+PER_CALL = ("max_steps", "save_model", "restore_model", "overwrite", "progress",
             "jit_compile", "on_nan", "initial_parameters", "parse_parameters_file", "parse_steps",
             "summaries_path", "record_momenta", "xla_cache_directory") + OUTPUT_FILES
+# Options that space a table's rows: a resumed run appending to a file needs the checkpoint's
+# value (every analysis takes a file's rows as equally spaced); new files may have another.
+ROW_SPACING = ("every_nth",)
 # Samplers whose momenta persist from step to step (record_momenta): the one-gradient-per-step
 # Langevin family. HMC and NUTS redraw theirs at every leg, SGLD and RWMH have none.
 PERSISTENT_MOMENTA = ("GLA1", "GLA2", "BAOAB", "CCAdL", "SGHMC")
@@ -262,15 +265,17 @@ def saved_options(o):
 
 def compare_checkpoint(path, meta, o, method):
     """InputError if the checkpoint's state cannot continue under these options (other sampler,
-    walker count, network or dtype), naming the option, the saved and the requested value;
-    else the notes on tunables that changed (one line, or none)."""
+    walker count, network or dtype, or another every_nth for files appended to), naming the
+    option, the saved and the requested value; else the notes on tunables that changed (one
+    line, or none)."""
     def refuse(name, saved, requested):
         raise InputError(f"restore_model '{path}' was saved with {name} {saved}, this run asks for "
                          f"{name} {requested}: give the saved value to continue that run, or drop restore_model")
 
     if meta["walkers"] != o["number_walkers"]:
         refuse("number_walkers", meta["walkers"], o["number_walkers"])
-    if method is not None and meta["method"] == method:
+    continuing = method is not None and meta["method"] == method
+    if continuing:
         if method == "sample" and _saved_sampler(meta) != o["sampler"]:
             refuse("sampler", _saved_sampler(meta), o["sampler"])
         # mini-batches keep an order and a position that the whole dataset has not
@@ -284,9 +289,28 @@ def compare_checkpoint(path, meta, o, method):
         # none means "from the data" for the dimensions, but "the columns as they are" for input_columns
         if name in saved and (o[name] is not None or name == "input_columns") and saved[name] != o[name]:
             refuse(name, _show(saved[name]), _show(o[name]))
+    if continuing:
+        _check_row_spacing(path, saved, o)
     changed = [f"{name} {_show(saved[name])} -> {_show(value)}" for name, value in saved_options(o).items()
-               if name in saved and name not in STRUCTURE + ("sampler", "optimizer") and saved[name] != value]
+               if name in saved and name not in STRUCTURE + ROW_SPACING + ("sampler", "optimizer")
+               and saved[name] != value]
     return [f"restore_model '{path}': continuing with changed options: {', '.join(changed)}"] if changed else []
+
+
+def appended_files(o):
+    """The output options whose files exist: a run that continues a restored one appends to them."""
+    return [name for name in OUTPUT_FILES if o[name] is not None and os.path.isfile(o[name])]
+
+
+def _check_row_spacing(path, saved, o):
+    """InputError if a continued run would append rows spaced unlike a file's (checkpoints before
+    this check record no every_nth)."""
+    appended = appended_files(o)
+    for name in ROW_SPACING:
+        if appended and name in saved and saved[name] != o[name]:
+            raise InputError(f"restore_model '{path}' was saved with {name} {saved[name]}, this run asks for "
+                             f"{name} {o[name]}: the rows appended to {appended[0]} '{o[appended[0]]}' would be "
+                             f"spaced unlike its rows; give {name} {saved[name]} to continue it, or new output files")
 
 
 def _saved_sampler(meta):

@@ -20,6 +20,7 @@ from tati import checkpoint
 from tati.clock import Heartbeat
 from tati.kernels import LEGS, info_of, is_sampler, kind_of
 from tati.loop import Loop, compile_chunk, steps_dtype
+from tati.preflight import appended_files
 from tati.recording.averages import RunningAverages
 
 # Seconds one compiled call should take: interruption waits at most for the call under way.
@@ -40,10 +41,15 @@ class Run:
         self.calls = 0
         o = simulation.options
         self.burn_in_steps = o["burn_in_steps"] if method == "sample" else 0  # for the progress line
+        # Continuing a restored run in files that exist: the restored checkpoint, which each
+        # call's end updates without save_model, so that a checkpoint goes on with the files.
+        self.updated_checkpoint = None
         if o["restore_model"] is not None and not simulation.restored:
             simulation.restored = True
             if checkpoint.restore(o["restore_model"], simulation, self):
                 self.calls = 1  # continue the saved run: append to its files
+                if appended_files(o):
+                    self.updated_checkpoint = o["restore_model"]
         self.chunk = compile_chunk(Loop(
             simulation.model, simulation.data, optimizer, self.step, self.averages, o["burn_in_steps"],
             simulation.has_accuracy, simulation.ensemble, o["every_nth"], o["jit_compile"],

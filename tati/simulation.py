@@ -13,10 +13,11 @@ accumulate in that graph; each call hands a block of rows to the recorder.
 A *run* is a sequence of sample() (or fit()) calls: calling sample() again continues the run
 (step numbers and averages go on, CSV files are appended to); switching between sample() and
 fit() starts a new run with step 1 and fresh averages. `save_model` writes a checkpoint after
-each call, `restore_model` continues a saved run in a new Simulation (checkpoint.py).
+each call, `restore_model` continues a saved run in a new Simulation (checkpoint.py); without
+save_model, a restored run that appends to its files updates the restored checkpoint.
 
 SIGINT and SIGTERM stop a call at the next row boundary: the files are flushed, the checkpoint
-is written if save_model is set, and `Interrupted` (a KeyboardInterrupt) is raised. A
+is written if save_model is set (or updated, as above), and `Interrupted` (a KeyboardInterrupt) is raised. A
 non-finite loss or gradient stops a Langevin sampler or optimizer with a `SamplingError`
 naming step and walker (on_nan="stop"); every row written before stays.
 """
@@ -218,8 +219,8 @@ class Simulation:
                 self._run.shards = Shards(self, self._run, self._strategy)
         run = self._run
         # Files: the chief's (the only worker but with distribution=multi_worker).
-        paths = {name: o[name] if self._writes else None
-                 for name in preflight.OUTPUT_FILES + ("summaries_path", "save_model")}
+        paths = {name: o[name] if self._writes else None for name in preflight.OUTPUT_FILES + ("summaries_path",)}
+        paths["save_model"] = (o["save_model"] or run.updated_checkpoint) if self._writes else None
         recorder = Recorder(self.model, self.data, run.info, self.has_accuracy, o["burn_in_steps"], paths,
                             run.calls > 0, o["overwrite"], self.record_momenta, int(run.step.numpy()),
                             rows_at_every_end=not run.metropolis)
@@ -230,12 +231,12 @@ class Simulation:
         if hasattr(self.model, "sync"):  # a Keras model's own variables: walker 0
             self.model.sync()
         if paths["save_model"] is not None:
-            checkpoint.save(paths["save_model"], self, run)
+            checkpoint.save(paths["save_model"], self, run, "save_model" if o["save_model"] else "restore_model")
         if stopped_by is not None:
             step = int(run.step.numpy())
             left = first_step + o["max_steps"] - step
-            saved = (f"; checkpoint written to {o['save_model']} (restore_model it with max_steps {left} "
-                     "for the steps left)") if o["save_model"] is not None else ""
+            saved = (f"; checkpoint written to {paths['save_model']} (restore_model it with max_steps {left} "
+                     "for the steps left)") if paths["save_model"] is not None else ""
             raise Interrupted(stopped_by, f"stopped by {signal.Signals(stopped_by).name} after step "
                               f"{step}{saved}")
         groups = self.model.parameter_groups() if hasattr(self.model, "parameter_groups") else None

@@ -8,6 +8,7 @@ byte-for-byte unchanged; an existing output file is replaced only with overwrite
 import hashlib
 import json
 import pathlib
+import shutil
 import subprocess
 import sys
 import types
@@ -108,25 +109,26 @@ def test_resume_appends_only_to_a_file_of_the_same_columns(tmp_path):
 
 
 def test_resume_appends_only_where_the_file_ends(tmp_path):
-    """A file continued by restore_model ends at the checkpoint's step: a second resume from the
-    same checkpoint (save_model forgotten) would repeat steps 6-10, a file cut short would miss
+    """A file continued by restore_model ends at the checkpoint's step: a resume from an older
+    checkpoint (a copy kept from step 5) would repeat steps 6-10, a file cut short would miss
     rows. Both are refused with the file unchanged; with the checkpoint saved alongside, it goes on."""
-    checkpoint, path = str(tmp_path / "s.npz"), tmp_path / "t.csv"
+    checkpoint, older, path = str(tmp_path / "s.npz"), str(tmp_path / "older.npz"), tmp_path / "t.csv"
     options = dict(potential=lambda x: 0.5 * (x[0] ** 2), initial_parameters=[0.0], max_steps=5,
                    trajectory_file=str(path))
     tati.Simulation(save_model=checkpoint, **options).sample()
-    tati.Simulation(restore_model=checkpoint, **options).sample()  # steps 6-10, no checkpoint saved
+    shutil.copyfile(checkpoint, older)
+    tati.Simulation(restore_model=checkpoint, **options).sample()  # steps 6-10, the checkpoint updated
     kept = path.read_text()
     with pytest.raises(InputError, match=r"trajectory_file .* ends at step 10, after step 5 where the run "
                                          "continues: its rows would repeat"):
-        tati.Simulation(restore_model=checkpoint, **options).sample()
+        tati.Simulation(restore_model=older, **options).sample()
     assert path.read_text() == kept
     path.write_text("".join(kept.splitlines(True)[:4]))  # the header and steps 1-3
     with pytest.raises(InputError, match=r"ends at step 3, before step 5 where the run continues: the rows "
                                          "of steps 4-5 are not in it"):
-        tati.Simulation(restore_model=checkpoint, **options).sample()
+        tati.Simulation(restore_model=older, **options).sample()
     path.write_text("".join(kept.splitlines(True)[:6]))  # up to the checkpoint's step 5
-    tati.Simulation(restore_model=checkpoint, **options).sample()
+    tati.Simulation(restore_model=older, **options).sample()
     assert list(read_csv(path)["step"]) == list(range(1, 11))
 
 
