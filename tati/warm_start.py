@@ -8,9 +8,11 @@ that differ by orders of magnitude (on posteriordb's kidiq the log density at su
 can stay there for the whole run (HMC2 on kidiq: R-hat 42). So before the first sample() call:
 
 1. L-BFGS from every walker's own start, on the whole dataset (at most ITERATIONS iterations,
-   tfp.optimizer.lbfgs_minimize, every walker its own problem), towards a mode of U; where a
-   walker's line search failed (far out, where U is badly scaled), again from there with no
-   memory, ROUNDS times in all;
+   every walker its own problem, all walkers in one evaluation of the model), towards a mode of U;
+   where a walker's line search fails (far out, where U is badly scaled), again from there with
+   no memory, ROUNDS times in all. (TFP's lbfgs_minimize, with its Hager-Zhang line search, takes
+   seconds to trace, more than the whole run of a small posterior, and gave up on half of
+   kidiq's starts.)
 2. a walker that ends far above the best, beta (U_w - U_best) > d/2 + 4 sqrt(d/2), is stuck (in a
    minor mode, or where the line search failed) and restarts at the best walker's point. At a
    mode, beta (U - U_mode) of the draws of a d-dimensional Gaussian posterior is Gamma(d/2), of
@@ -30,9 +32,11 @@ from typing import NamedTuple
 import numpy as np
 import tensorflow as tf
 
-ITERATIONS, CORRECTION_PAIRS, TOLERANCE = 200, 10, 1e-8
-# L-BFGS runs again from where a walker's line search failed, at most this many times in all.
-ROUNDS = 3
+ITERATIONS, CORRECTION_PAIRS = 200, 10
+# A walker stops once an iteration lowers beta U by less than DECREASE (the threshold below is
+# d/2 + 4 sqrt(d/2) of beta U); a line search halves its step at most BACKTRACKS times, and a
+# walker whose searches failed ROUNDS times stops where it is.
+DECREASE, BACKTRACKS, ARMIJO, ROUNDS = 1e-6, 40, 1e-4, 3
 TAIL_SDS = 4.0
 
 
@@ -77,37 +81,98 @@ def threshold(dimension, inverse_temperature):
 def warm_start(model, data, inverse_temperature):
     """The walkers' points in the typical set (module docstring), as a WarmStart; the model's
     parameters stay as they are."""
-    import tensorflow_probability as tfp
     features, labels = data.all() if model.uses_data else (None, None)
 
-    def value_and_gradients(theta):
-        losses, gradient, _ = model.loss_and_gradient(features, labels, theta=theta)
-        return losses, gradient
-
     @tf.function(autograph=False)
-    def minimise(start):
-        return tfp.optimizer.lbfgs_minimize(value_and_gradients, start, max_iterations=ITERATIONS,
-                                            num_correction_pairs=CORRECTION_PAIRS, tolerance=TOLERANCE,
-                                            stopping_condition=tfp.optimizer.converged_all)
+    def value_and_gradients(theta):
+        losses, gradient, _ = model.loss_and_gradient(features, labels, theta=tf.cast(theta, model.dtype))
+        return tf.cast(losses, tf.float64), tf.cast(gradient, tf.float64)
 
-    start = model.flat_parameters()
-    start_losses = value_and_gradients(start)[0].numpy().astype(np.float64)
-    result, iterations = minimise(start), 0
-    for _ in range(ROUNDS - 1):  # a failed line search again, from where it stopped, with no memory
-        iterations += int(result.num_iterations.numpy())
-        if np.all(result.converged.numpy()):
-            break
-        result = minimise(result.position)
-    iterations += int(result.num_iterations.numpy())
-    position = result.position.numpy()
-    losses = result.objective_value.numpy().astype(np.float64)
-    losses = np.where(np.isfinite(losses), losses, np.inf)
+    def evaluate(theta):
+        losses, gradient = (value.numpy() for value in value_and_gradients(tf.constant(theta)))
+        bad = ~(np.isfinite(losses) & np.all(np.isfinite(gradient), axis=1))
+        return np.where(bad, np.inf, losses), np.where(bad[:, None], 0.0, gradient)
+
+    start = model.flat_parameters().numpy().astype(np.float64)
+    start_losses = evaluate(start)[0]
+    position, losses, iterations, converged = minimise(evaluate, start, inverse_temperature)
     best = int(np.argmin(losses))
     limit = threshold(model.num_parameters, inverse_temperature)
     restarted = np.flatnonzero(losses - losses[best] > limit)
     position[restarted] = position[best]
-    return WarmStart(position, iterations, result.converged.numpy(), start_losses, losses, restarted,
-                     best, limit)
+    return WarmStart(position, iterations, converged, start_losses, losses, restarted, best, limit)
+
+
+def minimise(evaluate, start, inverse_temperature):
+    """(positions, losses, iterations, converged) of L-BFGS from every row of `start` [W, d] at
+    once (Nocedal & Wright 2006, Algorithm 7.4, with a backtracking line search on Armijo's
+    condition), `evaluate(theta)` giving every walker's loss (inf where not finite) and gradient.
+    A walker stops once an iteration lowers beta U by less than DECREASE; where its line search
+    fails its memory is cleared, and after ROUNDS failures it stops where it is."""
+    x = start.copy()
+    f, g = evaluate(x)
+    walkers = len(x)
+    s_memory, y_memory = [], []  # the last CORRECTION_PAIRS pairs [W, d], zero where a walker has none
+    failures = np.zeros(walkers, int)
+    active = np.isfinite(f)
+    iteration = 0
+    for iteration in range(1, ITERATIONS + 1):
+        if not active.any():
+            break
+        direction = -_two_loop(g, s_memory, y_memory)
+        slope = np.sum(direction * g, axis=1)
+        uphill = slope >= 0.0  # not a descent direction: the gradient's
+        direction[uphill], slope[uphill] = -g[uphill], -np.sum(g[uphill] ** 2, axis=1)
+        # Without memory, a first step of length at most 1 (the gradient of a far start is huge).
+        first = np.array([not np.any([np.any(s[w]) for s in s_memory]) for w in range(walkers)])
+        t = np.where(first, np.minimum(1.0, 1.0 / np.maximum(np.linalg.norm(g, axis=1), 1e-300)), 1.0)
+        searching, new_x, new_f, new_g = active.copy(), x.copy(), f.copy(), g.copy()
+        for _ in range(BACKTRACKS):
+            trial = x + t[:, None] * direction
+            trial_f, trial_g = evaluate(np.where(searching[:, None], trial, x))
+            accepted = searching & (trial_f <= f + ARMIJO * t * slope)
+            new_x[accepted], new_f[accepted], new_g[accepted] = trial[accepted], trial_f[accepted], trial_g[accepted]
+            searching &= ~accepted
+            if not searching.any():
+                break
+            t = np.where(searching, 0.5 * t, t)
+        failed = searching  # no decrease along the direction: clear the memory, try the gradient next
+        failures += failed
+        s, y = new_x - x, new_g - g
+        keep = (~failed & (np.sum(s * y, axis=1) > 1e-12 * np.linalg.norm(s, axis=1) * np.linalg.norm(y, axis=1)))
+        s_memory.append(np.where(keep[:, None], s, 0.0))
+        y_memory.append(np.where(keep[:, None], y, 0.0))
+        for memory in (s_memory, y_memory):
+            for pair in memory:
+                pair[failed] = 0.0
+            del memory[:-CORRECTION_PAIRS]
+        decrease = inverse_temperature * (f - new_f)
+        x, f, g = new_x, new_f, new_g
+        active &= ~(~failed & (decrease < DECREASE)) & (failures < ROUNDS)
+    converged = failures < ROUNDS
+    return x, f, iteration, converged
+
+
+def _two_loop(g, s_memory, y_memory):
+    """H g by L-BFGS's two-loop recursion, per walker (rows); pairs of zeros are skipped."""
+    q = g.copy()
+    alphas = []
+    for s, y in zip(reversed(s_memory), reversed(y_memory)):
+        sy = np.sum(s * y, axis=1)
+        rho = np.where(sy > 0.0, 1.0 / np.where(sy > 0.0, sy, 1.0), 0.0)
+        alpha = rho * np.sum(s * q, axis=1)
+        q -= alpha[:, None] * y
+        alphas.append((alpha, rho, s, y))
+    if s_memory:  # H_0 = gamma I with gamma = s.y / y.y of the newest pair a walker has
+        gamma = np.ones(len(g))
+        for s, y in zip(s_memory, y_memory):
+            sy, yy = np.sum(s * y, axis=1), np.sum(y * y, axis=1)
+            gamma = np.where(sy > 0.0, sy / np.where(yy > 0.0, yy, 1.0), gamma)
+        q *= gamma[:, None]
+    for alpha, rho, s, y in reversed(alphas):
+        beta = rho * np.sum(y * q, axis=1)
+        q += (alpha - beta)[:, None] * s
+    return q
 
 
 def _range(values):

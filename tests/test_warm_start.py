@@ -35,7 +35,7 @@ def two_wells(x):
 
 def wells_simulation(**options):
     settings = dict(potential=two_wells, initial_parameters=[[-3.1], [-2.9], [2.5], [3.6]], dtype="float64",
-                    sampler="HMC2", number_walkers=4, burn_in_steps=20, max_steps=20, seed=1)
+                    sampler="RWMH", number_walkers=4, burn_in_steps=20, max_steps=20, seed=1)
     settings.update(options)
     return tati.Simulation(**settings)
 
