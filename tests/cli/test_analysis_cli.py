@@ -137,6 +137,31 @@ def test_outputs_are_not_replaced_without_overwrite(run_dir, capsys, monkeypatch
     assert "output 'trajectory.csv' is the run's trajectory_file" in line
 
 
+@pytest.mark.parametrize("option, given, kind", [
+    ("--trajectory_file", "run.csv", "a run-info table"),
+    ("--run_file", "trajectory.csv", "a trajectory table"),
+    ("--averages_file", "run.csv", "a run-info table"),
+    ("--trajectory_file", "averages.csv", "an averages table"),
+])
+def test_a_named_table_of_another_kind_is_refused(option, given, kind, run_dir, capsys):
+    """Issue #38: a run-info file given as --trajectory_file gave R-hat and ESS of its columns
+    with exit status 0. Every named table is checked by its header, as a directory's files are."""
+    command = "temperature" if option == "--run_file" else "autocorrelation" if option == "--trajectory_file" \
+        else "traces"
+    line = one_error_line(capsys, [command, option, str(run_dir / given), "--output", str(run_dir / "o.csv")])
+    assert line.startswith(f"tati-analyse: error: {option[2:]} '{run_dir / given}' is {kind}, not "), line
+    assert not (run_dir / "o.csv").exists()
+
+
+def test_another_tools_output_is_refused_as_a_table(run_dir, capsys, monkeypatch):
+    monkeypatch.chdir(run_dir)
+    main(["traces", "--directory", "."])
+    capsys.readouterr()
+    line = one_error_line(capsys, ["moments", "--trajectory_file", "traces.csv"])
+    assert line == ("tati-analyse: error: trajectory_file 'traces.csv' is the output of tati-analyse traces, "
+                    "not a trajectory table: give the run's trajectory table (tati-sample --trajectory_file)")
+
+
 def test_a_plot_is_written_in_its_suffix_format(run_dir, capsys, tmp_path):
     for suffix, magic in (("pdf", b"%PDF"), ("svg", b"<?xml")):
         main(["moments", "--directory", str(run_dir), "--output", str(tmp_path / f"m_{suffix}.csv"),
