@@ -47,8 +47,13 @@ COMMANDS = {
          "averages table", "those of loss, kinetic_energy, total_energy the tables have"),
         ("parameters", Optional(NAMES), None, "comma-separated parameter columns to trace too"),
     ]),
-    "moments": ("parameter means (with batch-means standard errors) and variances, plain and "
-                "Boltzmann-weighted by exp(-beta loss)", ("trajectory",), [BETA, PER_WALKER, PARAMETERS]),
+    "moments": ("parameter means (with batch-means standard errors) and variances, and reweighted to "
+                "another temperature where asked", ("trajectory",), [
+        ("inverse_temperature", Optional(POSITIVE), None, "beta to reweight the rows to, with weights "
+         "exp(-(beta - run_inverse_temperature) loss)", "the run's: not reweighted"),
+        ("run_inverse_temperature", Optional(Number(minimum=0)), None, "beta the rows were sampled at (the "
+         "tables do not record it; 0 for rows drawn uniformly), needed to reweight", "unknown"),
+        PER_WALKER, PARAMETERS]),
     "covariance": ("covariance matrix of the parameters, its eigenvalues (with standard errors) and "
                    "eigenvectors, pooled or per walker", ("trajectory",), [
         PER_WALKER, PARAMETERS,
@@ -176,8 +181,9 @@ def _traces(module, tables, o, burn_in):
 
 
 def _moments(module, tables, o, burn_in):
-    table = module.moments(tables, burn_in, o["inverse_temperature"], o["per_walker"], o["parameters"])
-    return {"output": table}, lambda path: module.plot(table, path, o["inverse_temperature"]), table
+    table = module.moments(tables, burn_in, o["inverse_temperature"], o["per_walker"], o["parameters"],
+                           o["run_inverse_temperature"])
+    return {"output": table}, lambda path: module.plot(table, path), table
 
 
 def _covariance(module, tables, o, burn_in):

@@ -122,14 +122,16 @@ def test_outputs_are_not_replaced_without_overwrite(run_dir, capsys, monkeypatch
     main(["moments", "--trajectory_file", "trajectory.csv"])
     capsys.readouterr()
     before = open("moments.csv", encoding="utf-8").read()
-    line = one_error_line(capsys, ["moments", "--trajectory_file", "trajectory.csv", "--inverse_temperature", "3"])
+    line = one_error_line(capsys, ["moments", "--trajectory_file", "trajectory.csv", "--inverse_temperature", "3",
+                                   "--run_inverse_temperature", "1"])
     assert line == ("tati-analyse: error: output 'moments.csv' exists: give overwrite=true "
                     "(--overwrite true) to replace it"), line
     assert open("moments.csv", encoding="utf-8").read() == before
     open("fig.png", "w").close()
     line = one_error_line(capsys, ["covariance", "--trajectory_file", "trajectory.csv", "--plot", "fig.png"])
     assert "plot 'fig.png' exists" in line and not os.path.exists("covariance.csv")
-    main(["moments", "--trajectory_file", "trajectory.csv", "--inverse_temperature", "3", "--overwrite", "true"])
+    main(["moments", "--trajectory_file", "trajectory.csv", "--inverse_temperature", "3", "--run_inverse_temperature",
+          "1", "--overwrite", "true"])
     capsys.readouterr()
     assert open("moments.csv", encoding="utf-8").read() != before
     line = one_error_line(capsys, ["moments", "--trajectory_file", "trajectory.csv", "--output", "trajectory.csv",
