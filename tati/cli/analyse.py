@@ -89,7 +89,8 @@ COMMANDS = {
          "or target_measure (reweighted to exp(-beta loss), Banisch et al. 2020)"),
         ("components", POSITIVE_INT, 2, "how many diffusion coordinates to write"),
         ("epsilon", Optional(POSITIVE), None, "kernel width: K = exp(-|x - y|^2 / (2 epsilon))",
-         "the squared longest edge of the points' minimum spanning tree, printed"),
+         "the squared longest edge of the points' minimum spanning tree, or where P is nearly rank one "
+         "there the width at which the median point's kernel counts sqrt(points); printed"),
         ("alpha", Number(minimum=0), 0.5, "the vanilla method's normalisation, 0 to 1: 0.5 for the "
          "sampled dynamics, 1 for the geometry alone"),
         ("inverse_temperature", POSITIVE, 1.0, "beta of the target measure exp(-beta loss) "
