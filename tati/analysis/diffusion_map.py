@@ -32,13 +32,29 @@ generator_eigenvalue = 2 (lambda_k - 1) / epsilon is the eigenvalue of the appro
 generator: for the target measure of a 1-D Gaussian of variance s^2 those are -k / s^2.
 
 Default epsilon: L^2, L the longest edge of the points' minimum spanning tree, the smallest
-width at which a chain of kernel weights >= exp(-1/2) joins every point to every other. Below
-it, a point or a group apart from the rest (a sparse tail, a rarely visited basin) gets an
-eigenvalue near 1 and a coordinate of its own that says only that it is apart. A far outlier
-thereby sets a large epsilon that blurs the rest: leave it out (burn_in_steps) or give epsilon.
-(The Berry-Giannakis-Harlim rule, the epsilon of the steepest growth of sum_ij K_ij, was tried
-and left: on points with tails or on curved sets its maximum lies on a plateau, and it often
-left points apart.)
+width at which a chain of kernel weights >= exp(-1/2) joins every point to every other (below
+it a point or group apart gets an eigenvalue near 1 and a coordinate of its own). In many
+dimensions every point is far from every other (in 30 dimensions the nearest neighbour of a
+standard Gaussian's point is about as far as the cloud is wide): L^2 exceeds the cloud's
+variance, the kernel of the median point reaches most of the cloud and P becomes nearly rank
+one, its eigenvalues saying epsilon (-2 / epsilon) rather than the landscape. So where P at
+L^2 has lambda_1 < 1/2, epsilon is instead the width at which the median point's kernel
+density sum_{j != i} K_ij counts sqrt(n) points (its relative error about n^-1/4): the
+smallest width that still averages over enough points. For a Gaussian cloud N(0, s^2 I) the
+vanilla map is exact in the limit of many points: P moves x to a Gaussian of mean
+tau^2 / (tau^2 + epsilon) x, 1/tau^2 = 1/s^2 - alpha/(s^2 + epsilon), so lambda_1 =
+tau^2 / (tau^2 + epsilon) and the generator eigenvalue -2 / (tau^2 + epsilon), which tends to
+-1/s^2 only for epsilon << s^2: lambda_1 is about the factor by which the generator
+eigenvalues are shrunk. On 2000 points of a 30-dimensional standard Gaussian (exact
+generator -1) L^2 = 40 gives lambda_1 0.036 and generator -0.048; the Berry-Giannakis-Harlim
+rule (the epsilon of the steepest log-log growth of sum_ij K_ij, 4.2) leaves each point almost
+alone, lambda_1 0.92, generator -0.040; the median squared pairwise distance, 59, is wider
+than L^2; the counted width, 7.1, gives lambda_1 0.265 and generator -0.207 (the many-point
+limit above: -0.245). No width gets near -1 there: 2000 points are too few for 30 dimensions.
+
+Degenerate P: a warning when lambda_1 is 1 to 9 digits (the points fall apart into groups)
+and when lambda_1 < 1/2 (nearly rank one: the generator eigenvalues are shrunk toward
+-2 / epsilon by about lambda_1, however the landscape is).
 
 No maintained library fits: pydiffmap (which has TMDmap) was last released in 2019, and
 datafold (maintained) offers the vanilla map but, as far as its documentation shows, not the
@@ -82,12 +98,16 @@ def diffusion_map(result, burn_in=0, method="vanilla", components=2, epsilon=Non
     squared = squared_distances(values)
     if not squared.max() > 0:
         raise InputError("diffusion_map: every point is the same; the parameters do not move")
+    loss = rows["loss"].to_numpy(dtype=np.float64)
+    log_pi = -inverse_temperature * loss if method == "target_measure" else None
     rule = "given"
     if epsilon is None:
         epsilon, rule = default_epsilon(squared)
-    loss = rows["loss"].to_numpy(dtype=np.float64)
-    log_pi = -inverse_temperature * loss if method == "target_measure" else None
     eigenvalues, vectors = embed(squared, epsilon, components, alpha=alpha, log_target=log_pi)
+    if rule != "given" and eigenvalues[1] < RANK_ONE:  # many dimensions: the gap is wider than the cloud
+        epsilon, rule = counted_epsilon(squared, epsilon)
+        eigenvalues, vectors = embed(squared, epsilon, components, alpha=alpha, log_target=log_pi)
+    check_degenerate(eigenvalues, epsilon)
     coordinates = rows[["id", "step", "loss"]].reset_index(drop=True)
     for k in range(components):
         coordinates[f"diffusion_coordinate{k + 1}"] = vectors[:, k]
@@ -136,10 +156,38 @@ def squared_distances(values):
     return squareform(pdist(values, "sqeuclidean"))
 
 
+RANK_ONE = 0.5     # lambda_1 below this: P nearly rank one (module docstring)
+
+
 def default_epsilon(squared):
     """(epsilon, how it was found): the squared longest gap (module docstring)."""
     gap = longest_gap(squared)
     return gap ** 2, f"the squared longest edge {gap:.4g} of the points' minimum spanning tree"
+
+
+def counted_epsilon(squared, gap_epsilon):
+    """(epsilon, how it was found) where P at the squared longest gap is nearly rank one: the
+    width at which the median point's kernel density counts sqrt(n) points (module docstring)."""
+    n = len(squared)
+    return counted_width(squared, math.sqrt(n)), (
+        f"the median point's kernel density counts sqrt({n}) points; at the minimum spanning tree's "
+        f"squared longest edge {gap_epsilon:.4g} P was nearly rank one")
+
+
+def median_kernel_sum(squared, epsilon, rows=200):
+    """The median over (up to `rows` evenly chosen) points of sum_{j != i} K_ij."""
+    picked = squared[np.unique(np.linspace(0, len(squared) - 1, min(rows, len(squared))).astype(int))]
+    return float(np.median(np.exp(-picked / (2.0 * epsilon)).sum(axis=1) - 1.0))
+
+
+def counted_width(squared, count):
+    """The epsilon at which median_kernel_sum is `count`: bisection on log epsilon (the sum
+    grows with epsilon)."""
+    low, high = math.log(squared[squared > 0].min()) - 5.0, math.log(squared.max()) + 5.0
+    for _ in range(50):
+        middle = 0.5 * (low + high)
+        low, high = (middle, high) if median_kernel_sum(squared, math.exp(middle)) < count else (low, middle)
+    return math.exp(high)
 
 
 def longest_gap(squared):
@@ -176,9 +224,6 @@ def embed(squared, epsilon, components, alpha=0.5, log_target=None):
     kernel *= s[:, None]
     kernel *= s[None, :]
     eigenvalues, phi = _leading(kernel, components + 1)
-    if eigenvalues[1] > 1.0 - 1e-9:
-        warnings.warn(f"diffusion_map: epsilon {epsilon:.4g} is so small that the points fall apart "
-                      f"into unconnected groups (eigenvalue 1 is {eigenvalues[1]:.10f}); give a larger epsilon")
     psi = phi / np.sqrt(w * d)[:, None]
     mu = w * d / np.sum(w * d)
     psi = psi[:, 1:]
@@ -186,6 +231,18 @@ def embed(squared, epsilon, components, alpha=0.5, log_target=None):
     psi /= np.sqrt(mu @ psi ** 2)
     largest = psi[np.argmax(np.abs(psi), axis=0), np.arange(components)]
     return eigenvalues, psi * np.where(largest < 0, -1.0, 1.0)
+
+
+def check_degenerate(eigenvalues, epsilon):
+    """Warn where P is degenerate: its points apart in groups, or nearly rank one (module docstring)."""
+    if eigenvalues[1] > 1.0 - 1e-9:
+        warnings.warn(f"diffusion_map: epsilon {epsilon:.4g} is so small that the points fall apart "
+                      f"into unconnected groups (eigenvalue 1 is {eigenvalues[1]:.10f}); give a larger epsilon")
+    elif eigenvalues[1] < RANK_ONE:
+        warnings.warn(f"diffusion_map: P is nearly rank one at epsilon {epsilon:.4g} (eigenvalue 1 is "
+                      f"{eigenvalues[1]:.3g}): the generator eigenvalues are shrunk toward -2/epsilon = "
+                      f"{-2.0 / epsilon:.3g} by about that factor; give a smaller epsilon, or too few points for "
+                      "their dimension (fewer parameters)")
 
 
 def _leading(symmetric, count):

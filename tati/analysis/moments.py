@@ -1,6 +1,7 @@
-"""Parameter means and variances, plain and Boltzmann-weighted (ensemble averages).
+"""Parameter means and variances, plain and reweighted to another temperature.
 
-    table = moments(result, burn_in=1000, inverse_temperature=10.0)
+    table = moments(result, burn_in=1000)                       # the run's own ensemble averages
+    table = moments(result, inverse_temperature=20.0, run_inverse_temperature=10.0)  # at beta 20
 
 Over the trajectory's rows after burn-in, for the loss U and every parameter theta:
 
@@ -8,12 +9,14 @@ Over the trajectory's rows after burn-in, for the loss U and every parameter the
   ensemble averages; mean_error is the standard error of the mean from batch means, which
   accounts for the rows' correlation in time (tati/diagnostics/equipartition.py; NaN with
   fewer than 20 rows or 10 batches);
-* weighted_mean and weighted_variance with the Boltzmann weights w_k = exp(-beta U_k), the
-  weighting of the averages table's ensemble_average_loss: sum_k w_k theta_k / sum_k w_k. For
-  rows drawn from exp(-beta_s U) this is the average under exp(-(beta_s + beta) U); for rows
-  drawn uniformly (an exploration) it is the ensemble average at beta. weighted_rows is Kish's
-  effective number of rows (sum w)^2 / sum w^2: when it is small, a few rows decide the
-  weighted values.
+* weighted_mean and weighted_variance: the averages at another inverse temperature beta,
+  from rows drawn at the run's beta_s, with the weights w_k = exp(-(beta - beta_s) U_k):
+  sum_k w_k theta_k / sum_k w_k. weighted_rows is Kish's effective number of rows
+  (sum w)^2 / sum w^2: when it is small, a few rows decide the weighted values. Rows are
+  reweighted only when asked for a beta other than the run's: without `inverse_temperature`
+  (or with the run's) the weighted columns are the plain ones. The tables do not record the
+  run's beta, so reweighting needs `run_inverse_temperature` (0 for rows drawn uniformly, an
+  exploration: then the weights are the Boltzmann weights exp(-beta U) themselves).
 
 With per_walker, one block of rows per walker (column id); else all walkers' rows pooled.
 """
@@ -25,15 +28,18 @@ import pandas as pd
 
 from tati.analysis import select
 from tati.diagnostics.equipartition import batch_means
+from tati.errors import InputError
 
 PURPOSE = "moments"
 COLUMNS = ["parameter", "mean", "mean_error", "variance", "sd", "weighted_mean", "weighted_variance",
            "rows", "weighted_rows"]
 
 
-def moments(result, burn_in=0, inverse_temperature=1.0, per_walker=False, parameters=None):
+def moments(result, burn_in=0, inverse_temperature=None, per_walker=False, parameters=None,
+            run_inverse_temperature=None):
     """DataFrame with the columns COLUMNS (and id first with per_walker), one row per parameter
     (the loss first); see the module docstring."""
+    shift = reweighting(inverse_temperature, run_inverse_temperature)
     names = select.parameter_names(result, PURPOSE)
     trajectory = result.trajectory
     if parameters is not None:
@@ -42,25 +48,49 @@ def moments(result, burn_in=0, inverse_temperature=1.0, per_walker=False, parame
     kept = select.after_burn_in(result, "trajectory", trajectory, burn_in, PURPOSE)
     columns = ["loss"] + [n for n in names if n != "loss"]
     walkers = select.by_walker(kept, columns)
-    if not per_walker:
-        return _moments(walkers, columns, inverse_temperature)
-    blocks = []
-    for walker, values in walkers:
-        block = _moments([(walker, values)], columns, inverse_temperature)
-        block.insert(0, "id", walker)
-        blocks.append(block)
-    return pd.concat(blocks, ignore_index=True)
+    if per_walker:
+        blocks = []
+        for walker, values in walkers:
+            block = _moments([(walker, values)], columns, shift)
+            block.insert(0, "id", walker)
+            blocks.append(block)
+        table = pd.concat(blocks, ignore_index=True)
+    else:
+        table = _moments(walkers, columns, shift)
+    table.attrs["reweighted_to"] = None if shift is None else inverse_temperature  # for plot and summary
+    return table
 
 
-def _moments(walkers, columns, beta):
+def reweighting(inverse_temperature, run_inverse_temperature):
+    """beta - beta_s of the weights exp(-(beta - beta_s) U), or None where the rows are not
+    reweighted (no beta asked for, or the run's)."""
+    for name, value, least in (("inverse_temperature", inverse_temperature, "> 0"),
+                               ("run_inverse_temperature", run_inverse_temperature, ">= 0")):
+        if value is not None and not (np.isfinite(value) and (value > 0 or least == ">= 0" and value == 0)):
+            raise InputError(f"{name} must be {least}, got {value!r}")
+    if inverse_temperature is None or inverse_temperature == run_inverse_temperature:
+        return None
+    if run_inverse_temperature is None:
+        raise InputError(f"moments: reweighting to inverse_temperature {inverse_temperature:g} needs the beta "
+                         "the rows were sampled at, which the tables do not record: give run_inverse_temperature "
+                         "(--run_inverse_temperature; 0 for rows drawn uniformly), or leave inverse_temperature "
+                         "out for the run's own averages")
+    return inverse_temperature - run_inverse_temperature
+
+
+def _moments(walkers, columns, shift):
     values = np.concatenate([v for _, v in walkers])
     loss = values[:, 0]
-    weights = np.exp(-beta * (loss - loss.min()))  # the largest is 1: no overflow
-    weights /= weights.sum()
     mean = values.mean(axis=0)
     variance = values.var(axis=0, ddof=1) if len(values) > 1 else np.full(len(columns), np.nan)
-    weighted_mean = weights @ values
-    weighted_variance = weights @ (values - weighted_mean) ** 2
+    if shift is None:  # the run's own temperature: the plain values
+        weighted_mean, weighted_variance, effective = mean, variance, float(len(values))
+    else:
+        weights = np.exp(-shift * (loss - (loss.min() if shift > 0 else loss.max())))  # the largest is 1
+        weights /= weights.sum()
+        weighted_mean = weights @ values
+        weighted_variance = weights @ (values - weighted_mean) ** 2
+        effective = 1.0 / np.sum(weights ** 2)
     errors = []
     for i in range(len(columns)):
         found = batch_means([v[:, i] for _, v in walkers])
@@ -68,32 +98,34 @@ def _moments(walkers, columns, beta):
     return pd.DataFrame({"parameter": columns, "mean": mean, "mean_error": errors, "variance": variance,
                          "sd": np.sqrt(variance), "weighted_mean": weighted_mean,
                          "weighted_variance": weighted_variance, "rows": len(values),
-                         "weighted_rows": 1.0 / np.sum(weights ** 2)})
+                         "weighted_rows": effective})
 
 
-def plot(table, path, inverse_temperature=1.0):
+def plot(table, path):
     """Two panels over the parameters (the loss left out): the means with two standard errors
-    beside the Boltzmann-weighted means, and the plain and weighted standard deviations; with
-    per_walker each walker's values side by side."""
+    and the standard deviations, beside them the reweighted values where the rows were
+    reweighted; with per_walker each walker's values side by side."""
     from tati.analysis import figures
+    inverse_temperature = table.attrs.get("reweighted_to")
     table = table[table["parameter"] != "loss"]
     walkers = sorted(table["id"].unique()) if "id" in table else [None]
     names = list(dict.fromkeys(table["parameter"]))
     figure, axes = figures.new_figure(rows=2, height=2.8, sharex=True)
     x = np.arange(len(names))
-    slot = 0.8 / (2 * len(walkers))
+    slot = 0.8 / ((1 if inverse_temperature is None else 2) * len(walkers))
     for k, walker in enumerate(walkers):
         rows = (table if walker is None else table[table["id"] == walker]).set_index("parameter").loc[names]
-        plain = x - 0.4 + (2 * k + 0.5) * slot
-        weighted = plain + slot
+        step = 1 if inverse_temperature is None else 2
+        plain = x - 0.4 + (step * k + 0.5) * slot
         first = k == 0
         axes[0, 0].errorbar(plain, rows["mean"], yerr=2 * rows["mean_error"].fillna(0.0), fmt="o",
                             color="tab:blue", markersize=4, capsize=2,
                             label="mean +- 2 standard errors" if first else None)
-        axes[0, 0].plot(weighted, rows["weighted_mean"], "s", color="tab:orange", markersize=4,
-                        label=f"Boltzmann-weighted (beta {inverse_temperature:g})" if first else None)
         axes[1, 0].plot(plain, rows["sd"], "o", color="tab:blue", markersize=4)
-        axes[1, 0].plot(weighted, np.sqrt(rows["weighted_variance"]), "s", color="tab:orange", markersize=4)
+        if inverse_temperature is not None:
+            axes[0, 0].plot(plain + slot, rows["weighted_mean"], "s", color="tab:orange", markersize=4,
+                            label=f"reweighted to beta {inverse_temperature:g}" if first else None)
+            axes[1, 0].plot(plain + slot, np.sqrt(rows["weighted_variance"]), "s", color="tab:orange", markersize=4)
     axes[0, 0].set_ylabel("mean")
     axes[1, 0].set_ylabel("standard deviation")
     for ax in axes[:, 0]:
@@ -106,13 +138,19 @@ def plot(table, path, inverse_temperature=1.0):
 
 
 def summary(table):
-    lines = []
+    """The lines tati-analyse prints; the reweighted means only where the rows were reweighted."""
+    inverse_temperature = table.attrs.get("reweighted_to")
     pooled = table if "id" not in table else table.groupby("parameter", sort=False).first().reset_index()
+    lines = ["  not reweighted: the run's own averages (give inverse_temperature and run_inverse_temperature "
+             "for another temperature's)" if inverse_temperature is None else
+             f"  reweighted to beta {inverse_temperature:g}: {pooled['weighted_rows'].iloc[0]:.4g} effective rows "
+             f"of {int(pooled['rows'].iloc[0])}"]
     for _, row in pooled.head(8).iterrows():
+        weighted = "" if inverse_temperature is None else f"; reweighted mean {row['weighted_mean']:.6g}"
         lines.append(f"  {row['parameter']}: mean {row['mean']:.6g} +- {row['mean_error']:.2g}, "
-                     f"sd {row['sd']:.4g}; weighted mean {row['weighted_mean']:.6g}")
+                     f"sd {row['sd']:.4g}{weighted}")
     if len(pooled) > 8:
         lines.append(f"  ... and {len(pooled) - 8} more parameters")
     if "id" in table:
-        lines.insert(0, "  (walker 0; every walker's rows are in the CSV file)")
+        lines.insert(1, "  (walker 0; every walker's rows are in the CSV file)")
     return lines

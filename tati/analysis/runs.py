@@ -28,6 +28,12 @@ momenta table id, step and then momentum_ and gradient_ columns only; the output
 tati-analyse traces is none of them). Two candidates for one table are an InputError asking
 for the file by name.
 
+Every file, named or found, is checked against its header: a table of another kind given for
+one (a run-info table as trajectory_file, a trajectory as averages_file, tati-analyse's or
+tati-lossfunction-sampler's output as any of them) is an InputError naming the option, the
+file and what the file holds, before any row is read. A header of no known kind is read as
+given (a table written by hand), and the analyses name any column it lacks.
+
 `read_run` does the same without TensorFlow (it returns a `RunTables`, not a `Result`), so the
 command-line tool can check its inputs before importing TensorFlow. The tool's analyses need
 no momenta, so `run_paths` looks for a momenta table in a directory only when asked.
@@ -155,14 +161,28 @@ def _known_columns():
     return names - {"id", "step", "loss"}
 
 
+# what a file of each kind is, in a message
+KIND_WORDS = {"run_file": "a run-info table", "trajectory_file": "a trajectory table",
+              "averages_file": "an averages table", "momenta_file": "a momenta table"}
+
+
 def classify(header):
     """The option of the table kind a header belongs to, or None."""
+    kind = describe_header(header)
+    return kind if kind in FIELD else None
+
+
+def describe_header(header):
+    """The option of the table kind a header belongs to, words naming another tool's output
+    (which is no table of a run), or None for a header of no known kind."""
     if "id" not in header or "step" not in header:
         return None
     if any(c.endswith("_running_mean") and c[: -len("_running_mean")] in header for c in header):
-        return None  # written by tati-analyse traces
-    if any(c.startswith("diffusion_coordinate") for c in header) or "recorded_loss" in header:
-        return None  # tati-analyse diffusion_map's, tati-lossfunction-sampler trajectory's
+        return "the output of tati-analyse traces"
+    if any(c.startswith("diffusion_coordinate") for c in header):
+        return "the output of tati-analyse diffusion_map"
+    if "recorded_loss" in header:
+        return "the output of tati-lossfunction-sampler trajectory"
     if "average_virials" in header or "ensemble_average_loss" in header:  # RWMH has no virial
         return "averages_file"
     prefixes = (table_columns.MOMENTUM_PREFIX, table_columns.GRADIENT_PREFIX)
@@ -176,8 +196,22 @@ def classify(header):
     return None
 
 
+def check_kind(option, path, header):
+    """InputError if the header is of another kind than the table `option` asks for."""
+    kind = describe_header(header)
+    if kind is None or kind == option:
+        return
+    wanted = KIND_WORDS[option][KIND_WORDS[option].index(" ") + 1:]
+    if kind in KIND_WORDS:
+        raise InputError(f"{option} '{path}' is {KIND_WORDS[kind]}, not {KIND_WORDS[option]}: give it as "
+                         f"{kind} (--{kind}) and the {wanted} as {option}")
+    raise InputError(f"{option} '{path}' is {kind}, not {KIND_WORDS[option]}: give the run's {wanted} "
+                     f"(tati-sample --{option})")
+
+
 def read_table(option, path):
-    """The DataFrame of one table file, its complete rows (see the module docstring)."""
+    """The DataFrame of one table file, its complete rows (see the module docstring); InputError
+    if its header is of another kind of table (check_kind)."""
     what = f"{option} '{path}'"
     if not os.path.exists(path):
         raise InputError(f"{what} does not exist")
@@ -195,6 +229,7 @@ def read_table(option, path):
     if not lines:
         raise InputError(f"{what} has no complete header line: not a tati table")
     header = lines[0].rstrip("\r").split(",")
+    check_kind(option, path, header)
     for name in ("id", "step"):
         if name not in header:
             raise InputError(f"{what} has no column '{name}': not a tati table")

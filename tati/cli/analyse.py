@@ -48,8 +48,13 @@ COMMANDS = {
          "averages table", "those of loss, kinetic_energy, total_energy the tables have"),
         ("parameters", Optional(NAMES), None, "comma-separated parameter columns to trace too"),
     ]),
-    "moments": ("parameter means (with batch-means standard errors) and variances, plain and "
-                "Boltzmann-weighted by exp(-beta loss)", ("trajectory",), [BETA, PER_WALKER, PARAMETERS]),
+    "moments": ("parameter means (with batch-means standard errors) and variances, and reweighted to "
+                "another temperature where asked", ("trajectory",), [
+        ("inverse_temperature", Optional(POSITIVE), None, "beta to reweight the rows to, with weights "
+         "exp(-(beta - run_inverse_temperature) loss)", "the run's: not reweighted"),
+        ("run_inverse_temperature", Optional(Number(minimum=0)), None, "beta the rows were sampled at (the "
+         "tables do not record it; 0 for rows drawn uniformly), needed to reweight", "unknown"),
+        PER_WALKER, PARAMETERS]),
     "covariance": ("covariance matrix of the parameters, its eigenvalues (with standard errors) and "
                    "eigenvectors, pooled or per walker", ("trajectory",), [
         PER_WALKER, PARAMETERS,
@@ -85,7 +90,8 @@ COMMANDS = {
          "or target_measure (reweighted to exp(-beta loss), Banisch et al. 2020)"),
         ("components", POSITIVE_INT, 2, "how many diffusion coordinates to write"),
         ("epsilon", Optional(POSITIVE), None, "kernel width: K = exp(-|x - y|^2 / (2 epsilon))",
-         "the squared longest edge of the points' minimum spanning tree, printed"),
+         "the squared longest edge of the points' minimum spanning tree, or where P is nearly rank one "
+         "there the width at which the median point's kernel counts sqrt(points); printed"),
         ("alpha", Number(minimum=0), 0.5, "the vanilla method's normalisation, 0 to 1: 0.5 for the "
          "sampled dynamics, 1 for the geometry alone"),
         ("inverse_temperature", POSITIVE, 1.0, "beta of the target measure exp(-beta loss) "
@@ -184,8 +190,9 @@ def _traces(module, tables, o, burn_in):
 
 
 def _moments(module, tables, o, burn_in):
-    table = module.moments(tables, burn_in, o["inverse_temperature"], o["per_walker"], o["parameters"])
-    return {"output": table}, lambda path: module.plot(table, path, o["inverse_temperature"]), table
+    table = module.moments(tables, burn_in, o["inverse_temperature"], o["per_walker"], o["parameters"],
+                           o["run_inverse_temperature"])
+    return {"output": table}, lambda path: module.plot(table, path), table
 
 
 def _covariance(module, tables, o, burn_in):

@@ -94,16 +94,16 @@ def test_matrix_is_the_sample_covariance_pooled_or_per_walker():
 
 
 @pytest.mark.statistical
-def test_plain_and_boltzmann_weighted_moments():
-    """x ~ N(0, 1) with loss U = x^2 / 2, weighted by exp(-beta U) at beta = 1: the weighted
-    density is N(0, 1/2). The plain mean and variance are numpy's; the weighted ones are within
+def test_plain_and_reweighted_moments():
+    """x ~ N(0, 1) with loss U = x^2 / 2, rows of a run at beta_s = 1 reweighted to beta = 2 by
+    exp(-(beta - beta_s) U) = exp(-U): the reweighted density is N(0, 1/2). The plain mean and variance are numpy's; the weighted ones are within
     z standard errors of 0 and 1/2, the self-normalised importance sampling error
     sqrt(sum w^2 (f - f_w)^2) / sum w, z for 1e-3 over the 2 comparisons. Kish's effective
     rows: n (E w)^2 / E w^2 = n sqrt(3) / 2 for these weights, within 3%."""
     rng = np.random.default_rng(seed(2020))
     x = rng.standard_normal((5000, 4, 1))
     tables = trajectory(x, loss=0.5 * x[:, :, 0] ** 2)
-    table = moments(tables, inverse_temperature=1.0).set_index("parameter")
+    table = moments(tables, inverse_temperature=2.0, run_inverse_temperature=1.0).set_index("parameter")
     assert list(table.index) == ["loss", "param0"]
     values = x.transpose(1, 0, 2).ravel()
     row = table.loc["param0"]

@@ -187,6 +187,24 @@ def test_bad_files_are_one_line_errors(tmp_path, content, message):
     assert "\n" not in str(caught.value) and f"trajectory_file '{path}'" in str(caught.value)
 
 
+def test_named_files_of_another_kind_are_refused(baoab, tmp_path):
+    """load_run checks a named file's kind by its header, as in a directory: a run-info table as
+    trajectory_file, a momenta table as run_file, ... each one line naming option, file and kind."""
+    _, _, paths = baoab
+    words = {"run_file": "a run-info table", "trajectory_file": "a trajectory table",
+             "averages_file": "an averages table", "momenta_file": "a momenta table"}
+    for option, given in (("trajectory_file", "run_file"), ("run_file", "momenta_file"),
+                          ("averages_file", "trajectory_file"), ("momenta_file", "averages_file")):
+        with pytest.raises(tati.InputError) as caught:
+            load_run(**{option: paths[given]})
+        wanted = words[option].split(" ", 1)[1]
+        assert str(caught.value) == (f"{option} '{paths[given]}' is {words[given]}, not {words[option]}: "
+                                     f"give it as {given} (--{given}) and the {wanted} as {option}")
+    os.symlink(paths["trajectory_file"], tmp_path / "run.csv")  # a README name does not make the kind
+    with pytest.raises(tati.InputError, match="run_file '.*run.csv' is a trajectory table"):
+        read_run(str(tmp_path))
+
+
 def test_directory_rules(baoab, hmc, tmp_path):
     _, _, paths = baoab
     with pytest.raises(tati.InputError, match="does not exist"):

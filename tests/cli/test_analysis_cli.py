@@ -122,19 +122,46 @@ def test_outputs_are_not_replaced_without_overwrite(run_dir, capsys, monkeypatch
     main(["moments", "--trajectory_file", "trajectory.csv"])
     capsys.readouterr()
     before = open("moments.csv", encoding="utf-8").read()
-    line = one_error_line(capsys, ["moments", "--trajectory_file", "trajectory.csv", "--inverse_temperature", "3"])
+    line = one_error_line(capsys, ["moments", "--trajectory_file", "trajectory.csv", "--inverse_temperature", "3",
+                                   "--run_inverse_temperature", "1"])
     assert line == ("tati-analyse: error: output 'moments.csv' exists: give overwrite=true "
                     "(--overwrite true) to replace it"), line
     assert open("moments.csv", encoding="utf-8").read() == before
     open("fig.png", "w").close()
     line = one_error_line(capsys, ["covariance", "--trajectory_file", "trajectory.csv", "--plot", "fig.png"])
     assert "plot 'fig.png' exists" in line and not os.path.exists("covariance.csv")
-    main(["moments", "--trajectory_file", "trajectory.csv", "--inverse_temperature", "3", "--overwrite", "true"])
+    main(["moments", "--trajectory_file", "trajectory.csv", "--inverse_temperature", "3", "--run_inverse_temperature",
+          "1", "--overwrite", "true"])
     capsys.readouterr()
     assert open("moments.csv", encoding="utf-8").read() != before
     line = one_error_line(capsys, ["moments", "--trajectory_file", "trajectory.csv", "--output", "trajectory.csv",
                                    "--overwrite", "true"])
     assert "output 'trajectory.csv' is the run's trajectory_file" in line
+
+
+@pytest.mark.parametrize("option, given, kind", [
+    ("--trajectory_file", "run.csv", "a run-info table"),
+    ("--run_file", "trajectory.csv", "a trajectory table"),
+    ("--averages_file", "run.csv", "a run-info table"),
+    ("--trajectory_file", "averages.csv", "an averages table"),
+])
+def test_a_named_table_of_another_kind_is_refused(option, given, kind, run_dir, capsys):
+    """Issue #38: a run-info file given as --trajectory_file gave R-hat and ESS of its columns
+    with exit status 0. Every named table is checked by its header, as a directory's files are."""
+    command = "temperature" if option == "--run_file" else "autocorrelation" if option == "--trajectory_file" \
+        else "traces"
+    line = one_error_line(capsys, [command, option, str(run_dir / given), "--output", str(run_dir / "o.csv")])
+    assert line.startswith(f"tati-analyse: error: {option[2:]} '{run_dir / given}' is {kind}, not "), line
+    assert not (run_dir / "o.csv").exists()
+
+
+def test_another_tools_output_is_refused_as_a_table(run_dir, capsys, monkeypatch):
+    monkeypatch.chdir(run_dir)
+    main(["traces", "--directory", "."])
+    capsys.readouterr()
+    line = one_error_line(capsys, ["moments", "--trajectory_file", "traces.csv"])
+    assert line == ("tati-analyse: error: trajectory_file 'traces.csv' is the output of tati-analyse traces, "
+                    "not a trajectory table: give the run's trajectory table (tati-sample --trajectory_file)")
 
 
 def test_a_plot_is_written_in_its_suffix_format(run_dir, capsys, tmp_path):

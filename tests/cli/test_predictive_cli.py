@@ -91,6 +91,8 @@ def test_csv_and_summary_are_the_python_predictive(run, capsys):
     (["--output", "{d}/trajectory.csv", "--overwrite", "true"], "is the run's trajectory_file"),
     (["--test_data_files", "{d}/test2d.csv", "--input_dimension", "2", "--plot", "{d}/x.png"],
      "plot draws 1-D inputs; the network takes 2 features"),
+    (["--trajectory_file", "{d}/info.csv"], "trajectory_file '{d}/info.csv' is a run-info table, not a "
+                                            "trajectory table: give it as run_file (--run_file)"),
     (["--swag_rank", "1"], "error: swag_rank must be 0 (the diagonal alone) or at least 2"),
     (["--test_data_files", "{d}/test2d.csv"], "file '{d}/test2d.csv' has 3 columns: 1 feature and 2 label "
                                               "columns; the run's data has 1 label column(s)"),
@@ -104,6 +106,7 @@ def test_bad_input_is_one_line_and_status_2(run, capsys, extra, message):
     directory, options, *_ = run
     (directory / "out.csv").touch()
     (directory / "bad.csv").write_text("x1,label\n0.5,1.0\n0.7,abc\n")
+    (directory / "info.csv").write_text("id,step,epoch,loss,time_per_nth_step,total_energy\n0,200,200,1.0,0.1,1.0\n")
     pd.DataFrame({"id": [0], "step": [200], "loss": [1.0], "weight0": [0.5], "weight1": [0.1],
                   "bias0": [0.0]}).to_csv(directory / "wider.csv", index=False)  # a network of 2 inputs
     if "--input_dimension" in extra:  # a network of 2 inputs: the held-out file describes it

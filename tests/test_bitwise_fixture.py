@@ -1,0 +1,94 @@
+"""Today's numbers, bit for bit (issue #39): the run-info, trajectory and averages tables (and
+momenta, CSV files and checkpoints' state where a run has them) of the fixed runs of
+tools/record_fixture.py, recorded in tests/fixtures/bitwise.npz, are what this checkout computes.
+
+This file checks the part "samplers" (every sampler in the graph loop);
+test_bitwise_fixture_loops.py the part "loops" (fit with every optimizer, XLA, a checkpoint
+resumed, a mirrored run), so that pytest-xdist runs the two on both workers. Each part records
+in a fresh process, as the fixture was recorded: the mirrored run needs the CPU split before
+TensorFlow starts, and a fresh process has no state of earlier tests. Timing columns are left
+out. The last bits depend on the CPU's SIMD extensions, so on a CPU of another class than the
+fixture's the test is skipped; a change meant to change numbers rerecords the fixture
+(doc/contributing.md)."""
+
+import importlib.util
+import os
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOOL = os.path.join(HERE, os.pardir, "tools", "record_fixture.py")
+PART = "samplers"
+
+
+def load_tool():
+    spec = importlib.util.spec_from_file_location("record_fixture", TOOL)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+tool = load_tool()
+
+
+def recorded_now(tmp_path_factory, part):
+    """(fixture, its meta, this checkout's recording of the part, its meta); skips on a CPU of
+    another SIMD class than the fixture's."""
+    fixture, meta = tool.load(tool.FIXTURE)
+    here = tool.simd_class()
+    if meta["simd"] != here:
+        pytest.skip(f"bitwise fixture recorded on a {meta['simd']} CPU, this one is {here}: rerecord it here "
+                    "on an unchanged checkout with python tools/record_fixture.py to compare later changes")
+    path = str(tmp_path_factory.mktemp("bitwise") / f"{part}.npz")
+    process = subprocess.run([sys.executable, TOOL, "--part", part, "--output", path],
+                             capture_output=True, text=True, timeout=600)
+    assert process.returncode == 0, process.stderr[-3000:]
+    return (fixture, meta, *tool.load(path))
+
+
+def check(recorded, run):
+    """Fail unless the run's arrays are the fixture's bit for bit, naming each that is not."""
+    fixture, meta, now, now_meta = recorded
+    found = tool.differences(fixture, now, run)
+    versions = "" if meta["versions"] == now_meta["versions"] else (
+        f"\n(recorded with {meta['versions']}, now {now_meta['versions']})")
+    if found:
+        pytest.fail(f"{run} differs from tests/fixtures/bitwise.npz (a change meant to change numbers rerecords "
+                    "it: python tools/record_fixture.py):\n" + "\n".join(found[:20]) + versions, pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    return recorded_now(tmp_path_factory, PART)
+
+
+@pytest.mark.parametrize("run", list(tool.PARTS[PART]))
+def test_tables_are_the_fixtures_bit_for_bit(recorded, run):
+    check(recorded, run)
+
+
+def test_the_fixture_holds_the_runs_of_the_tool():
+    """A run added to or renamed in the tool is recorded before it is compared."""
+    _, meta = tool.load(tool.FIXTURE)
+    assert meta["parts"] == {part: list(runs) for part, runs in tool.PARTS.items()}, "python tools/record_fixture.py"
+
+
+def test_a_changed_bit_is_found():
+    """The comparison sees one bit of one number and names the table, column and row."""
+    import numpy as np
+    fixture, _ = tool.load(tool.FIXTURE)
+    key = "HMC2-potential-w4-burn-in/run_info/total_energy"
+    changed = dict(fixture)
+    changed[key] = fixture[key].copy()
+    changed[key].view(np.uint64)[5] ^= 1
+    before, after = fixture[key][5].item(), changed[key][5].item()
+    assert tool.differences(fixture, changed, "HMC2-potential-w4-burn-in") == [
+        f"{key}: element 5 (1 of {fixture[key].size} differ): {before!r} recorded, {after!r} now"]
+
+
+def test_another_simd_class_skips_saying_how_to_rerecord(monkeypatch, tmp_path_factory):
+    monkeypatch.setattr(tool, "simd_class", lambda: "x86_64:avx")
+    with pytest.raises(pytest.skip.Exception, match="this one is x86_64:avx: rerecord .* python tools/record_fixture"):
+        recorded_now(tmp_path_factory, PART)
