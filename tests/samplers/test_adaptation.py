@@ -28,7 +28,7 @@ def found_width(sampler, start):
     sim = tati.Simulation(potential=lambda q: 0.5 * tf.reduce_sum((q / SIGMA) ** 2, axis=-1), potential_batched=True,
                           initial_parameters=np.random.default_rng(seed(4500)).normal(size=(WALKERS, D)) * SIGMA,
                           number_walkers=WALKERS, sampler=sampler, step_width=start * right, burn_in_steps=100,
-                          max_steps=12, dtype="float64", seed=seed(46))
+                          max_steps=12, dtype="float64", seed=seed(46), warm_start=False)  # the search itself
     result = sim.sample()
     if sampler in ("NUTS", "RWMH"):  # the width of the first transition
         return result.run_info.loc[result.run_info.step == 1, "step_width"].iloc[0] / right

@@ -45,12 +45,12 @@ def test_leg_length_restarts_at_most_at_the_users():
 
 def run(burn_in, **options):
     """HMC2, 4 walkers from uniform(-2, 2) draws, on N(0, diag(1e-3, 1)^2); only burn_in_steps
-    and max_steps set otherwise."""
+    and max_steps set otherwise (and no warm start: the windows from draws far off are tested)."""
     sds = np.array([1e-3, 1.0])
     start = np.random.default_rng(seed(4600)).uniform(-2.0, 2.0, size=(4, 2))
     sim = tati.Simulation(potential=lambda q: 0.5 * tf.reduce_sum((q / sds) ** 2, axis=-1), potential_batched=True,
                           initial_parameters=start, number_walkers=4, sampler="HMC2", burn_in_steps=burn_in,
-                          max_steps=burn_in, dtype="float64", seed=seed(48), **options)
+                          max_steps=burn_in, dtype="float64", seed=seed(48), warm_start=False, **options)
     result = sim.sample()
     return sim.sampler, sds, result.run_info.groupby("id").size().min()
 
@@ -136,7 +136,7 @@ def test_hmc1_with_a_dense_metric_is_hmc1_on_the_standard_gaussian_in_its_coordi
     cholesky, precision = np.linalg.cholesky(covariance), tf.constant(np.linalg.inv(covariance))
     start = np.random.default_rng(seed(4700)).normal(size=(2, 2))
     common = dict(potential_batched=True, number_walkers=2, sampler="HMC1", burn_in_steps=300, max_steps=400,
-                  adapt_mass=False, dtype="float64", seed=seed(49))
+                  adapt_mass=False, dtype="float64", seed=seed(49), warm_start=False)
     dense = tati.Simulation(potential=lambda q: 0.5 * tf.reduce_sum(q * tf.linalg.matmul(q, precision), axis=-1),
                             initial_parameters=start @ cholesky.T, metric="dense", **common)
     dense.sampler._cholesky.assign(cholesky)
