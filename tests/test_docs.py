@@ -160,6 +160,28 @@ def test_tati_leaves_a_log_level_the_user_set_alone():
     assert found["set"] == ["0", str(int(finders) - 1)]
 
 
+def test_the_plots_extra_is_documented_for_every_plot_option(tmp_path, monkeypatch):
+    """Every `--plot` needs matplotlib, not only examples/: the install notes say so, and each
+    tool with `--plot` names the extra when matplotlib is missing (before TensorFlow is imported)."""
+    from processes import tool_here
+    from tati.analysis import figures
+    from tati.cli.lossfunction import main as lossfunction
+    from tati.cli.predictive import main as predictive
+    for page in ("README.md", "doc/quickstart.md"):
+        text = " ".join((ROOT / page).read_text(encoding="utf-8").split())
+        extra = text[text.index("`.[plots]`"):][:200]
+        assert "`--plot`" in extra, (page, extra)
+    monkeypatch.setattr(figures, "available", lambda: False)
+    (tmp_path / "t.csv").write_text("id,step,loss,weight0,weight1,bias0\n0,1,0.5,0.1,0.2,0.0\n")
+    (tmp_path / "d.csv").write_text("x1,x2,label\n0.5,0.5,1\n-0.5,-0.5,-1\n")
+    plot = str(tmp_path / "p.png")
+    for prog, main, argv in (("tati-lossfunction-sampler", lossfunction, ["grid", "--parameters", "weight0"]),
+                             ("tati-predictive", predictive, ["--trajectory_file", str(tmp_path / "t.csv"),
+                                                              "--test_data_files", str(tmp_path / "d.csv")])):
+        assert tool_here(main, argv + ["--plot", plot]) == (
+            2, f"{prog}: error: --plot needs matplotlib: pip install tati[plots]\n", "")
+
+
 @pytest.mark.parametrize("page", pages_with("sh"))
 def test_shell_snippets_run(page, tmp_path):
     import subprocess
