@@ -6,15 +6,21 @@
 
 TensorFlow is imported on first use of Simulation, samplers or optimizers, so that the
 command-line tools answer --help and bad flags at once.
+
+TensorFlow's C++ start-up lines (oneDNN, CUDA probing) are kept off stderr when tati is imported
+before TensorFlow and TF_CPP_MIN_LOG_LEVEL is unset: tati then sets it to 3 and mutes stderr
+while TensorFlow is imported, by tati or by the user. A TF_CPP_MIN_LOG_LEVEL the user set (say 0,
+to see everything) leaves TensorFlow's logging alone.
 """
 
+import contextlib
 import importlib
+import importlib.abc
+import importlib.util
 import os
+import sys
 
-# TensorFlow's C++ start-up chatter (CPU features, CUDA probing) is noise for our users.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-from tati.errors import InputError, Interrupted, SamplingError  # noqa: E402
+from tati.errors import InputError, Interrupted, SamplingError
 
 __version__ = "0.1.0"
 _LAZY = {"Simulation": "tati.simulation", "Result": "tati.simulation",
@@ -30,3 +36,65 @@ def __getattr__(name):
         raise AttributeError(f"module 'tati' has no attribute '{name}'")
     module = importlib.import_module(_LAZY[name])
     return module if module.__name__ == f"tati.{name}" else getattr(module, name)
+
+
+@contextlib.contextmanager
+def muted_stderr():
+    """Nothing reaches file descriptor 2 inside: C++ libraries write there directly, past
+    sys.stderr. Python exceptions still propagate (and are printed after)."""
+    sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:  # no stderr to mute
+        yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(devnull)
+        os.close(saved)
+
+
+class _MutedLoader(importlib.abc.Loader):
+    """TensorFlow's own loader, run with stderr muted; the module keeps the original loader."""
+
+    def __init__(self, loader):
+        self.loader = loader
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        try:
+            with muted_stderr():
+                self.loader.exec_module(module)
+        finally:
+            module.__loader__ = module.__spec__.loader = self.loader
+
+    def __getattr__(self, name):
+        return getattr(self.loader, name)
+
+
+class _QuietTensorFlow(importlib.abc.MetaPathFinder):
+    """At the first `import tensorflow`, wherever it happens, hands TensorFlow's spec back with
+    its loader muted (its start-up lines are written before any log level applies), and steps
+    out of the import system."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "tensorflow":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _MutedLoader(spec.loader)
+        return spec
+
+
+# Level 3 also hides the error line of the runtime's start on a machine without a GPU driver
+# (cuInit); real failures still raise Python exceptions.
+if "TF_CPP_MIN_LOG_LEVEL" not in os.environ and "tensorflow" not in sys.modules:
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    sys.meta_path.insert(0, _QuietTensorFlow())

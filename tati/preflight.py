@@ -181,9 +181,16 @@ def _check_input_columns(o):
 
 
 def _check_directory(name, path):
+    """The file's directory exists; where it does not, the nearest existing path above it says
+    why: a directory missing, or a file (such as /dev/null) where a directory should be."""
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
-        raise InputError(f"{name} '{path}': the directory '{directory}' does not exist")
+        above = directory
+        while not os.path.exists(above):
+            above = os.path.dirname(above)
+        if os.path.isdir(above):
+            raise InputError(f"{name} '{path}': the directory '{directory}' does not exist")
+        raise InputError(f"{name} '{path}': '{above}' is not a directory")
     if os.path.isdir(path):
         raise InputError(f"{name} '{path}' is a directory, not a file")
 

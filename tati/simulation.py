@@ -34,6 +34,7 @@ from tati import preflight
 from tati import checkpoint
 from tati import warm_start
 from tati.errors import InputError, Interrupted, SamplingError
+from tati.names import is_metropolis
 from tati.optimizers import make_optimizer
 from tati.optimizers.lbfgs import LBFGS
 from tati.recording.recorder import Recorder
@@ -71,11 +72,12 @@ class Result:
                           if self._tables[name] is not None)
         return f"Result({shown})"
 
-    def convergence(self, burn_in=0):
-        """R-hat, ESS, mean and sd of each parameter across walkers (tati.diagnostics.convergence),
-        over each walker's last rows, as many as every walker has (HMC's walkers differ)."""
+    def convergence(self, burn_in=0, columns=None):
+        """R-hat, ESS, mean and sd of each parameter (or of `columns`, e.g. ["loss"]) across
+        walkers (tati.diagnostics.convergence), over each walker's last rows, as many as every
+        walker has (HMC's walkers differ)."""
         from tati.diagnostics.convergence import convergence, equal_rows
-        return convergence(equal_rows(self.trajectory, burn_in))
+        return convergence(equal_rows(self.trajectory, burn_in), columns=columns)
 
     def momentum_test(self, inverse_temperature=1.0, burn_in=0, quantile=0.99, level=0.99):
         """T_quantile of the whole momentum vector from the run info's kinetic energies after
@@ -213,6 +215,8 @@ class Simulation:
         o = self.options
         preflight.check_method(o, method)
         if self._run is None or self._run.method != method:
+            for note in _burn_in_notes(o) if method == "sample" else []:
+                warnings.warn(note, stacklevel=3)  # at the user's sample()
             self._run = Run(method, optimizer, self)
             if self._strategy is not None and method == "sample":  # fit() keeps every walker here
                 from tati.distribute import Shards
@@ -368,6 +372,25 @@ class Simulation:
         if items == [None]:
             raise option_table.unknown_option(name)
         return "\n".join(f"{o.name} (default {o.default!r}): {o.help}" for o in items)
+
+
+def _burn_in_notes(o):
+    """[a warning] where HMC, NUTS or RWMH would adapt (step_width, metric, leg length) but
+    burn_in_steps is 0, in which nothing adapts: a NUTS run then keeps step_width 0.1 and may
+    accept far from its target. None on resume, whose checkpoint holds what adapted."""
+    if not is_metropolis(o["sampler"]) or o["burn_in_steps"] > 0 or o["restore_model"] is not None:
+        return []
+    adapting = [name for name, option in (("step_width", "adapt_step_width"), ("metric", "adapt_mass"),
+                                          ("hamiltonian_dynamics_time", "adapt_trajectory_length"))
+                if o[option] and o["sampler"] in option_table.BY_NAME[option].samplers]  # auto: on for these
+    if not adapting:
+        return []
+    steps = max(1, min(1000, o["max_steps"] // 2))
+    why = "Stan's warm-up" if steps == 1000 else "half of max_steps; Stan warms up for 1000"
+    what = " and ".join([", ".join(adapting[:-1]), adapting[-1]] if len(adapting) > 1 else adapting)
+    return [f"sampler {o['sampler']} adapts its {what} during burn-in only, and burn_in_steps is 0: nothing "
+            f"adapts (the acceptance rate may be far from its target); give burn_in_steps {steps} "
+            f"(--burn_in_steps {steps}: {why})"]
 
 
 def _shown(rate):

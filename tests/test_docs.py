@@ -116,6 +116,72 @@ def check_readme_python(namespace):
         assert abs(products.mean() - exact[i, j]) < 4 * error, (i, j, products.mean(), exact[i, j], error)
 
 
+def quiet_environment(**changes):
+    """This process's environment as a user's shell has it: without the TF_CPP_MIN_LOG_LEVEL
+    that conftest.py sets."""
+    import os
+    environment = {name: value for name, value in os.environ.items() if name != "TF_CPP_MIN_LOG_LEVEL"}
+    return dict(environment, PYTHONPATH=str(ROOT), **changes)
+
+
+def test_the_readme_python_quick_start_prints_nothing_on_stderr(tmp_path):
+    """Run as a script in a new process (a user's TensorFlow import, not this process's), with
+    max_steps 100 and burn_in_steps 50 to take about 15 s: TensorFlow's C++ start-up lines
+    (oneDNN, CUDA probing, the runtime's cuInit error) do not reach stderr."""
+    import subprocess
+    import sys
+    block = fenced_blocks(ROOT / "README.md", "python")[0]
+    block = re.sub(r"burn_in_steps=\d+", "burn_in_steps=50", re.sub(r"max_steps=\d+", "max_steps=100", block))
+    script = tmp_path / "quick_start.py"
+    script.write_text(block)
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300, env=quiet_environment())
+    assert done.returncode == 0 and done.stderr == "", done.stderr[-3000:]
+    assert "param0" in done.stdout
+
+
+def test_tati_leaves_a_log_level_the_user_set_alone():
+    """TF_CPP_MIN_LOG_LEVEL set by the user, or TensorFlow imported before tati: tati sets no
+    level and mutes nothing (a stand-in module for TensorFlow keeps this check fast)."""
+    import subprocess
+    import sys
+    script = ("import os, sys, types\n"
+              "if sys.argv[1] == 'imported': sys.modules['tensorflow'] = types.ModuleType('tensorflow')\n"
+              "import tati\n"
+              "print(os.environ.get('TF_CPP_MIN_LOG_LEVEL'), len(sys.meta_path))\n")
+    found = {}
+    for case, changes in (("unset", {}), ("imported", {}), ("set", {"TF_CPP_MIN_LOG_LEVEL": "0"})):
+        done = subprocess.run([sys.executable, "-c", script, case], capture_output=True, text=True, timeout=60,
+                              env=quiet_environment(**changes))
+        found[case] = done.stdout.split()
+    level, finders = found["unset"]
+    assert level == "3"
+    assert found["imported"] == ["None", str(int(finders) - 1)]
+    assert found["set"] == ["0", str(int(finders) - 1)]
+
+
+def test_the_plots_extra_is_documented_for_every_plot_option(tmp_path, monkeypatch):
+    """Every `--plot` needs matplotlib, not only examples/: the install notes say so, and each
+    tool with `--plot` names the extra when matplotlib is missing (before TensorFlow is imported)."""
+    from processes import tool_here
+    from tati.analysis import figures
+    from tati.cli.lossfunction import main as lossfunction
+    from tati.cli.predictive import main as predictive
+    for page in ("README.md", "doc/quickstart.md"):
+        text = " ".join((ROOT / page).read_text(encoding="utf-8").split())
+        extra = text[text.index("`.[plots]`"):][:200]
+        assert "`--plot`" in extra, (page, extra)
+    monkeypatch.setattr(figures, "available", lambda: False)
+    (tmp_path / "t.csv").write_text("id,step,loss,weight0,weight1,bias0\n0,1,0.5,0.1,0.2,0.0\n")
+    (tmp_path / "d.csv").write_text("x1,x2,label\n0.5,0.5,1\n-0.5,-0.5,-1\n")
+    plot = str(tmp_path / "p.png")
+    for prog, main, argv in (("tati-lossfunction-sampler", lossfunction, ["grid", "--parameters", "weight0"]),
+                             ("tati-predictive", predictive, ["--trajectory_file", str(tmp_path / "t.csv"),
+                                                              "--test_data_files", str(tmp_path / "d.csv")])):
+        assert tool_here(main, argv + ["--plot", plot]) == (
+            2, f"{prog}: error: --plot needs matplotlib: pip install tati[plots]\n", "")
+
+
 @pytest.mark.parametrize("page", pages_with("sh"))
 def test_shell_snippets_run(page, tmp_path):
     import subprocess

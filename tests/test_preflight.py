@@ -20,6 +20,7 @@ import pytest
 import tati
 from processes import tool_here
 from stats import read_csv
+from tati import preflight
 from tati.errors import InputError
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -152,6 +153,23 @@ def test_save_model_replaces_no_file_by_mistake(tmp_path):
     tati.Simulation(restore_model=checkpoint, save_model=checkpoint, **options).sample()
     assert digest(checkpoint) != saved
     tati.Simulation(save_model=checkpoint, overwrite=True, **options).sample()
+
+
+def test_an_output_under_a_file_says_the_file_is_not_a_directory(tmp_path, monkeypatch):
+    """/dev/null/x.csv: '/dev/null' exists, as a device, so "does not exist" would mislead; the
+    nearest existing path above the file is named, also a few levels up. A missing directory
+    still says so."""
+    (tmp_path / "plain.txt").write_text("")
+    expected = {"/dev/null/x.csv": "'/dev/null' is not a directory",
+                str(tmp_path / "plain.txt" / "a" / "x.csv"): f"'{tmp_path / 'plain.txt'}' is not a directory",
+                str(tmp_path / "no" / "x.csv"): f"the directory '{tmp_path / 'no'}' does not exist"}
+    for path, message in expected.items():
+        with pytest.raises(InputError) as raised:
+            preflight.check({"run_file": path})
+        assert str(raised.value) == f"run_file '{path}': {message}"
+    [outcome] = run_cli([["--trajectory_file", "/dev/null/x.csv"]], tmp_path, monkeypatch)
+    assert outcome == {"code": 2, "stderr": "tati-sample: error: trajectory_file '/dev/null/x.csv': '/dev/null' "
+                                            "is not a directory\n"}
 
 
 def test_a_bad_option_exits_2_before_tensorflow_is_imported(tmp_path):

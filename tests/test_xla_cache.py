@@ -16,6 +16,7 @@ from tati import xla_cache
 def sample(directory, cache):
     argv = [sys.executable, "-m", "tati.cli.sample", "--hidden_dimension", "3", "--sampler", "HMC2",
             "--number_walkers", "2", "--max_steps", "60", "--jit_compile", "true", "--seed", "4",
+            "--adapt_step_width", "false", "--adapt_mass", "false", "--adapt_trajectory_length", "false",  # no warning
             "--xla_cache_directory", str(cache), "--trajectory_file", str(directory / "trajectory.csv")]
     os.makedirs(directory)
     environment = {name: value for name, value in os.environ.items() if name != "TF_XLA_FLAGS"}

@@ -21,7 +21,8 @@ import numpy as np
 from tati.clock import duration
 from tati.diagnostics.equipartition import equipartition_verdict, table_batch_means
 from tati.diagnostics.momentum import momentum_test
-from tati.names import BARZILAI_BORWEIN_NAMES, canonical_optimizer, is_proposal, target_acceptance
+from tati.names import BARZILAI_BORWEIN_NAMES, canonical_optimizer, is_metropolis, is_proposal, target_acceptance
+from tati.preflight import PERSISTENT_MOMENTA
 
 # Stan's rule (Vehtari et al. 2021, "Rank-normalization, folding, and localization"): use the
 # draws when R-hat < 1.01 and the bulk ESS is above 100 per chain. Our ESS is of all walkers
@@ -53,7 +54,8 @@ def summarise(prog, simulation, result, sampler, seconds=None):
     run_info = result.run_info
     proposal = sampler and is_proposal(o["sampler"])
     steps = _steps(o, run_info, "average_rejection_rate" in run_info and not proposal)
-    lines = [_header(prog, o, steps, walkers, sampler), "  " + _model(simulation)]
+    width = _adapted_width(o, run_info) if sampler else None
+    lines = [_header(prog, o, steps, walkers, sampler, width), "  " + _model(simulation)]
     if seconds is not None:
         lines.append(_timing(seconds, steps, walkers, _first_call(o, run_info)))
     if run_info.empty:  # HMC writes rows at the ends of legs only; none ended in this call
@@ -82,7 +84,8 @@ def summarise(prog, simulation, result, sampler, seconds=None):
         if walkers >= 2:
             hint = ("run longer (max_steps, burn_in_steps)" if proposal else
                     NO_METRIC_HINT if no_metric else None)
-            lines += _convergence_lines(result.trajectory, walkers, o["burn_in_steps"], hint)
+            lines += _convergence_lines(result.trajectory, walkers, o["burn_in_steps"], hint,
+                                        _identified(o, getattr(result, "parameter_groups", None)))
         else:  # the tests above see one mode's equilibrium as well as the whole target's
             lines.append("  mixing not checked with one walker: number_walkers 4 compares walkers (R-hat)")
     lines.append(_files(o))
@@ -104,18 +107,39 @@ def _first_call(o, run_info):
     return not run_info.empty and int(run_info["step"].min()) <= o["every_nth"]
 
 
-def _header(prog, o, steps, walkers, sampler):
+def _adapted_width(o, run_info):
+    """The step width that burn-in adapted (HMC, NUTS, RWMH with adapt_step_width and
+    burn_in_steps), as of the call's last row; None where it did not adapt or no row shows it."""
+    adapts = is_metropolis(o["sampler"]) and o["adapt_step_width"] and o["burn_in_steps"] > 0
+    if not adapts or "step_width" not in run_info or run_info.empty:
+        return None
+    return float(run_info["step_width"].iloc[-1])
+
+
+def _header(prog, o, steps, walkers, sampler, width=None):
+    """The first line: what ran; `width` the step width burn-in adapted, if any."""
+    tail = f", {walkers} walkers" if walkers > 1 else ""
     if sampler:
-        what = (f"{steps} steps of {o['sampler']} (step_width {o['step_width']:g}) "
-                f"at inverse temperature {o['inverse_temperature']:g}")
-    elif canonical_optimizer(o["optimizer"]) == "l-bfgs":
+        return _sampler_header(prog, o, steps, tail, width)
+    if canonical_optimizer(o["optimizer"]) == "l-bfgs":
         stopped = " (converged or stopped early)" if steps < o["max_steps"] else ""
         what = f"{steps} iterations of L-BFGS{stopped}"
     elif canonical_optimizer(o["optimizer"]) == BARZILAI_BORWEIN_NAMES[0]:
         what = f"{steps} steps of BarzilaiBorweinGradientDescent (first step learning_rate {o['learning_rate']:g})"
     else:
         what = f"{steps} steps of {o['optimizer']} (learning_rate {_schedule(o)})"
-    return f"{prog}: {what}" + (f", {walkers} walkers" if walkers > 1 else "")
+    return f"{prog}: {what}{tail}"
+
+
+def _sampler_header(prog, o, steps, tail, width):
+    """An adapted width with its start where the line has room (the lines below give it too)."""
+    def line(shown):
+        beta = o["inverse_temperature"]
+        return f"{prog}: {steps} steps of {o['sampler']} ({shown}) at inverse temperature {beta:g}{tail}"
+    if width is None:
+        return line(f"step_width {o['step_width']:g}")
+    full = line(f"step_width {width:.3g}, adapted from {o['step_width']:g}")
+    return full if len(full) < WIDTH else line(f"step_width {width:.3g}, adapted")
 
 
 def _schedule(o):
@@ -198,14 +222,20 @@ def _temperature_lines(simulation, result):
     # from this call's rows, every every_nth step: if anything too large for that average.
     last = averages.groupby("id").tail(1)
     lines = []
-    if "average_kinetic_energy" in last:  # not SGLD, which has no momenta
+    # HMC and NUTS draw fresh momenta at every leg (or step): equipartitioned by construction,
+    # they would pass these tests whatever the chain does
+    persist = o["sampler"] in PERSISTENT_MOMENTA
+    if "average_kinetic_energy" in last and is_metropolis(o["sampler"]):
+        lines.append(f"  momenta not judged: {o['sampler']} draws them afresh every "
+                     f"{'step' if is_proposal(o['sampler']) else 'leg'} (equipartitioned by construction)")
+    elif "average_kinetic_energy" in last and persist:  # not SGLD, which has no momenta
         lines += _judged("average kinetic energy", last["average_kinetic_energy"].mean(),
                          table_batch_means(run_info, "kinetic_energy", burn_in), expected,
                          f"equipartition d/(2 beta) = {expected:.4g}",
                          "step_width may be too large, or the run too short (burn_in_steps)", run_info, burn_in)
     if "average_virials" in last:  # not RWMH, which takes no gradients
         lines += _virial_lines(o, last, run_info, expected, burn_in)
-    if "kinetic_energy" in run_info and (run_info["step"] > burn_in).any():
+    if persist and "kinetic_energy" in run_info and (run_info["step"] > burn_in).any():
         lines += _momentum_lines(result, o, simulation.num_parameters)
         if getattr(result, "momenta", None) is not None and not result.momenta.empty:  # record_momenta
             lines += _layer_lines(result, o)
@@ -335,6 +365,7 @@ def _hmc_lines(run_info, hint="lower step_width"):
 
 
 NO_METRIC_HINT = "raise burn_in_steps (the metric did not adapt)"
+NO_BURN_IN_HINT = "give burn_in_steps (e.g. 1000), in which step_width adapts"
 
 
 def _metric_missing(sampler):
@@ -418,13 +449,15 @@ def _kernel_lines(o, run_info):
         if divergent > DIVERGENT_MAX * transitions:
             hints.append(f"    more than {DIVERGENT_MAX:.0%} divergent: the draws may be biased; " + (
                 "raise target_acceptance_rate (0.95) or reparameterise" if adapted else
-                "give burn_in_steps (e.g. 1000), in which step_width adapts" if o["adapt_step_width"] else
+                NO_BURN_IN_HINT if o["adapt_step_width"] else
                 "lower step_width"))
         if at_max > MAX_DEPTH_MAX:
             hints.append(f"    max_tree_depth reached in over {MAX_DEPTH_MAX:.0%}: raise burn_in_steps "
                          "(metric) or max_tree_depth")
     if adapted:
         hints += _width_hints(width, o["step_width"])
+    elif o["adapt_step_width"] and not any(NO_BURN_IN_HINT in hint for hint in hints):
+        hints.append(f"    nothing adapted (burn_in_steps 0): {NO_BURN_IN_HINT}")
     return lines + hints
 
 
@@ -440,28 +473,51 @@ def _width_hints(width, start):
 
 
 # -- do the walkers agree? ------------------------------------------------------------------------
-def _convergence_lines(trajectory, walkers, burn_in, hint=None):
-    """The R-hat/ESS line and its verdict, or one line saying there are too few rows."""
-    found = _convergence(trajectory, walkers, burn_in)
+def _identified(o, groups):
+    """The trajectory columns whose R-hat judges a network with hidden layers: its weights are
+    not identified (hidden units can swap places and flip signs, so walkers in equally good
+    modes disagree forever), the loss and the output layer's biases are. None (every parameter)
+    for potentials and models without a hidden layer. `groups`: the parameter groups by path
+    (layer/variable, the last layer last)."""
+    if o["potential"] is not None or not groups:
+        return None
+    layers = list(dict.fromkeys(path.rsplit("/", 1)[0] for path in groups))
+    if len(layers) < 2:
+        return None
+    biases = [column for path, columns in groups.items() if path.rsplit("/", 1)[0] == layers[-1]
+              and path.rsplit("/", 1)[-1].startswith("bias") for column in columns]
+    return ["loss"] + biases
+
+
+def _convergence_lines(trajectory, walkers, burn_in, hint=None, columns=None):
+    """The R-hat/ESS line and its verdict, or one line saying there are too few rows. `columns`:
+    the identified quantities a network is judged on (_identified), or None for every parameter."""
+    found = _convergence(trajectory, walkers, burn_in, columns)
     if found is None:
         return [f"  walkers not compared (R-hat, ESS): too few rows after burn_in_steps {burn_in}, "
                 "or no parameter moved"]
     r_hat, ess = found
     line = (f"  R-hat max {r_hat.max():.3f} ({r_hat.idxmax()}), ESS min {ess.min():.0f} "
             f"({ess.idxmin()}) over {walkers} walkers")
+    if columns is not None:
+        line += f" ({'loss, output biases' if len(columns) > 1 else 'loss'})"
+    note = [] if columns is None else [
+        "    weights not compared: hidden units can swap places and flip signs (not identified)"]
     need = ESS_PER_WALKER * walkers
     faults = ([f"R-hat > {R_HAT_MAX} (walkers disagree)"] if r_hat.max() > R_HAT_MAX else []) + (
         [f"ESS < {need} (too few independent draws)"] if ess.min() < need else [])
     hint = hint or "run longer (max_steps), or raise step_width"
     if faults:
         verdict = f"    not converged: {', '.join(faults)}"
-        return [line, f"{verdict}: {hint}"] if len(verdict) + len(hint) + 2 < WIDTH else [line, verdict, f"    {hint}"]
+        found = [f"{verdict}: {hint}"] if len(verdict) + len(hint) + 2 < WIDTH else [verdict, f"    {hint}"]
+        return [line] + found + note
     return [line, f"    ok: R-hat (between- over within-walker spread) < {R_HAT_MAX}, "
-                  f"ESS (independent draws) > {need}"]
+                  f"ESS (independent draws) > {need}"] + note
 
 
-def _convergence(trajectory, walkers, burn_in):
-    """(r_hat, ess) Series by parameter, or None if burn-in leaves too few rows or nothing moved.
+def _convergence(trajectory, walkers, burn_in, columns=None):
+    """(r_hat, ess) Series by parameter (or by the `columns` given), or None if burn-in leaves
+    too few rows or nothing moved.
     Walkers whose rows are not equally many (HMC writes rows at each walker's own evaluation
     steps) are compared over their last rows, as many as the shortest has."""
     from tati.diagnostics.convergence import MIN_ROWS, convergence, equal_rows
@@ -469,7 +525,7 @@ def _convergence(trajectory, walkers, burn_in):
     counts = rows.groupby("id").size()
     if len(counts) < walkers or counts.min() < MIN_ROWS:
         return None
-    table = convergence(rows)
+    table = convergence(rows, columns=columns)
     r_hat, ess = table["r_hat"].dropna(), table["ess"].dropna()
     if r_hat.empty or ess.empty:  # no parameter moved
         return None

@@ -23,7 +23,7 @@ from tati.errors import InputError
 MIN_ROWS = 4
 
 
-def convergence(trajectory, burn_in=0):
+def convergence(trajectory, burn_in=0, columns=None):
     """DataFrame indexed by parameter name with columns
 
     * r_hat: split R-hat over walkers, the square root of tfp.mcmc.potential_scale_reduction
@@ -38,8 +38,10 @@ def convergence(trajectory, burn_in=0):
     rows with step <= burn_in are left out (burn_in counts steps, like `burn_in_steps`). Every
     walker must have the same number of rows. The estimates treat the rows as consecutive
     draws, so thinning by `every_nth` is fine; a parameter that never changes gets NaN.
+    `columns` names the columns to compare instead of every parameter: a network's weights are
+    not identified (hidden units can swap places and flip signs), its loss and output biases are.
     """
-    chains, names = _chains(trajectory, burn_in)
+    chains, names = _chains(trajectory, burn_in, columns)
     walkers = chains.shape[1]
     with _quiet_tfp() as tfp:
         if walkers >= 2:
@@ -56,12 +58,16 @@ def convergence(trajectory, burn_in=0):
                         index=pd.Index(names, name="parameter"))
 
 
-def _chains(trajectory, burn_in):
-    """([rows, walkers, parameters] float64 array ordered by step, parameter names)."""
+def _chains(trajectory, burn_in, chosen=None):
+    """([rows, walkers, parameters] float64 array ordered by step, parameter names), of the
+    `chosen` columns if given."""
     columns = list(trajectory.columns)
     if "id" not in columns or "step" not in columns or "loss" not in columns:
         raise InputError("convergence needs a trajectory table with columns id, step, loss and the parameters")
-    names = columns[columns.index("loss") + 1:]
+    names = columns[columns.index("loss") + 1:] if chosen is None else list(chosen)
+    missing = [name for name in names if name not in columns]
+    if missing:
+        raise InputError(f"convergence: the trajectory has no column {', '.join(missing)}")
     if not names:
         raise InputError("convergence: the trajectory has no parameter columns after loss")
     kept = trajectory[trajectory["step"] > burn_in].sort_values(["id", "step"], kind="stable")

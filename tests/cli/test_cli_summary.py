@@ -249,6 +249,10 @@ def kinetic_and_virial(text):
     return ((float(kinetic[1]), float(kinetic[2]), kinetic[3]), (float(virial[1]), float(virial[2]), virial[3]))
 
 
+def virial(text):
+    return re.match(rf"  average virial {NUMBER} \+- {NUMBER} \(.*: (.*)\)$", line_with(text, "  average virial"))[3]
+
+
 @pytest.mark.statistical
 def test_baoab_on_a_gaussian_with_a_small_step_is_consistent():
     """10-D standard Gaussian, beta = 1: d/(2 beta) = 5. BAOAB's kinetic energy is biased by
@@ -318,7 +322,8 @@ def test_sgld_on_a_network_has_a_virial_but_no_kinetic_energy():
 @pytest.mark.statistical
 def test_hmc2_walkers_on_a_gaussian():
     """HMC2 redraws the momenta at each evaluation, so their kinetic energy is exactly
-    equipartitioned; the chain's virial is too, and at h = 0.3 few legs are rejected. At h = 2.5
+    equipartitioned whatever the chain does: no verdict on it. The chain's virial is
+    equipartitioned, and at h = 0.3 few legs are rejected. At h = 2.5
     (widths 1.75 to 3.25) leapfrog is unstable on this Gaussian for widths above 2, where the
     amplitude grows about 4-fold a step: legs of 10 steps diverge, and the summary says so."""
     sim = gaussian(sampler="HMC2", step_width=0.3, number_walkers=4, max_steps=1000, every_nth=2,
@@ -326,8 +331,12 @@ def test_hmc2_walkers_on_a_gaussian():
     result = sim.sample()
     text = summarise("tati-sample", sim, result, sampler=True)
     check_layout(text)
-    (_, _, verdict), (_, _, virial_verdict) = kinetic_and_virial(text)
-    assert verdict == "consistent" and virial_verdict == "consistent", text
+    assert line_with(text, "  momenta not judged") == (
+        "  momenta not judged: HMC2 draws them afresh every leg (equipartitioned by construction)")
+    assert "kinetic energy" not in text and "momentum test" not in text, text
+    assert virial(text) == "consistent", text
+    width = float(result.run_info["step_width"].iloc[-1])
+    assert text.splitlines()[0].startswith(f"tati-sample: 1000 steps of HMC2 (step_width {width:.3g}, adapted")
     assert line_with(text, "  rejected").endswith("0 divergent (energy error > 1000/beta): ok")
     assert line_with(text, "  R-hat max").endswith("over 4 walkers")
 
@@ -399,16 +408,16 @@ def test_hmc_call_without_a_row():
 
 @pytest.mark.statistical
 def test_nuts_and_rwmh_summaries_say_acceptance_width_and_stans_warnings():
-    """NUTS on the 10-D Gaussian: kinetic energy and virial equipartitioned, acceptance against
-    its target, no warning. With max_tree_depth 1 (a single leapfrog step: every tree is cut)
+    """NUTS on the 10-D Gaussian: virial equipartitioned (its momenta, redrawn every step, are
+    not judged), acceptance against its target, no warning. With max_tree_depth 1 (a single leapfrog step: every tree is cut)
     the tree-depth warning appears. RWMH takes no gradients: no virial line; on a target that
     does not confine theta (U = 0) its width grows without bound and the summary says why."""
     import tensorflow as tf
     sim = gaussian(sampler="NUTS", number_walkers=2, max_steps=600, every_nth=1, seed=seed(15))
     text = summarise("tati-sample", sim, sim.sample(), sampler=True)
     check_layout(text)
-    (_, _, verdict), (_, _, virial_verdict) = kinetic_and_virial(text)
-    assert verdict == "consistent" and virial_verdict == "consistent", text
+    assert virial(text) == "consistent" and "momenta not judged: NUTS draws them afresh every step" in text, text
+    assert "kinetic energy" not in text and "momentum test" not in text, text
     assert re.match(r"  acceptance 0\.[6-9][0-9] \(target 0\.8, adapted\), step_width [0-9.]+ \(started at 0\.1\)$",
                     line_with(text, "  acceptance")), text
     assert line_with(text, "  0 of 800 transitions after burn-in divergent")
@@ -466,3 +475,105 @@ def test_divergences_without_a_burn_in_ask_for_one():
     text = summarise("tati-sample", sim, sim.sample(), sampler=True)
     assert "divergent: the draws may be biased; give burn_in_steps (e.g. 1000), in which step_width adapts" \
         in text, text
+
+
+# -- messages that mislead (issue #38) --------------------------------------------------------------
+@pytest.mark.parametrize("sampler", ["GLA1", "GLA2", "BAOAB", "CCAdL", "SGHMC", "HMC1", "HMC2", "NUTS"])
+def test_momenta_are_judged_only_where_they_persist(sampler):
+    """The same equipartitioned readings: a verdict for the Langevin samplers, whose momenta carry
+    over from step to step; none for HMC and NUTS, which draw fresh ones every leg or step and
+    would pass whatever the chain does (RWMH and SGLD have no momenta)."""
+    rng = np.random.default_rng(seed(3800))
+    kinetic = gamma_readings(rng, 2, 400, beta=1.0)
+    columns = {"step_width": 0.1, "tree_depth": 3, "divergences": 0} if sampler == "NUTS" else {}
+    simulation, result = fake_run(kinetic, kinetic, hmc=(0.2, 0) if sampler.startswith(("HMC", "NUTS")) else None,
+                                  sampler=sampler)
+    result.run_info = result.run_info.assign(**columns)
+    text = summarise("tati-sample", simulation, result, sampler=True)
+    check_layout(text)
+    if sampler.startswith(("HMC", "NUTS")):
+        assert "kinetic energy" not in text and "momentum test" not in text, text
+        every = "step" if sampler == "NUTS" else "leg"
+        assert line_with(text, "  momenta not judged") == (
+            f"  momenta not judged: {sampler} draws them afresh every {every} (equipartitioned by construction)")
+    else:
+        assert line_with(text, "  average kinetic energy").endswith(": consistent)"), text
+        assert line_with(text, "  momentum test").endswith(": consistent"), text
+
+
+def test_nuts_without_burn_in_warns_once_and_judges_no_momenta(capsys):
+    """tati-sample --sampler NUTS with the default burn_in_steps 0: one warning line naming
+    --burn_in_steps and a value before the run, a hint in the summary, no momentum verdict.
+    A linear classifier (3 parameters), trees of depth 3 at most, 10 steps: about 5 s."""
+    from processes import tool_here
+    from tati.cli.sample import main
+    code, err, out = tool_here(main, ["--sampler", "NUTS", "--max_steps", "10", "--max_tree_depth", "3"])
+    assert code == 0, err
+    assert err == ("tati-sample: warning: sampler NUTS adapts its step_width and metric during burn-in only, and "
+                   "burn_in_steps is 0: nothing adapts (the acceptance rate may be far from its target); give "
+                   "burn_in_steps 5 (--burn_in_steps 5: half of max_steps; Stan warms up for 1000)\n")
+    assert "    nothing adapted (burn_in_steps 0): give burn_in_steps (e.g. 1000), in which step_width adapts" in out
+    assert "kinetic energy" not in out and "momentum test" not in out and "momenta not judged: NUTS" in out, out
+
+
+def test_python_users_get_the_burn_in_warning_and_an_adapted_width_in_the_header():
+    """The warning is the Simulation's (warnings.warn at the first sample()): Python users see it
+    too, for every sampler that adapts, with Stan's 1000 steps where max_steps allows; none where
+    nothing would adapt or there is a burn-in, whose width the header shows with its start."""
+    import warnings
+
+    import tensorflow as tf
+    import tati
+    from tati.options import resolve
+    from tati.simulation import _burn_in_notes
+    settings = dict(potential=lambda x: 0.5 * tf.reduce_sum(x ** 2), initial_parameters=[0.5, -0.5],
+                    dtype="float64", sampler="NUTS", max_tree_depth=4, every_nth=1, seed=1)
+    sim = tati.Simulation(**settings, max_steps=2)
+    with pytest.warns(UserWarning, match=r"^sampler NUTS adapts its step_width and metric during burn-in only, "
+                                         r"and burn_in_steps is 0: nothing adapts") as caught:
+        sim.sample()
+    assert caught[0].filename == __file__  # the user's line
+    for sampler, adapts in (("RWMH", "step_width and metric"),
+                            ("HMC2", "step_width, metric and hamiltonian_dynamics_time")):
+        [note] = _burn_in_notes(resolve({"sampler": sampler, "max_steps": 4000}))
+        assert note.startswith(f"sampler {sampler} adapts its {adapts} during burn-in only")
+        assert note.endswith("give burn_in_steps 1000 (--burn_in_steps 1000: Stan's warm-up)")
+    for quiet in ({"adapt_step_width": False, "adapt_mass": False, "adapt_trajectory_length": False},
+                  {"burn_in_steps": 10}, {"restore_model": "s.npz"}):
+        assert _burn_in_notes(dict(resolve({"sampler": "HMC2"}), **quiet)) == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sim = tati.Simulation(**settings, burn_in_steps=30, max_steps=40)
+        result = sim.sample()
+    width = float(result.run_info["step_width"].iloc[-1])
+    assert width != 0.1
+    assert summarise("tati-sample", sim, result, sampler=True).splitlines()[0] == (
+        f"tati-sample: 40 steps of NUTS (step_width {width:.3g}, adapted from 0.1) at inverse temperature 1")
+
+
+def test_a_network_is_judged_on_its_loss_and_output_biases():
+    """A hidden layer's units can swap places and flip signs, so walkers in equally good modes
+    have weights that never agree: R-hat is taken of the loss and the output layer's biases, and
+    the summary says why the weights are not compared. A linear model's weights are identified."""
+    import tati
+    sim = tati.Simulation(hidden_dimension=[3], number_walkers=4, max_steps=100, every_nth=2, step_width=0.05,
+                          seed=2)
+    result = sim.sample()
+    text = summarise("tati-sample", sim, result, sampler=True)
+    check_layout(text)
+    line = line_with(text, "  R-hat max")
+    assert re.fullmatch(r"  R-hat max [0-9.]+ \((loss|bias3)\), ESS min [0-9]+ \((loss|bias3)\) over 4 walkers "
+                        r"\(loss, output biases\)", line), line
+    note = line_with(text, "    weights not compared")
+    assert note == "    weights not compared: hidden units can swap places and flip signs (not identified)"
+    assert text.index(line) < text.index(note)
+    table = result.convergence(columns=["loss", "bias3"])
+    assert list(table.index) == ["loss", "bias3"]
+
+    from tati.cli.summary import _identified
+    o = options()
+    keras = {"dense/kernel": ["weight0"], "dense/bias": ["bias0"], "dense_1/kernel": ["weight1"],
+             "dense_1/bias": ["bias1", "bias2"]}
+    assert _identified(o, keras) == ["loss", "bias1", "bias2"]
+    assert _identified(o, {"output/weights": ["weight0", "weight1"], "output/biases": ["bias0"]}) is None
+    assert _identified(options(potential=lambda x: x), keras) is None
