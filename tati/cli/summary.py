@@ -62,6 +62,8 @@ def summarise(prog, simulation, result, sampler, seconds=None):
         lines.append(f"  no leg ended in these {o['max_steps']} steps, so no row was written")
         return "\n".join(lines + [_files(o)])
     lines.append(_final(run_info, walkers))
+    if sampler and getattr(simulation, "warm_start", None) is not None:
+        lines.append("  " + simulation.warm_start.line())
     broken = ~np.isfinite(run_info["loss"].to_numpy(dtype=float))
     if broken.any():  # on_nan=continue ran on where U is not defined: no average or test means anything
         first = run_info.loc[broken, ["step", "id"]].iloc[0]
@@ -525,6 +527,9 @@ def _convergence(trajectory, walkers, burn_in, columns=None):
     counts = rows.groupby("id").size()
     if len(counts) < walkers or counts.min() < MIN_ROWS:
         return None
+    if columns is None:  # every parameter and the log density, which sees every parameter at once
+        names = list(rows.columns)
+        columns = ["loss"] + names[names.index("loss") + 1:]
     table = convergence(rows, columns=columns)
     r_hat, ess = table["r_hat"].dropna(), table["ess"].dropna()
     if r_hat.empty or ess.empty:  # no parameter moved
