@@ -32,6 +32,8 @@ from typing import NamedTuple
 import numpy as np
 import tensorflow as tf
 
+from tati.names import canonical_sampler, is_metropolis
+
 ITERATIONS, CORRECTION_PAIRS = 200, 10
 # A walker stops once an iteration lowers beta U by less than DECREASE (the threshold below is
 # d/2 + 4 sqrt(d/2) of beta U); a line search halves its step at most BACKTRACKS times, and a
@@ -65,10 +67,11 @@ class WarmStart(NamedTuple):
 
 
 def applies(options, walkers):
-    """Whether the run starts warm: warm_start true, or auto with two walkers or more and a burn-in."""
+    """Whether the run starts warm: warm_start true, or auto for an adapting sampler (NUTS, RWMH,
+    HMC1, HMC2) with two walkers or more and a burn-in."""
     choice = options.get("warm_start", False)
     if choice == "auto":
-        return walkers > 1 and options["burn_in_steps"] > 0
+        return is_metropolis(canonical_sampler(options["sampler"])) and walkers > 1 and options["burn_in_steps"] > 0
     return bool(choice)
 
 

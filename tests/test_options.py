@@ -7,7 +7,7 @@ import pytest
 import tati
 from tati.cli.sample import main
 from tati.errors import InputError
-from tati.names import sampler_names
+from tati.names import is_metropolis, sampler_names
 from tati.options import OPTIONS
 from tati.samplers import HamiltonianMonteCarlo, get_sampler
 
@@ -23,6 +23,8 @@ def test_the_table_declares_what_each_sampler_takes(sampler):
     if issubclass(cls, HamiltonianMonteCarlo):
         takes |= HMC_ADAPTATION
     takes |= set(getattr(cls, "adaptation_options", ()))  # the Langevin samplers' adapt_mass
+    if is_metropolis(sampler):  # the Simulation's warm start before their burn-in (tati/warm_start.py)
+        takes.add("warm_start")
     declared = {option.name for option in OPTIONS if sampler in option.samplers}
     assert declared == takes
 

@@ -46,10 +46,13 @@ def test_threshold_is_the_typical_sets_upper_tail():
     assert warm_start.threshold(8, 2.0) == pytest.approx(6.0)
 
 
-@pytest.mark.parametrize("choice, walkers, burn_in, expected", [
-    ("auto", 4, 20, True), ("auto", 1, 20, False), ("auto", 4, 0, False), (True, 1, 0, True), (False, 4, 20, False)])
-def test_when_it_applies(choice, walkers, burn_in, expected):
-    assert warm_start.applies({"warm_start": choice, "burn_in_steps": burn_in}, walkers) is expected
+@pytest.mark.parametrize("choice, sampler, walkers, burn_in, expected", [
+    ("auto", "NUTS", 4, 20, True), ("auto", "HMC1", 4, 20, True), ("auto", "NUTS", 1, 20, False),
+    ("auto", "RWMH", 4, 0, False), ("auto", "BAOAB", 4, 20, False), (True, "HMC2", 1, 0, True),
+    (False, "HMC2", 4, 20, False)])
+def test_when_it_applies(choice, sampler, walkers, burn_in, expected):
+    options = {"warm_start": choice, "sampler": sampler, "burn_in_steps": burn_in}
+    assert warm_start.applies(options, walkers) is expected
 
 
 def test_walkers_in_a_minor_well_restart_at_the_best_point():

@@ -168,6 +168,38 @@ def run(name, sampler, burn_in, steps, seed, walkers=8, inverse_temperature=1.0,
     return compare(draws, constrained, reference, loss), seconds, result
 
 
+def run_tfp(name, burn_in, steps, seed, walkers=8, start_at_mode=False):
+    """TensorFlow Probability's NUTS inside its DualAveragingStepSizeAdaptation (no metric), the
+    walkers as a batch of chains from Stan's inits (or, start_at_mode, from the mode that tati's
+    warm start finds), compiled by XLA: (rows of `compare`, seconds)."""
+    import tensorflow as tf
+    import tensorflow_probability as tfp
+    potential, dimension, constrained, reference = load(name)
+    start = np.random.default_rng(seed).uniform(-2.0, 2.0, size=(walkers, dimension))
+    if start_at_mode:
+        from tati import warm_start
+
+        def evaluate(theta):
+            value, gradient = tfp.math.value_and_gradient(lambda x: tf.vectorized_map(potential, x),
+                                                          tf.constant(theta))
+            return value.numpy(), gradient.numpy()
+        start = warm_start.minimise(evaluate, start, 1.0)[0]
+    kernel = tfp.mcmc.DualAveragingStepSizeAdaptation(
+        tfp.mcmc.NoUTurnSampler(lambda x: -tf.vectorized_map(potential, x), step_size=0.1),
+        num_adaptation_steps=int(0.8 * burn_in))
+
+    @tf.function(jit_compile=True, autograph=False)
+    def chain(initial):
+        return tfp.mcmc.sample_chain(steps - burn_in, initial, kernel=kernel, num_burnin_steps=burn_in,
+                                     trace_fn=lambda _, results: results.inner_results.target_log_prob,
+                                     seed=(seed, 0))
+
+    begin = time.perf_counter()
+    draws, log_prob = (value.numpy() for value in chain(tf.constant(start)))
+    seconds = time.perf_counter() - begin
+    return compare(draws, constrained, reference, -log_prob), seconds
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--posterior", default="all", choices=["all", *POSTERIORS])
@@ -178,13 +210,19 @@ def main(argv=None):
     parser.add_argument("--walkers", type=int, default=8)
     parser.add_argument("--inverse-temperature", type=float, default=1.0)
     parser.add_argument("--jit-compile", action="store_true")
+    parser.add_argument("--tfp", choices=["inits", "mode"], help="TFP's NUTS with dual averaging instead, from "
+                        "Stan's inits or from the mode (compiled by XLA)")
     args = parser.parse_args(argv)
     names = list(POSTERIORS) if args.posterior == "all" else [args.posterior]
     failures = 0
     for name in names:
         for seed in (int(s) for s in args.seeds.split(",")):
-            rows, seconds, _ = run(name, args.sampler, args.burn_in, args.steps, seed, args.walkers,
-                                   args.inverse_temperature, jit_compile=args.jit_compile)
+            if args.tfp:
+                rows, seconds = run_tfp(name, args.burn_in or 1000, args.steps, seed, args.walkers,
+                                        args.tfp == "mode")
+            else:
+                rows, seconds, _ = run(name, args.sampler, args.burn_in, args.steps, seed, args.walkers,
+                                       args.inverse_temperature, jit_compile=args.jit_compile)
             wrong = verdict(rows)
             failures += bool(wrong)
             print(f"{name} {args.sampler} seed {seed}: {seconds:.1f} s, "

@@ -77,7 +77,7 @@ def test_a_boolean_flag_alone_means_true(name, parser):
 
 def test_the_booleans_of_sample_are_all_bare():
     assert set(flags(tool("tati-sample"), "bare")) == {
-        "--collapse_walkers", "--adapt_step_width", "--adapt_mass", "--adapt_trajectory_length",
+        "--collapse_walkers", "--adapt_step_width", "--adapt_mass", "--adapt_trajectory_length", "--warm_start",
         "--jit_compile", "--record_momenta", "--overwrite", "--progress"}
 
 

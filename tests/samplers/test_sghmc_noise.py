@@ -17,6 +17,7 @@ from stats import seed, t_critical, z_critical
 from tati.diagnostics import independent_readings
 from tati.errors import InputError
 from tati.samplers import SGHMC
+from tati.samplers.base import values_per_register
 
 ESTIMATORS = ("adam", "adam_centered")
 
@@ -376,14 +377,17 @@ def frames(result, walkers=None):
 
 
 def test_batch_estimates_do_not_depend_on_the_walker_count():
-    """The extra batches are keyed by (seed, step) only: the first 4 walkers of an 8-walker
-    run are bitwise those of a 4-walker run, run info (with V-hat's mean) and trajectory
-    (a network's rows are whole SIMD packets at 4 walkers, as in test_walker_randomness.py)."""
-    few = frames(tati.Simulation(number_walkers=4, max_steps=12, **NETWORK).sample())
-    many = frames(tati.Simulation(number_walkers=8, max_steps=12, **NETWORK).sample(), 4)
+    """The extra batches are keyed by (seed, step) only: the first W walkers of a 2W-walker
+    run are bitwise those of a W-walker run, run info (with V-hat's mean) and trajectory. W is
+    half a SIMD register of float32 values (4 with AVX2, 8 with AVX-512): the network's rows are
+    whole SIMD packets there, as in test_walker_randomness.py (with AVX-512, 4 walkers against
+    8 differ in the last bits of the trajectory after a few steps)."""
+    walkers = values_per_register("float32") // 2
+    few = frames(tati.Simulation(number_walkers=walkers, max_steps=12, **NETWORK).sample())
+    many = frames(tati.Simulation(number_walkers=2 * walkers, max_steps=12, **NETWORK).sample(), walkers)
     for mine, theirs in zip(few, many):
         pd.testing.assert_frame_equal(mine, theirs, check_exact=True)
-    assert few[0].gradient_noise_variance.nunique() == 4 * 3  # estimates at steps 1, 6, 11
+    assert few[0].gradient_noise_variance.nunique() == walkers * 3  # estimates at steps 1, 6, 11
 
 
 def test_batch_estimator_resumes_bitwise(tmp_path):
