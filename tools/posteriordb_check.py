@@ -225,7 +225,8 @@ def main(argv=None):
                                        args.inverse_temperature, jit_compile=args.jit_compile)
             wrong = verdict(rows)
             failures += bool(wrong)
-            print(f"{name} {args.sampler} seed {seed}: {seconds:.1f} s, "
+            label = f"TFP's NUTS from {'the mode' if args.tfp == 'mode' else 'the inits'}" if args.tfp else args.sampler
+            print(f"{name} {label} seed {seed}: {seconds:.1f} s, "
                   + ("right" if not wrong else "WRONG: " + "; ".join(wrong)))
             for row in rows:
                 extra = (f" z {row['z_mean']:+.2f}/{row['z_sd']:+.2f} sd ratio {row['sd_ratio']:.3f}"
