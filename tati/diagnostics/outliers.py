@@ -56,7 +56,8 @@ class Outlier(NamedTuple):
     """One finding: the walker's id; kind "hot", "cold" (kinetic energy) or "far out" (loss);
     value its average kinetic energy or median loss after burn-in; reference equipartition
     d / (2 beta) or the other walkers' UPPER quantile of the loss; error the standard error of
-    value (kinetic energy) or the margin it exceeded (loss); fix the option to change."""
+    value (kinetic energy: its readings' sd over the root of their independent count) or the
+    margin it exceeded (loss); fix the likely cause and the option to change."""
     walker: int
     kind: str
     value: float
@@ -175,7 +176,8 @@ def walker_outliers(result, simulation, false_alarms=FALSE_ALARMS):
 def _fix(outlier, o, off, warm):
     """The likely cause's remedy: a walker hot, cold or far out at the wrong temperature moves
     with too large a step; one far out at the right temperature is stuck where it started (or
-    in a minor mode): a longer burn-in, or for the adapting samplers the warm start."""
+    in a minor mode): for the adapting samplers the warm start, else another start or a longer
+    burn-in."""
     lower = "lower step_width"
     if o["sampler"] == "SGHMC" and o["batch_size"] is not None:  # mini-batch gradients heat it
         lower += ", or set gradient_noise_estimator"
