@@ -10,7 +10,8 @@ whether the sampling looks right, and which files hold the tables. For example:
       wrote run info to run.csv, trajectory to trajectory.csv, averages to averages.csv
 
 The error bars are batch means over the run-info rows after burn-in, pooled over walkers
-(tati/diagnostics/equipartition.py); the R-hat and ESS line comes from
+(tati/diagnostics/equipartition.py); with several walkers a line names each walker hot, cold
+or far out from the others (tati/diagnostics/outliers.py); the R-hat and ESS line comes from
 tati/diagnostics/convergence.py, the only part that imports TensorFlow (Probability).
 """
 
@@ -21,6 +22,7 @@ import numpy as np
 from tati.clock import duration
 from tati.diagnostics.equipartition import equipartition_verdict, table_batch_means
 from tati.diagnostics.momentum import momentum_test
+from tati.diagnostics.outliers import walker_outliers
 from tati.names import BARZILAI_BORWEIN_NAMES, canonical_optimizer, is_metropolis, is_proposal, target_acceptance
 from tati.preflight import PERSISTENT_MOMENTA
 
@@ -84,6 +86,7 @@ def summarise(prog, simulation, result, sampler, seconds=None):
             if o["burn_in_steps"] > 0:
                 lines += _hmc_adaptation_lines(o, simulation.sampler, run_info, walkers)
         if walkers >= 2:
+            lines += _outlier_lines(simulation, result)
             hint = ("run longer (max_steps, burn_in_steps)" if proposal else
                     NO_METRIC_HINT if no_metric else None)
             lines += _convergence_lines(result.trajectory, walkers, o["burn_in_steps"], hint,
@@ -233,8 +236,7 @@ def _temperature_lines(simulation, result):
     elif "average_kinetic_energy" in last and persist:  # not SGLD, which has no momenta
         lines += _judged("average kinetic energy", last["average_kinetic_energy"].mean(),
                          table_batch_means(run_info, "kinetic_energy", burn_in), expected,
-                         f"equipartition d/(2 beta) = {expected:.4g}",
-                         "step_width may be too large, or the run too short (burn_in_steps)", run_info, burn_in)
+                         f"equipartition d/(2 beta) = {expected:.4g}", _kinetic_hint(o), run_info, burn_in)
     if "average_virials" in last:  # not RWMH, which takes no gradients
         lines += _virial_lines(o, last, run_info, expected, burn_in)
     if persist and "kinetic_energy" in run_info and (run_info["step"] > burn_in).any():
@@ -242,6 +244,13 @@ def _temperature_lines(simulation, result):
         if getattr(result, "momenta", None) is not None and not result.momenta.empty:  # record_momenta
             lines += _layer_lines(result, o)
     return lines
+
+
+def _kinetic_hint(o):
+    """The likely causes of a kinetic energy off equipartition, and what fixes each."""
+    if _noise_estimator_helps(o):  # mini-batch gradients heat SGHMC unless it estimates their noise
+        return "step_width too large, gradient_noise_estimator unset, or the run too short (burn_in_steps)"
+    return "step_width may be too large, or the run too short (burn_in_steps)"
 
 
 def _noise_estimator_helps(o):
@@ -475,6 +484,17 @@ def _width_hints(width, start):
 
 
 # -- do the walkers agree? ------------------------------------------------------------------------
+def _outlier_lines(simulation, result):
+    """A line per walker hot, cold or far out after burn-in (tati/diagnostics/outliers.py), its
+    fix after a colon, or on a line of its own where it does not fit."""
+    lines = []
+    for outlier in walker_outliers(result, simulation):
+        text = "  " + outlier.text()
+        fits = len(text) + len(outlier.fix) + 2 < WIDTH
+        lines += [f"{text}: {outlier.fix}"] if fits else [text, f"    {outlier.fix}"]
+    return lines
+
+
 def _identified(o, groups):
     """The trajectory columns whose R-hat judges a network with hidden layers: its weights are
     not identified (hidden units can swap places and flip signs, so walkers in equally good

@@ -102,13 +102,15 @@ def options(**changes):
     return o
 
 
-def fake_run(kinetic, virial, burn_in=0, hmc=None, **changes):
+def fake_run(kinetic, virial, burn_in=0, hmc=None, loss=None, **changes):
     """A Simulation-like object and a Result-like object from [walkers, rows] readings, one row
-    per step; the averages are the rows' means after burn-in, as the averages table has them."""
+    per step; the averages are the rows' means after burn-in, as the averages table has them.
+    The loss is 1 unless given as [walkers, rows]."""
     walkers, rows = kinetic.shape
     steps = np.arange(1, rows + 1)
     run_info = pd.DataFrame({"id": np.repeat(np.arange(walkers), rows), "step": np.tile(steps, walkers),
-                             "loss": 1.0, "kinetic_energy": kinetic.ravel(), "virial": virial.ravel()})
+                             "loss": 1.0 if loss is None else loss.ravel(),
+                             "kinetic_energy": kinetic.ravel(), "virial": virial.ravel()})
     if hmc is not None:
         run_info["average_rejection_rate"], run_info["divergences"] = hmc
     kept = run_info[run_info.step > burn_in]
@@ -231,6 +233,31 @@ def test_summary_convergence_verdict():
                             r"the run too short, or U not confining", line) for line in lines), text
 
 
+def test_summary_names_a_walker_far_out_with_the_cause_and_the_fix():
+    """Issue #41: one SGHMC walker of four at 11.6 times its equipartition energy and loss 2388
+    (mini-batches of 10); its three healthy companions alone are not flagged."""
+    rng = np.random.default_rng(1)
+    kinetic, loss = gamma_readings(rng, 4, 400, 1.0), gamma_readings(rng, 4, 400, 1.0)
+    simulation, result = fake_run(kinetic[:3], kinetic[:3], loss=loss[:3], sampler="SGHMC", batch_size=10,
+                                  number_walkers=3)
+    assert "  walker" not in summarise("tati-sample", simulation, result, True)
+    kinetic[2] *= 11.6
+    loss[2] += 2388.0
+    simulation, result = fake_run(kinetic, kinetic, loss=loss, sampler="SGHMC", batch_size=10, number_walkers=4)
+    lines = check_layout(summarise("tati-sample", simulation, result, True))
+    at = lines.index(line_with("\n".join(lines), "  walker 2 hot"))
+    assert re.fullmatch(rf"  walker 2 hot: kinetic energy {NUMBER} \+- {NUMBER} after burn-in, {NUMBER} times "
+                        r"equipartition 5", lines[at]), lines[at]
+    others = np.median([np.quantile(loss[w], 0.99) for w in (0, 1, 3)])
+    assert lines[at + 1:at + 4] == ["    lower step_width, or set gradient_noise_estimator",
+                                    f"  walker 2 far out: median loss {np.median(loss[2]):.4g} after burn-in; the "
+                                    f"others' stay below {others:.4g}",
+                                    "    lower step_width, or set gradient_noise_estimator"]
+    kinetic_line = lines.index(line_with("\n".join(lines), "  average kinetic energy"))  # the run's, off by it
+    assert lines[kinetic_line + 1] == ("    step_width too large, gradient_noise_estimator unset, or the run too "
+                                       "short (burn_in_steps)")
+
+
 # -- the summary of real runs ---------------------------------------------------------------------
 def gaussian(**changes):
     import tensorflow as tf
@@ -271,6 +298,7 @@ def test_baoab_on_a_gaussian_with_a_small_step_is_consistent():
     last = result.averages.groupby("id").tail(1)
     assert kinetic == pytest.approx(last.average_kinetic_energy.mean(), abs=1e-3)
     assert line_with(text, "  R-hat max").endswith("over 8 walkers")
+    assert not any(line.startswith("  walker") for line in lines), text  # none hot, cold or far out
 
 
 @pytest.mark.statistical
@@ -286,6 +314,25 @@ def test_baoab_with_a_large_step_has_a_flagged_kinetic_energy():
     assert verdict.startswith("off by") and float(verdict.split()[2]) > 10, text
     assert virial_verdict == "consistent", text
     assert "    step_width may be too large, or the run too short (burn_in_steps)" in text
+    assert "  walker" not in text  # every walker at 0.75 of equipartition: the run's bias, no walker's
+
+
+def test_a_real_walker_stuck_in_a_minor_mode_is_named():
+    """A double well in the first of 3 coordinates, its well at -1 20 above the one at +1 behind
+    a barrier of 30: walker 2, started at -1, stays there, its median U (about 20) beyond the
+    others' 99% quantile (about 4) plus the typical set's width (6.4 at d = 3, beta = 1)."""
+    import tensorflow as tf
+    import tati
+    def double_well(x):
+        return 40.0 * (x[0] ** 2 - 1.0) ** 2 + 10.0 * (1.0 - x[0]) + 0.5 * tf.reduce_sum(x[1:] ** 2)
+    starts = [[1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [-1.0, 0.0, 0.0], [1.0, 0.0, 0.0]]
+    sim = tati.Simulation(potential=double_well, initial_parameters=starts, dtype="float64", sampler="BAOAB",
+                          step_width=0.05, number_walkers=4, max_steps=150, every_nth=1, burn_in_steps=50, seed=1)
+    lines = check_layout(summarise("tati-sample", sim, sim.sample(), sampler=True))
+    found = [line for line in lines if line.startswith("  walker")]
+    assert len(found) == 1 and found[0].startswith("  walker 2 far out: median loss 2"), lines
+    hint = lines[lines.index(found[0]) + 1]
+    assert hint == "    stuck (in a minor mode?): start it elsewhere (initial_parameters), or raise burn_in_steps"
 
 
 def test_network_fit_summary(tmp_path):

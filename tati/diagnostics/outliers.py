@@ -1,0 +1,190 @@
+"""Walkers that went wrong: one walker of several far from the others or from its temperature,
+after burn-in (issue #41: one SGHMC walker of four at 11.6 times its equipartition energy and
+loss 2388 while the run ended with exit status 0). Two checks, each walker by id:
+
+* hot or cold (the Langevin samplers, whose momenta persist: preflight.PERSISTENT_MOMENTA): the
+  walker's average kinetic energy after burn-in against equipartition d / (2 beta). In
+  equilibrium the mean of n independent readings of 2 beta K lies in a chi-square(n d) interval
+  (temperature.kinetic_temperature_interval); n is the walker's rows over their integrated
+  autocorrelation time, estimated from all walkers' standardised readings together (a walker's
+  own estimate from a short run is too small). The interval's level is 1 - FALSE_ALARMS / W,
+  Bonferroni over the W walkers: a run of healthy walkers is flagged by it alone with
+  probability FALSE_ALARMS (measured: 1.3e-3 of 3000 runs of 4 walkers x 400 independent
+  readings). A walker is flagged only when it is also off by more than a factor FACTOR: a bias
+  every walker shares (BAOAB's kinetic energy at a large step) is the run's line's to report,
+  and the factor keeps short correlated runs, whose correlation time is underestimated, from
+  crying wolf (no flag in 500 runs each of autoregressive readings, rho 0.9 to 0.99, d 1 to 10).
+  It needs MIN_INDEPENDENT independent readings of the walker after burn-in.
+* far out (every sampler): the walker's median loss after burn-in above the other walkers'
+  UPPER quantile (the median over the others of each one's quantile, so that a second walker far
+  out does not hide the first) by more than the typical set's width (d/2 + 4 sqrt(d/2)) / beta,
+  the warm start's rule for a stuck walker (tati/warm_start.py threshold), and by more than
+  SPREADS of the others' spreads (interquartile range / 1.349, which mini-batch noise widens).
+  Walkers that sample one distribution have their medians below each other's 99% quantiles; a
+  margin of the typical set's whole width on top is not a statistical test but the meaning of
+  "far": a walker in a region of negligible mass beside the others', stuck in a minor mode or
+  thrown out by too large a step.
+
+    found = walker_outliers(result, simulation)   # [] when nothing is wrong
+    for outlier in found:
+        print(outlier.line())   # 'walker 2 hot: kinetic energy 191 +- 3 ...: lower step_width'
+
+No TensorFlow here.
+"""
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from tati.diagnostics.momentum import integrated_autocorrelation_time
+from tati.diagnostics.temperature import kinetic_temperature_interval
+from tati.names import is_metropolis
+from tati.preflight import PERSISTENT_MOMENTA
+
+FALSE_ALARMS = 1e-3
+FACTOR = 2.0
+UPPER = 0.99
+SPREADS = 5.0
+TAIL_SDS = 4.0  # the warm start's (tati/warm_start.py), which imports TensorFlow
+MIN_ROWS = 10  # a walker's loss rows after burn-in, fewer: not compared
+MIN_INDEPENDENT = 50  # a walker's independent kinetic energies after burn-in, fewer: not judged
+IQR_PER_SD = 1.349  # interquartile range of a normal distribution in standard deviations
+
+
+class Outlier(NamedTuple):
+    """One finding: the walker's id; kind "hot", "cold" (kinetic energy) or "far out" (loss);
+    value its average kinetic energy or median loss after burn-in; reference equipartition
+    d / (2 beta) or the other walkers' UPPER quantile of the loss; error the standard error of
+    value (kinetic energy: its readings' sd over the root of their independent count) or the
+    margin it exceeded (loss); fix the likely cause and the option to change."""
+    walker: int
+    kind: str
+    value: float
+    reference: float
+    error: float
+    fix: str = ""
+
+    def text(self):
+        """What is wrong, without the fix."""
+        if self.kind == "far out":
+            return (f"walker {self.walker} far out: median loss {self.value:.4g} after burn-in; "
+                    f"the others' stay below {self.reference:.4g}")
+        return (f"walker {self.walker} {self.kind}: kinetic energy {_plus_minus(self.value, self.error)} after "
+                f"burn-in, {self.value / self.reference:.3g} times equipartition {self.reference:.4g}")
+
+    def line(self):
+        return f"{self.text()}: {self.fix}" if self.fix else self.text()
+
+
+def _plus_minus(value, error):
+    """'59.9 +- 1.2' as the summary writes it: the error to two significant digits."""
+    if not (error > 0 and math.isfinite(error)):
+        return f"{value:.4g} +- {error:g}"
+    decimals = max(0, 1 - math.floor(math.log10(error)))
+    return f"{value:.{decimals}f} +- {error:.{decimals}f}"
+
+
+def typical_set_width(dimension, inverse_temperature):
+    """(d/2 + 4 sqrt(d/2)) / beta: how far above a mode's U the typical set of a d-dimensional
+    Gaussian reaches (beta dU is Gamma(d/2), mean d/2, sd sqrt(d/2)); the warm start's threshold."""
+    half = 0.5 * dimension
+    return (half + TAIL_SDS * math.sqrt(half)) / inverse_temperature
+
+
+def _after_burn_in(run_info, column, burn_in):
+    """{walker id: its readings of `column` with step > burn_in, in step order}."""
+    kept = run_info[run_info["step"] > burn_in].sort_values(["id", "step"], kind="stable")
+    return {int(walker): group[column].to_numpy(dtype=np.float64) for walker, group in kept.groupby("id")}
+
+
+def kinetic_outliers(run_info, dimension, inverse_temperature=1.0, burn_in=0, false_alarms=FALSE_ALARMS):
+    """The walkers of a run-info table whose average kinetic energy after burn_in is off
+    equipartition by more than FACTOR and outside its interval (module docstring), as
+    Outliers "hot" or "cold"; [] without a kinetic_energy column."""
+    if "kinetic_energy" not in run_info:
+        return []
+    expected = dimension / (2.0 * inverse_temperature)
+    series = _after_burn_in(run_info, "kinetic_energy", burn_in)
+    if not series or min(len(readings) for readings in series.values()) < MIN_INDEPENDENT:
+        return []
+    time = _correlation_time(series.values())
+    level = 1.0 - false_alarms / len(series)
+    found = []
+    for walker, readings in series.items():
+        independent = int(len(readings) / time)
+        if independent < MIN_INDEPENDENT:
+            continue
+        mean = float(readings.mean())
+        low, high = (0.5 * dimension * temperature for temperature in  # K = d T / 2
+                     kinetic_temperature_interval(dimension, independent, inverse_temperature, level))
+        far = mean > FACTOR * expected or mean < expected / FACTOR
+        if far and not low <= mean <= high:
+            error = float(readings.std(ddof=1)) / math.sqrt(independent)
+            found.append(Outlier(walker, "hot" if mean > expected else "cold", mean, expected, error))
+    return found
+
+
+def _correlation_time(series):
+    """The integrated autocorrelation time of the walkers' readings (in rows), each walker's
+    standardised and their autocorrelations pooled: walkers in equilibrium share it, and one
+    walker's own estimate from a short run comes out too small (and its interval too narrow)."""
+    shortest = min(len(readings) for readings in series)
+    columns = [readings[-shortest:] for readings in series]
+    standard = np.stack([(x - x.mean()) / x.std() if x.std() > 0 else 0.0 * x for x in columns], axis=1)
+    return integrated_autocorrelation_time(standard)
+
+
+def loss_outliers(run_info, dimension, inverse_temperature=1.0, burn_in=0):
+    """The walkers of a run-info (or trajectory) table whose median loss after burn_in lies far
+    above the other walkers' losses (module docstring), as Outliers "far out"; [] with fewer
+    than two walkers or fewer than MIN_ROWS rows of a walker after burn-in."""
+    losses = _after_burn_in(run_info, "loss", burn_in)
+    if len(losses) < 2 or min(len(values) for values in losses.values()) < MIN_ROWS:
+        return []
+    median = {walker: float(np.median(values)) for walker, values in losses.items()}
+    upper = {walker: float(np.quantile(values, UPPER)) for walker, values in losses.items()}
+    spread = {walker: float(np.subtract(*np.quantile(values, [0.75, 0.25]))) / IQR_PER_SD
+              for walker, values in losses.items()}
+    width = typical_set_width(dimension, inverse_temperature)
+    found = []
+    for walker in losses:
+        others = [other for other in losses if other != walker]
+        top = float(np.median([upper[other] for other in others]))
+        margin = max(width, SPREADS * float(np.median([spread[other] for other in others])))
+        if median[walker] > top + margin:
+            found.append(Outlier(walker, "far out", median[walker], top, margin))
+    return found
+
+
+def walker_outliers(result, simulation, false_alarms=FALSE_ALARMS):
+    """Both checks on a sample() call's `result` (its run info) from `simulation` (its options,
+    num_parameters, num_walkers), each Outlier with the option that fixes it; [] with one walker
+    (the run's own kinetic energy line judges it) or no row."""
+    o = simulation.options
+    run_info = result.run_info
+    if simulation.num_walkers < 2 or run_info.empty:
+        return []
+    table = (run_info, simulation.num_parameters, o["inverse_temperature"], o["burn_in_steps"])
+    found = kinetic_outliers(*table, false_alarms) if o["sampler"] in PERSISTENT_MOMENTA else []
+    off = {outlier.walker for outlier in found}
+    found += loss_outliers(*table)
+    warm = getattr(simulation, "warm_start", None) is not None
+    return [outlier._replace(fix=_fix(outlier, o, outlier.walker in off, warm)) for outlier in found]
+
+
+def _fix(outlier, o, off, warm):
+    """The likely cause's remedy: a walker hot, cold or far out at the wrong temperature moves
+    with too large a step; one far out at the right temperature is stuck where it started (or
+    in a minor mode): for the adapting samplers the warm start, else another start or a longer
+    burn-in."""
+    lower = "lower step_width"
+    if o["sampler"] == "SGHMC" and o["batch_size"] is not None:  # mini-batch gradients heat it
+        lower += ", or set gradient_noise_estimator"
+    if outlier.kind == "hot" or (outlier.kind == "far out" and off):
+        return lower
+    if outlier.kind == "cold":
+        return "lower step_width, or raise burn_in_steps"
+    if is_metropolis(o["sampler"]) and not warm:
+        return "stuck (in a minor mode?): warm_start true restarts it at the best walker's point"
+    return "stuck (in a minor mode?): start it elsewhere (initial_parameters), or raise burn_in_steps"

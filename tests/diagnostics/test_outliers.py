@@ -1,0 +1,156 @@
+"""Walkers hot, cold or far out (tati/diagnostics/outliers.py) on synthetic run-info tables:
+one walker of four far out is named with its values and fix, healthy walkers are not, and the
+kinetic interval keeps its false-alarm budget."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from stats import seed
+from tati.diagnostics import outliers
+from tati.diagnostics.outliers import (Outlier, kinetic_outliers, loss_outliers, typical_set_width,
+                                       walker_outliers)
+from tati.options import OPTIONS
+
+D, BETA = 10, 1.0  # equipartition d / (2 beta) = 5
+
+
+def table(kinetic, loss, burn_in=0):
+    """A run-info table of [walkers, rows] readings, one row per step from step 1."""
+    walkers, rows = kinetic.shape
+    return pd.DataFrame({"id": np.repeat(np.arange(walkers), rows), "step": np.tile(np.arange(1, rows + 1), walkers),
+                         "loss": loss.ravel(), "kinetic_energy": kinetic.ravel()})
+
+
+def healthy(rng, walkers=4, rows=400):
+    """Independent draws of a 10-D Gaussian at beta = 1: kinetic energy and U - U_min both
+    Gamma(d/2, 1/beta)."""
+    return rng.gamma(D / 2, 1 / BETA, (walkers, rows)), rng.gamma(D / 2, 1 / BETA, (walkers, rows))
+
+
+def run(kinetic, loss, **changes):
+    o = {option.name: option.default for option in OPTIONS}
+    o.update(inverse_temperature=BETA, **changes)
+    simulation = SimpleNamespace(options=o, num_parameters=D, num_walkers=len(kinetic))
+    return SimpleNamespace(run_info=table(kinetic, loss)), simulation
+
+
+def test_one_walker_of_four_far_out_is_named_with_its_values_and_fix():
+    """Issue #41's run: one SGHMC walker of four at 11.6 times equipartition and loss 2388."""
+    kinetic, loss = healthy(np.random.default_rng(1))
+    kinetic[2] *= 11.6
+    loss[2] += 2388.0
+    result, simulation = run(kinetic, loss, sampler="SGHMC", batch_size=10)
+    hot, far = walker_outliers(result, simulation)
+    assert (hot.walker, hot.kind, hot.reference) == (2, "hot", 5.0)
+    assert hot.value == pytest.approx(kinetic[2].mean())
+    assert hot.fix == "lower step_width, or set gradient_noise_estimator"
+    assert 1.0 <= hot.error / (kinetic[2].std() / 20) < 1.25  # 400 readings, correlation time 1 or a bit above
+    assert hot.text() == (f"walker 2 hot: kinetic energy {hot.value:.1f} +- {hot.error:.1f} after burn-in, "
+                          f"{hot.value / 5:.3g} times equipartition 5")
+    assert (far.walker, far.kind, far.fix) == (2, "far out", hot.fix)  # thrown out by the same step
+    assert far.value == pytest.approx(np.median(loss[2]))
+    assert far.reference == pytest.approx(np.median([np.quantile(loss[w], 0.99) for w in (0, 1, 3)]))
+    assert far.line() == (f"walker 2 far out: median loss {far.value:.4g} after burn-in; the others' stay "
+                          f"below {far.reference:.4g}: {far.fix}")
+    result, simulation = run(kinetic, loss, sampler="BAOAB")  # full-batch: no noise estimator to set
+    assert [outlier.fix for outlier in walker_outliers(result, simulation)] == ["lower step_width"] * 2
+
+
+def test_healthy_walkers_and_one_walker_are_not_flagged():
+    kinetic, loss = healthy(np.random.default_rng(2))
+    assert walker_outliers(*run(kinetic, loss, sampler="SGHMC")) == []
+    kinetic[2] *= 11.6
+    assert walker_outliers(*run(kinetic[2:3], loss[2:3], sampler="SGHMC")) == []  # the run's line judges it
+
+
+def test_a_walker_stuck_at_the_right_temperature_is_told_how_to_restart():
+    kinetic, loss = healthy(np.random.default_rng(3))
+    loss[1] += 100.0
+    [stuck] = walker_outliers(*run(kinetic, loss, sampler="BAOAB"))
+    assert (stuck.walker, stuck.fix) == (1, "stuck (in a minor mode?): start it elsewhere (initial_parameters), "
+                                            "or raise burn_in_steps")
+    result, simulation = run(kinetic, loss, sampler="NUTS")  # momenta redrawn: only the loss is judged
+    [stuck] = walker_outliers(result, simulation)
+    assert stuck.fix == "stuck (in a minor mode?): warm_start true restarts it at the best walker's point"
+    simulation.warm_start = object()  # it started warm and still got stuck
+    assert walker_outliers(result, simulation)[0].fix.endswith("or raise burn_in_steps")
+
+
+def test_far_means_beyond_the_typical_set_and_the_others_spread():
+    """Every walker's median is below the others' 99% quantile; one above it by less than the
+    typical set's width (d/2 + 4 sqrt(d/2) = 17.6) is not far, nor one above it by less than 5
+    of the others' spreads; two walkers far out do not hide each other."""
+    assert typical_set_width(D, BETA) == pytest.approx(5 + 4 * 5 ** 0.5)
+    assert typical_set_width(D, 4.0) == pytest.approx(typical_set_width(D, 1.0) / 4)
+    kinetic, loss = healthy(np.random.default_rng(4))
+    top = np.median([np.quantile(loss[w], 0.99) for w in (0, 1, 3)])
+    near = loss.copy()
+    near[2] += top - np.median(loss[2]) + 0.9 * typical_set_width(D, BETA)
+    assert loss_outliers(table(kinetic, near), D, BETA) == []
+    assert [o.walker for o in loss_outliers(table(kinetic, near), D, 4.0)] == [2]  # colder: narrower
+    noisy = 10.0 * loss  # mini-batch noise: spreads of about 22, 5 of them beyond the typical set
+    spread = np.median([np.subtract(*np.quantile(noisy[w], [0.75, 0.25])) / 1.349 for w in (0, 1, 3)])
+    assert 5 * spread > 3 * typical_set_width(D, BETA)
+    top = np.median([np.quantile(noisy[w], 0.99) for w in (0, 1, 3)])
+    noisy[2] += top - np.median(noisy[2]) + 0.9 * 5 * spread
+    assert loss_outliers(table(kinetic, noisy), D, BETA) == []
+    two = loss.copy()
+    two[[1, 2]] += 1000.0
+    assert [o.walker for o in loss_outliers(table(kinetic, two), D, BETA)] == [1, 2]
+
+
+def test_burn_in_rows_and_short_runs_are_left_out():
+    kinetic, loss = healthy(np.random.default_rng(5))
+    kinetic[3, :300] *= 10.0  # hot and far out during burn-in only
+    loss[3, :300] += 1000.0
+    assert kinetic_outliers(table(kinetic, loss), D, BETA, burn_in=300) == []
+    assert loss_outliers(table(kinetic, loss), D, BETA, burn_in=300) == []
+    assert [o.walker for o in loss_outliers(table(kinetic, loss), D, BETA)] == [3]
+    # the walker's kinetic energy falls from hot to right: a long correlation time, too few
+    # independent readings (MIN_INDEPENDENT) to judge its level by
+    assert kinetic_outliers(table(kinetic, loss), D, BETA) == []
+    kinetic[3] = 10.0 * kinetic[0]
+    assert [o.kind for o in kinetic_outliers(table(kinetic, loss), D, BETA)] == ["hot"]
+    # 49 rows after burn-in are too few independent readings; 9 too few for a median
+    assert kinetic_outliers(table(kinetic, loss), D, BETA, burn_in=351) == []
+    assert loss_outliers(table(kinetic, loss), D, BETA, burn_in=391) == []
+    assert kinetic_outliers(table(kinetic, loss).drop(columns="kinetic_energy"), D, BETA) == []
+
+
+def test_a_kinetic_energy_is_off_only_by_a_factor_and_outside_its_interval():
+    """Every walker at 0.75 of equipartition (BAOAB's bias at h = 1, which the run's own line
+    reports) is within the factor 2; a walker at 2.5 times whose readings come in two long
+    blocks (0 and 5 times) has too few independent readings to call it; a walker at 0.3 is cold."""
+    kinetic, loss = healthy(np.random.default_rng(6))
+    assert kinetic_outliers(table(0.75 * kinetic, loss), D, BETA) == []
+    blocks = kinetic.copy()
+    blocks[0] = np.where(np.arange(400) % 200 < 100, 0.0, 25.0)
+    assert kinetic[0].mean() * 2 < blocks[0].mean()
+    assert kinetic_outliers(table(blocks, loss), D, BETA) == []
+    cold = kinetic.copy()
+    cold[1] *= 0.3
+    [found] = kinetic_outliers(table(cold, loss), D, BETA)
+    assert (found.walker, found.kind) == (1, "cold")
+    result, simulation = run(cold, loss, sampler="GLA2")
+    assert walker_outliers(result, simulation)[0].fix == "lower step_width, or raise burn_in_steps"
+
+
+@pytest.mark.statistical
+def test_the_kinetic_interval_keeps_its_false_alarm_budget(monkeypatch):
+    """Without the factor, the interval alone flags a healthy run of 4 walkers (400 independent
+    readings each) with probability FALSE_ALARMS = 1e-3 (measured 1.3e-3 over 3000 runs). Even at
+    2e-3, Binomial(300, 2e-3) exceeds 4 with probability 3.4e-4, this test's budget; an interval
+    much too narrow (no Bonferroni, a correlation time too small) fails it."""
+    rng = np.random.default_rng(seed(7))
+    monkeypatch.setattr(outliers, "FACTOR", 1.0)
+    flagged = sum(len(kinetic_outliers(table(*healthy(rng)), D, BETA)) for _ in range(300))
+    assert flagged <= 4
+
+
+def test_the_typical_set_is_the_warm_starts():
+    from tati.warm_start import threshold
+    assert typical_set_width(33, 2.0) == threshold(33, 2.0)
+    assert isinstance(Outlier(0, "hot", 1.0, 1.0, 0.1), tuple)
