@@ -1,0 +1,122 @@
+"""tools/uci_benchmark.py: the reader of the UCI format, the standardisation and the units of the
+published tables (exact numbers), bad input, and a short run end to end on the shipped copy of
+yacht (tests/fixtures/uci/yacht: its first two splits)."""
+
+import importlib.util
+import math
+import pathlib
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from processes import tool_here
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+YACHT = ROOT / "tests" / "fixtures" / "uci" / "yacht"
+
+
+@pytest.fixture(scope="module")
+def tool():
+    spec = importlib.util.spec_from_file_location("uci_benchmark", ROOT / "tools" / "uci_benchmark.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def write_folder(folder, splits=1):
+    folder.mkdir()
+    (folder / "data.txt").write_text("1 10 0\n2 10 1\n3 10 5\n4 10 9\n")
+    (folder / "index_features.txt").write_text("0\n1\n")
+    (folder / "index_target.txt").write_text("2\n")
+    for k in range(splits):
+        (folder / f"index_train_{k}.txt").write_text("0\n1\n2\n")
+        (folder / f"index_test_{k}.txt").write_text("3\n")
+    return folder
+
+
+def test_reader_and_standardisation(tool, tmp_path):
+    dataset = tool.read_dataset(str(write_folder(tmp_path / "toy", splits=2)))
+    assert dataset["name"] == "toy" and dataset["hidden"] == 50
+    np.testing.assert_array_equal(dataset["x"], [[1, 10], [2, 10], [3, 10], [4, 10]])
+    np.testing.assert_array_equal(dataset["y"], [0, 1, 5, 9])
+    assert len(dataset["splits"]) == 2
+    np.testing.assert_array_equal(dataset["splits"][1][0], [0, 1, 2])
+    (train_x, train_y), (test_x, test_y), y_sd = tool.standardise(dataset["x"], dataset["y"], *dataset["splits"][0])
+    # training x0 = 1, 2, 3: mean 2, sd sqrt(2/3); x1 constant 10: only centred; y = 0, 1, 5: mean 2,
+    # sd sqrt(14/3)
+    assert y_sd == pytest.approx(math.sqrt(14 / 3), rel=1e-15)
+    np.testing.assert_allclose(test_x, [[2 / math.sqrt(2 / 3), 0.0]], rtol=1e-15)
+    np.testing.assert_allclose(train_y[:, 0], np.array([-2, -1, 3]) / math.sqrt(14 / 3), rtol=1e-15)
+    np.testing.assert_allclose(test_y, [[7 / math.sqrt(14 / 3)]], rtol=1e-15)
+    assert train_x.shape == (3, 2)
+
+
+def test_units_of_the_published_tables(tool):
+    # standardised residuals +-1 are residuals +-2 for sd_y 2; a density of y / sd_y is e times
+    # the density of y for sd_y e
+    rmse, ll = tool.in_target_units(np.array([1.0, -1.0]), np.array([-1.0, -2.0]), 2.0)
+    assert rmse == 2.0
+    rmse, ll = tool.in_target_units(np.array([0.5, 0.5]), np.array([-1.0, -2.0]), math.e)
+    assert (rmse, ll) == (pytest.approx(0.5 * math.e, rel=1e-15), pytest.approx(-2.5, rel=1e-15))
+
+
+def test_summary_mean_and_standard_error(tool):
+    rows = pd.DataFrame({"method": ["map"] * 3, "test_rmse": [1.0, 2.0, 3.0], "test_log_likelihood": [0.0, 0.0, 3.0],
+                         "seconds": [1.0, 2.0, 6.0]})
+    summary = tool.summarise(rows).iloc[0]
+    assert (summary.rmse, summary.ll, summary.seconds, summary.splits) == (2.0, 1.0, 3.0, 3)
+    assert summary.rmse_se == pytest.approx(1 / math.sqrt(3), rel=1e-15)
+    assert summary.ll_se == pytest.approx(math.sqrt(3) / math.sqrt(3), rel=1e-15)
+    assert "| published: MC dropout | 0.67 +- 0.05 | -1.25 +- 0.01 | | 20 |" in tool.format_summary(
+        tool.summarise(rows), "yacht")
+
+
+@pytest.mark.parametrize("case, named", [
+    ("no folder", "nowhere"),
+    ("no target", "index_target.txt"),
+    ("no split", "index_train_0.txt"),
+    ("row out of range", "index_test_0.txt"),
+    ("split 3", "--splits: no split 3"),
+    ("method", "--methods: unknown method mcmc"),
+])
+def test_bad_input_is_one_line_and_status_2(tool, tmp_path, case, named):
+    folder = write_folder(tmp_path / "toy")
+    argv = [str(folder)]
+    if case == "no folder":
+        argv = [str(tmp_path / "nowhere")]
+    elif case == "no target":
+        (folder / "index_target.txt").unlink()
+    elif case == "no split":
+        (folder / "index_train_0.txt").unlink()
+    elif case == "row out of range":
+        (folder / "index_test_0.txt").write_text("4\n")
+    elif case == "split 3":
+        argv += ["--splits", "3"]
+    else:
+        argv += ["--methods", "map,mcmc"]
+    code, err, out = tool_here(tool.main, argv)
+    assert code == 2 and named in err and len(err.strip().splitlines()) == 1, err
+    assert err.startswith("uci_benchmark.py: error: ")
+
+
+def test_quick_run_on_yacht(tool, tmp_path, monkeypatch):
+    """MAP and a tiny NUTS on split 1: every column, finite numbers, and the MAP's predictive
+    mean closer to the test targets than the training mean (on yacht its RMSE is about a tenth)."""
+    monkeypatch.setitem(tool.QUICK, "map", {"fit": {**tool.MAP_FIT, "max_steps": 100}})
+    monkeypatch.setitem(tool.QUICK, "nuts", {"burn_in": 20, "steps": 30, "max_tree_depth": 4})
+    csv, png = tmp_path / "splits.csv", tmp_path / "summary.png"
+    code, err, out = tool_here(tool.main, [str(YACHT), "--quick", "--splits", "1", "--methods", "map,nuts",
+                                           "--csv", str(csv), "--plot", str(png)])
+    assert code == 0, err
+    rows = pd.read_csv(csv)
+    assert list(rows.columns) == tool.COLUMNS
+    assert list(rows.method) == ["map", "nuts"] and set(rows.split) == {1} and set(rows.dataset) == {"yacht"}
+    assert np.isfinite(rows[["test_rmse", "test_log_likelihood", "seconds"]].to_numpy()).all()
+    assert list(rows.draws) == [1, 20]  # MAP's one point; NUTS's 2 walkers x 10 transitions after burn-in
+    data = np.loadtxt(YACHT / "data.txt")
+    train, test = (np.loadtxt(YACHT / f"index_{part}_1.txt", dtype=int) for part in ("train", "test"))
+    mean_rmse = math.sqrt(np.mean((data[test, 6] - data[train, 6].mean()) ** 2))
+    assert rows.test_rmse[0] < 0.5 * mean_rmse
+    assert "split 1 (1/1) nuts: test RMSE" in out and "| published: PBP | 1.02 +- 0.05" in out
+    assert png.stat().st_size > 0

@@ -1,0 +1,374 @@
+"""The UCI regression benchmark (Hernandez-Lobato and Adams 2015) with tati's methods.
+
+    python tools/uci_benchmark.py DATA_FOLDER [--splits 0,1,...] [--methods map,nuts,...] [--quick]
+        [--csv splits.csv] [--plot summary.png] [--seed 1]
+
+DATA_FOLDER holds one dataset in the format of the published experiments (as under
+../shared/data/uci/): data.txt (whitespace-separated numbers, one row per example),
+index_features.txt and index_target.txt (0-based columns), index_train_k.txt and
+index_test_k.txt (0-based rows of split k; the splits are k = 0, 1, ... as far as both files
+exist) and optionally n_hidden.txt (the hidden units; 50 without it).
+
+Each split: inputs and target standardised with the training part's mean and sd (an input
+constant on the training part is only centred); a network with one hidden layer of n_hidden relu
+units whose two outputs are the mean and the raw variance of y (likelihood
+heteroscedastic_gaussian), prior N(0, 1) on every parameter, float64, inverse temperature 1
+(the posterior). The methods and their settings are in METHODS below; --quick shrinks their
+steps (QUICK) and, without --splits, runs split 0 only. Every method's draws go through
+Simulation.predictive: test RMSE of the predictive mean and test log-likelihood per point
+(LogSumExp over the draws - log n), both in the target's original units (RMSE times sd_y; the
+log-likelihood minus log sd_y), as in the published tables.
+
+Printed: a progress line per split and method, then per method the mean +- standard error over
+the splits and the seconds per split, beside the published figures of the dataset (PUBLISHED,
+by the folder's name). --csv writes every split and method; --plot the summary as a PNG.
+"""
+
+import argparse
+import math
+import os
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))  # run from a checkout without installing
+
+from tati.cli.common import run_command  # noqa: E402  (one line and exit 2 for bad input)
+from tati.errors import InputError, SamplingError  # noqa: E402
+
+PROG = "uci_benchmark.py"
+DRAWS = 1000  # parameter draws of the predictive at most, thinned evenly
+MAP_FIT = dict(optimizer="L-BFGS", max_steps=2000, every_nth=100)
+# Each method's Simulation options; steps and burn_in are sampler steps (HMC2: leapfrog steps,
+# NUTS: transitions), burn-in included. start_at_map: first fit the MAP (MAP_FIT) and sample from
+# there. The SG samplers keep their default friction, mass and temperature; their step width
+# (and SWAG's learning rate) is set, as the default 0.1 diverges: U is the sum over a few hundred
+# points, and where the fitted noise variance is small (yacht: near noiseless) its curvature is
+# huge. The widths are untuned guesses (doc/benchmarks.md: on yacht they still diverge).
+METHODS = {
+    "map": dict(fit=MAP_FIT),
+    "ensemble": dict(fit={**MAP_FIT, "number_walkers": 5}),
+    "swag": dict(start_at_map=True, optimizer="GradientDescent", learning_rate=1e-7, batch_size=32,
+                 steps=4000, every_nth=20, burn_in=1000, rank=20),
+    "nuts": dict(sampler="NUTS", number_walkers=2, burn_in=500, steps=1500),
+    "hmc2": dict(sampler="HMC2", number_walkers=4, burn_in=4000, steps=12000),
+    "baoab": dict(start_at_map=True, sampler="BAOAB", step_width=3e-5, batch_size=32, burn_in=2000, steps=12000,
+                  every_nth=10),
+    "sghmc": dict(start_at_map=True, sampler="SGHMC", step_width=3e-5, batch_size=32, burn_in=2000, steps=12000,
+                  every_nth=10),
+    "sgld": dict(start_at_map=True, sampler="SGLD", step_width=1e-8, batch_size=32, burn_in=2000, steps=12000,
+                 every_nth=10),
+}
+# --quick: these settings replace the ones above
+QUICK = {
+    "map": dict(fit={**MAP_FIT, "max_steps": 300}),
+    "ensemble": dict(fit={**MAP_FIT, "max_steps": 300, "number_walkers": 5}),
+    "swag": dict(steps=1000, burn_in=200),
+    "nuts": dict(burn_in=30, steps=90, max_tree_depth=7),
+    "hmc2": dict(burn_in=400, steps=1200),
+    "baoab": dict(burn_in=500, steps=2000),
+    "sghmc": dict(burn_in=500, steps=2000),
+    "sgld": dict(burn_in=500, steps=2000),
+}
+# Published test RMSE and log-likelihood (mean, +-) over the 20 splits, from
+# ../shared/data/uci/README.md: PBP and deep ensembles from Lakshminarayanan et al. (2017, Table 1;
+# the ensembles' +- is a standard deviation), MC dropout from Gal's 2018 grid-search rerun.
+PUBLISHED = {
+    "bostonHousing": {"PBP": ((3.01, 0.18), (-2.57, 0.09)), "MC dropout": ((2.90, 0.18), (-2.40, 0.04)),
+                      "deep ensembles": ((3.28, 1.00), (-2.41, 0.25))},
+    "concrete": {"PBP": ((5.67, 0.09), (-3.16, 0.02)), "MC dropout": ((4.82, 0.16), (-2.93, 0.02)),
+                 "deep ensembles": ((6.03, 0.58), (-3.06, 0.18))},
+    "energy": {"PBP": ((1.80, 0.05), (-2.04, 0.02)), "MC dropout": ((0.54, 0.06), (-1.21, 0.01)),
+               "deep ensembles": ((2.09, 0.29), (-1.38, 0.22))},
+    "wine-quality-red": {"PBP": ((0.64, 0.01), (-0.97, 0.01)), "MC dropout": ((0.62, 0.01), (-0.93, 0.01)),
+                         "deep ensembles": ((0.64, 0.04), (-0.94, 0.12))},
+    "yacht": {"PBP": ((1.02, 0.05), (-1.63, 0.02)), "MC dropout": ((0.67, 0.05), (-1.25, 0.01)),
+              "deep ensembles": ((1.58, 0.48), (-1.18, 0.21))},
+}
+COLUMNS = ["dataset", "split", "method", "test_rmse", "test_log_likelihood", "draws", "seconds"]
+
+
+# ---- the data ----
+
+def _read(folder, name, integers):
+    path = os.path.join(folder, name)
+    if not os.path.isfile(path):
+        raise InputError(f"{path}: no such file (a UCI dataset folder holds data.txt, index_features.txt, "
+                         f"index_target.txt, index_train_k.txt and index_test_k.txt)")
+    try:
+        values = np.loadtxt(path, ndmin=1 if integers else 2)
+    except ValueError as error:
+        raise InputError(f"{path}: not a file of numbers ({error})") from None
+    if values.size == 0:
+        raise InputError(f"{path}: empty")
+    if integers:
+        if not np.all(values == np.round(values)) or values.min() < 0:
+            raise InputError(f"{path}: indices must be non-negative integers")
+        return values.astype(np.int64)
+    return values
+
+
+def _indices(folder, name, bound, what):
+    values = _read(folder, name, integers=True)
+    if values.max() >= bound:
+        raise InputError(f"{os.path.join(folder, name)}: index {values.max()} out of range ({what} {bound})")
+    return values
+
+
+def read_dataset(folder):
+    """dict: name, x [examples, inputs], y [examples], splits [(train rows, test rows)], hidden."""
+    if not os.path.isdir(folder):
+        raise InputError(f"{folder}: no such folder (give a UCI dataset folder, e.g. ../shared/data/uci/yacht)")
+    data = _read(folder, "data.txt", integers=False)
+    features = _indices(folder, "index_features.txt", data.shape[1], "columns of data.txt:")
+    target = _indices(folder, "index_target.txt", data.shape[1], "columns of data.txt:")
+    if len(target) != 1:
+        raise InputError(f"{os.path.join(folder, 'index_target.txt')}: one target column, got {len(target)}")
+    splits = []
+    while os.path.isfile(os.path.join(folder, f"index_train_{len(splits)}.txt")):
+        k = len(splits)
+        splits.append(tuple(_indices(folder, f"index_{part}_{k}.txt", len(data), "rows of data.txt:")
+                            for part in ("train", "test")))
+    if not splits:
+        _read(folder, "index_train_0.txt", integers=True)  # names the missing file
+    hidden = 50
+    if os.path.isfile(os.path.join(folder, "n_hidden.txt")):
+        hidden = int(_read(folder, "n_hidden.txt", integers=True)[0])
+    name = os.path.basename(os.path.normpath(folder))
+    return dict(name=name, x=data[:, features], y=data[:, target[0]], splits=splits, hidden=hidden)
+
+
+def standardise(x, y, train, test):
+    """((x, y) training, (x, y) test, sd_y): both parts standardised with the training part's
+    mean and sd (ddof 0, as the published code); an input constant on the training part is
+    only centred. y as a column [n, 1]."""
+    x_mean, x_sd = x[train].mean(axis=0), x[train].std(axis=0)
+    x_sd = np.where(x_sd > 0, x_sd, 1.0)
+    y_mean, y_sd = y[train].mean(), y[train].std()
+    scaled_x, scaled_y = (x - x_mean) / x_sd, ((y - y_mean) / y_sd)[:, None]
+    return (scaled_x[train], scaled_y[train]), (scaled_x[test], scaled_y[test]), float(y_sd)
+
+
+def in_target_units(residuals, log_densities, y_sd):
+    """(test RMSE, test log-likelihood per point) in the target's units from the standardised
+    residuals and log predictive densities: RMSE scales with sd_y, a density by 1 / sd_y."""
+    rmse = math.sqrt(float(np.mean(np.square(residuals)))) * y_sd
+    return rmse, float(np.mean(log_densities)) - math.log(y_sd)
+
+
+# ---- the methods ----
+
+def settings(name, quick):
+    return {**METHODS[name], **(QUICK[name] if quick else {})}
+
+
+def model_options(train, hidden, seed):
+    return dict(dataset=train, hidden_dimension=[hidden], hidden_activation="relu", output_dimension=2,
+                output_activation="linear", likelihood="heteroscedastic_gaussian", prior_standard_deviation=1.0,
+                dtype="float64", seed=seed)
+
+
+def draws_of(name, train, hidden, seed, quick):
+    """(Simulation, the parameter draws as trajectory rows) of one method."""
+    import tati
+    from tati.swag import swag
+    s = settings(name, quick)
+    options = model_options(train, hidden, seed)
+    if "fit" in s:
+        sim = tati.Simulation(**options, **s["fit"])
+        return sim, sim.fit().trajectory.groupby("id").tail(1)
+    start = None
+    if s.get("start_at_map"):
+        fitted = tati.Simulation(**options, **settings("map", quick)["fit"])
+        fitted.fit()
+        start = fitted.parameters
+    if name == "swag":
+        sgd = tati.Simulation(**options, optimizer=s["optimizer"], learning_rate=s["learning_rate"],
+                              batch_size=s["batch_size"], max_steps=s["steps"], every_nth=s["every_nth"],
+                              initial_parameters=start)
+        posterior = swag(sgd.fit().trajectory, rank=s["rank"], burn_in=s["burn_in"])
+        return sgd, posterior.sample(DRAWS, seed=seed)
+    run = {k: v for k, v in s.items() if k in ("sampler", "number_walkers", "step_width", "batch_size", "every_nth",
+                                          "max_tree_depth")}
+    sim = tati.Simulation(**options, **run, burn_in_steps=s["burn_in"], max_steps=s["steps"],
+                          initial_parameters=start)
+    trajectory = sim.sample().trajectory
+    return sim, trajectory[trajectory.step > s["burn_in"]]
+
+
+def evaluate(name, train, test, y_sd, hidden, seed, quick):
+    """(test RMSE, test log-likelihood per point, draws) of one method on one split."""
+    sim, draws = draws_of(name, train, hidden, seed, quick)
+    table, _ = sim.predictive(test[0], test[1], trajectory=draws, burn_in=-1, draws=DRAWS)
+    residuals = test[1][:, 0] - table["mean_0"].to_numpy()
+    rmse, ll = in_target_units(residuals, table["log_predictive_density"].to_numpy(), y_sd)
+    return rmse, ll, min(len(draws), DRAWS)
+
+
+def run_benchmark(dataset, splits, methods, seed, quick):
+    """One row per split and method (COLUMNS); a method that meets a non-finite loss gets NaN."""
+    rows = []
+    for count, k in enumerate(splits, 1):
+        train, test, y_sd = standardise(dataset["x"], dataset["y"], *dataset["splits"][k])
+        for name in methods:
+            start = time.perf_counter()
+            try:
+                rmse, ll, draws = evaluate(name, train, test, y_sd, dataset["hidden"], seed, quick)
+                note = ""
+            except SamplingError as error:
+                rmse, ll, draws, note = math.nan, math.nan, 0, f" (failed: {error})"
+            seconds = time.perf_counter() - start
+            rows.append(dict(zip(COLUMNS, (dataset["name"], k, name, rmse, ll, draws, seconds))))
+            print(f"split {k} ({count}/{len(splits)}) {name}: test RMSE {rmse:.3f}, test LL {ll:.3f}, "
+                  f"{seconds:.1f} s{note}", flush=True)
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+# ---- the summary ----
+
+def mean_and_error(values):
+    values = np.asarray(values, np.float64)
+    error = values.std(ddof=1) / math.sqrt(len(values)) if len(values) > 1 else math.nan
+    return float(values.mean()), float(error)
+
+
+def summarise(rows):
+    """Per method (in the order run): mean and standard error over the splits of RMSE and LL,
+    seconds per split, number of splits."""
+    table = []
+    for name, group in rows.groupby("method", sort=False):
+        rmse, ll = mean_and_error(group.test_rmse), mean_and_error(group.test_log_likelihood)
+        table.append(dict(method=name, rmse=rmse[0], rmse_se=rmse[1], ll=ll[0], ll_se=ll[1],
+                          seconds=float(group.seconds.mean()), splits=len(group)))
+    return pd.DataFrame(table)
+
+
+def _pm(value, error):
+    return f"{value:.2f}" if math.isnan(error) else f"{value:.2f} +- {error:.2f}"
+
+
+def format_summary(summary, name):
+    lines = ["| method | test RMSE | test LL | seconds per split | splits |", "|---|---|---|---|---|"]
+    for r in summary.itertuples():
+        lines.append(f"| {r.method} | {_pm(r.rmse, r.rmse_se)} | {_pm(r.ll, r.ll_se)} | {r.seconds:.1f} | {r.splits} |")
+    for source, (rmse, ll) in PUBLISHED.get(name, {}).items():
+        lines.append(f"| published: {source} | {_pm(*rmse)} | {_pm(*ll)} | | 20 |")
+    return "\n".join(lines)
+
+
+def _off_scale(axis, values, rows, lowest):
+    """Values below `lowest` (a diverged method) drawn at the axis' edge as '<' with their number."""
+    for value, row in zip(values, rows):
+        if value < lowest:
+            axis.plot([lowest], [row], "<", color="tab:red")
+            axis.annotate(f"{value:.3g}", (lowest, row), xytext=(8, 4), textcoords="offset points", fontsize=8,
+                          color="tab:red")
+
+
+def plot(summary, name, path):
+    """Three panels: RMSE (log scale), log-likelihood (cut 5 below the best, so that a diverged
+    method does not hide the others) and seconds per split; the published figures in grey."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise InputError("--plot needs matplotlib: pip install tati[plots]") from None
+    published = PUBLISHED.get(name, {})
+    labels = list(summary.method) + [f"published: {s}" for s in published]
+    rows = np.arange(len(labels))[::-1]
+    ours = len(summary)
+    figure, axes = plt.subplots(1, 3, figsize=(11, 0.45 * len(labels) + 1.6), sharey=True, layout="constrained")
+    for axis, key, title in ((axes[0], "rmse", "test RMSE (lower is better)"),
+                             (axes[1], "ll", "test log-likelihood per point (higher is better)")):
+        axis.errorbar(summary[key], rows[:ours], xerr=np.nan_to_num(summary[f"{key}_se"]), fmt="o",
+                      color="tab:blue", capsize=3)
+        for row, (rmse, ll) in zip(rows[ours:], published.values()):
+            value, error = rmse if key == "rmse" else ll
+            axis.errorbar([value], [row], xerr=[error], fmt="s", color="0.45", capsize=3)
+        axis.set_title(title, fontsize=10)
+        axis.grid(alpha=0.3)
+    axes[0].set_xscale("log")
+    values = np.concatenate([summary.ll.to_numpy(), [ll[0] for _, ll in published.values()]])
+    best = np.nanmax(values)
+    lowest = max(np.nanmin(values), best - 5.0)
+    axes[1].set_xlim(lowest - 0.3, best + 0.3)
+    _off_scale(axes[1], summary.ll, rows[:ours], lowest - 0.3)
+    axes[2].barh(rows[:ours], summary.seconds, color="tab:blue", alpha=0.7)
+    axes[2].set_title("seconds per split", fontsize=10)
+    axes[2].grid(alpha=0.3)
+    axes[0].set_yticks(rows, labels)
+    splits = ", ".join(sorted({str(n) for n in summary.splits}))
+    figure.suptitle(f"UCI {name}: mean +- standard error over the splits ({splits}); published: 20 splits",
+                    fontsize=11)
+    figure.savefig(path, dpi=90)
+    plt.close(figure)
+
+
+# ---- the command line ----
+
+def parse(argv):
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    parser.add_argument("folder", help="a UCI dataset folder (data.txt, index_*.txt)")
+    parser.add_argument("--splits", default=None, help="comma-separated split numbers, or all (the default; "
+                        "with --quick: 0)")
+    parser.add_argument("--methods", default=",".join(METHODS), help="comma-separated, of " + ",".join(METHODS))
+    parser.add_argument("--quick", action="store_true", help="a short run: fewer steps (QUICK), split 0")
+    parser.add_argument("--seed", type=int, default=1, help="seed of initialisations, samplers and SWAG")
+    parser.add_argument("--csv", default=None, help="write every split and method to this CSV file")
+    parser.add_argument("--plot", default=None, help="write the summary to this PNG file")
+    return parser.parse_args(argv)
+
+
+def choose(args, dataset):
+    """(splits, methods) from --splits and --methods, or InputError."""
+    methods = [m.strip().lower() for m in args.methods.split(",") if m.strip()]
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown or not methods:
+        raise InputError(f"--methods: unknown method {unknown[0] if unknown else '(none)'} "
+                         f"(choose from {','.join(METHODS)})")
+    n = len(dataset["splits"])
+    text = args.splits or ("0" if args.quick else "all")
+    if text == "all":
+        return list(range(n)), methods
+    try:
+        splits = [int(s) for s in text.split(",")]
+    except ValueError:
+        raise InputError(f"--splits: {text!r} is not a comma-separated list of split numbers or all") from None
+    missing = [k for k in splits if not 0 <= k < n]
+    if missing:
+        raise InputError(f"--splits: no split {missing[0]} in {args.folder} "
+                         f"(index_train_{missing[0]}.txt; it has splits 0 to {n - 1})")
+    return splits, methods
+
+
+def main(argv=None):
+    args = parse(argv)
+
+    def work():
+        dataset = read_dataset(args.folder)
+        splits, methods = choose(args, dataset)
+        for path in (args.csv, args.plot):
+            if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+                raise InputError(f"{path}: its folder does not exist")
+        print(f"{dataset['name']}: {len(dataset['y'])} examples, {dataset['x'].shape[1]} inputs, "
+              f"{len(splits)} of {len(dataset['splits'])} splits, {dataset['hidden']} hidden units, "
+              f"methods {','.join(methods)}{' (quick)' if args.quick else ''}", flush=True)
+        rows = run_benchmark(dataset, splits, methods, args.seed, args.quick)
+        if args.csv:
+            rows.to_csv(args.csv, index=False)
+            print(f"wrote {args.csv}")
+        summary = summarise(rows)
+        print(format_summary(summary, dataset["name"]))
+        if args.plot:
+            plot(summary, dataset["name"], args.plot)
+            print(f"wrote {args.plot}")
+
+    run_command(PROG, work)
+
+
+if __name__ == "__main__":
+    main()
