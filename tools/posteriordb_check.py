@@ -118,7 +118,8 @@ def compare(draws, constrained, reference, loss=None):
     rows = []
     for name, value in values.items():
         ess = float(np.sum(tfp.mcmc.effective_sample_size(value, cross_chain_dims=1).numpy()))
-        rhat = float(tfp.mcmc.potential_scale_reduction(value, split_chains=True).numpy())
+        # tfp gives the ratio of variances; R-hat as Stan and ArviZ report it is its root
+        rhat = float(np.sqrt(tfp.mcmc.potential_scale_reduction(value, split_chains=True).numpy()))
         row = {"parameter": name, "mean": value.mean(), "sd": value.std(ddof=1), "ess": ess, "rhat": rhat}
         if name in reference:
             ref = reference[name]
