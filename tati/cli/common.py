@@ -191,15 +191,10 @@ def import_tensorflow_quietly():
     applies; a tool's stderr should carry only what the tool has to say. Python exceptions
     are unaffected and still reported.
     """
-    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 2)
-    try:
+    from tati import muted_stderr
+    with muted_stderr():
         import tensorflow as tf
         tf.constant(0.0) + 0.0
-    finally:
-        os.dup2(saved, 2)
-        os.close(devnull)
-        os.close(saved)
 
 
 def _show_warning(prog):
@@ -237,7 +232,7 @@ def run_tool(prog, options, method, body):
             xla_cache.use(options["xla_cache_directory"])
             # TensorFlow logs an "Error parsing text-format" line at every program it loads from
             # the cache (it tries the binary file as text first); the tool's stderr stays its own.
-            if os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2") == "2":  # tati's own level: errors too
+            if os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2") == "2":  # those lines are errors: level 3 hides them
                 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
         import_tensorflow_quietly()
         body()
