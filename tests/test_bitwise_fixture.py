@@ -59,14 +59,19 @@ def check(recorded, run):
                     "it: python tools/record_fixture.py):\n" + "\n".join(found[:20]) + versions, pytrace=False)
 
 
-@pytest.fixture(scope="module")
-def recorded(tmp_path_factory):
-    return recorded_now(tmp_path_factory, PART)
+def comparison_of(part):
+    """(the module's recording fixture, its test of every run) for one part of the tool."""
+    @pytest.fixture(scope="module")
+    def recorded(tmp_path_factory):
+        return recorded_now(tmp_path_factory, part)
+
+    @pytest.mark.parametrize("run", list(tool.PARTS[part]))
+    def test_tables_are_the_fixtures_bit_for_bit(recorded, run):
+        check(recorded, run)
+    return recorded, test_tables_are_the_fixtures_bit_for_bit
 
 
-@pytest.mark.parametrize("run", list(tool.PARTS[PART]))
-def test_tables_are_the_fixtures_bit_for_bit(recorded, run):
-    check(recorded, run)
+recorded, test_tables_are_the_fixtures_bit_for_bit = comparison_of(PART)
 
 
 def test_the_fixture_holds_the_runs_of_the_tool():

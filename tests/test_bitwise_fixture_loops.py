@@ -3,18 +3,6 @@ every optimizer, the XLA loop (BAOAB, HMC2 with burn-in, NUTS, GradientDescent),
 saved and resumed (its tables, CSV files and state) and a mirrored run over 4 logical CPUs.
 The part "samplers" and how both are compared: test_bitwise_fixture.py."""
 
-import pytest
+from test_bitwise_fixture import comparison_of
 
-from test_bitwise_fixture import check, recorded_now, tool
-
-PART = "loops"
-
-
-@pytest.fixture(scope="module")
-def recorded(tmp_path_factory):
-    return recorded_now(tmp_path_factory, PART)
-
-
-@pytest.mark.parametrize("run", list(tool.PARTS[PART]))
-def test_tables_are_the_fixtures_bit_for_bit(recorded, run):
-    check(recorded, run)
+recorded, test_tables_are_the_fixtures_bit_for_bit = comparison_of("loops")
