@@ -496,8 +496,10 @@ OPTIONS = [
     Option("every_nth", 1, POSITIVE_INT, "run",
            "Write a table row every nth step (and at the last step); for HMC every nth leg of "
            "each walker, at its evaluation step."),
-    Option("burn_in_steps", 0, NONNEGATIVE_INT, "run",
-           "Steps left out of the averages (their rows are not written to the averages table)."),
+    Option("burn_in_steps", None, Optional(NONNEGATIVE_INT), "run",
+           "Steps left out of the averages (their rows are not written to the averages table); NUTS, "
+           "RWMH, HMC1 and HMC2 adapt during them. none: half of max_steps for NUTS, RWMH, HMC1 and HMC2 "
+           "(as Stan's warm-up, 1000 of 2000 iterations; on resume the checkpoint's), 0 for the others."),
     Option("jit_compile", False, Boolean(), "run",
            "Compile the sampling loop with XLA: several times faster per step for potentials and "
            "small networks, at a few seconds of compile time per run; not with mini-batches "

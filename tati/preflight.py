@@ -42,15 +42,18 @@ def check(options, method=None):
     if values["likelihood"] != "none" and "output_activation" not in options:
         values["output_activation"] = "linear"  # the option's help: tanh would bound logits and means
     option_table.check_sampler_options(options, values["sampler"])
+    meta = None
+    if values["restore_model"] is not None:
+        from tati.checkpoint import load
+        meta, _ = load(values["restore_model"])
+    values["burn_in_steps"] = burn_in_steps(values, meta)
     _check_combinations(values)
     _check_record_momenta(values, method)
     _check_input_files(values)
     _check_input_columns(values)
     _check_inputs_not_outputs(values)
     notes, continuing = [], False
-    if values["restore_model"] is not None:
-        from tati.checkpoint import load
-        meta, _ = load(values["restore_model"])
+    if meta is not None:
         notes = compare_checkpoint(values["restore_model"], meta, values, method)
         continuing = method is not None and meta["method"] == method
     if values["restore_model"] is None or method is not None:
@@ -61,6 +64,18 @@ def check(options, method=None):
     _check_summaries_path(values["summaries_path"])
     check_distinct_outputs({name: values[name] for name in OUTPUT_FILES + ("save_model", "summaries_path")})
     return values, notes
+
+
+def burn_in_steps(o, meta=None):
+    """The option burn_in_steps, where none was given: the restored checkpoint's, else half of
+    max_steps for the samplers that adapt during burn-in (NUTS, RWMH, HMC1, HMC2; Stan warms up
+    for half its iterations, 1000 of 2000), 0 for the others."""
+    if o["burn_in_steps"] is not None:
+        return o["burn_in_steps"]
+    saved = (meta or {}).get("options", {}).get("burn_in_steps")
+    if saved is not None:
+        return saved
+    return o["max_steps"] // 2 if is_metropolis(o["sampler"]) else 0
 
 
 def _check_combinations(o):

@@ -51,7 +51,7 @@ def test_save_restore_continues_bitwise(tmp_path, sampler, walkers):
     and HMC2 without the preconditioner are the 1-walker cases.)"""
     blending = dict(covariance_blending=0.5, covariance_after_steps=7) if walkers == 4 else {}
     options = dict(potential=quartic, initial_parameters=[0.3, -0.2], sampler=sampler, number_walkers=walkers,
-                   step_width=0.3, seed=5, **blending)
+                   step_width=0.3, seed=5, burn_in_steps=0, **blending)  # one run's and two calls' alike
     (tmp_path / "full").mkdir()
     (tmp_path / "split").mkdir()
     full, split = files(tmp_path / "full"), files(tmp_path / "split")
@@ -145,7 +145,7 @@ def cli(options, extra=()):
 
 
 CLI_OPTIONS = {"hidden_dimension": 3, "batch_size": 50, "number_walkers": 2, "seed": 3, "every_nth": 1,
-               "sampler": "BAOAB", "step_width": 0.05}
+               "sampler": "BAOAB", "step_width": 0.05, "burn_in_steps": 0}
 
 
 def cli_arguments(options):

@@ -549,12 +549,17 @@ def test_momenta_are_judged_only_where_they_persist(sampler):
 
 
 def test_nuts_without_burn_in_warns_once_and_judges_no_momenta(capsys):
-    """tati-sample --sampler NUTS with the default burn_in_steps 0: one warning line naming
-    --burn_in_steps and a value before the run, a hint in the summary, no momentum verdict.
-    A linear classifier (3 parameters), trees of depth 3 at most, 10 steps: about 5 s."""
+    """tati-sample --sampler NUTS with burn_in_steps 0: one warning line naming --burn_in_steps
+    and a value before the run, a hint in the summary, no momentum verdict. With the default
+    burn-in (half of max_steps for NUTS) it adapts and says nothing. A linear classifier (3
+    parameters), trees of depth 3 at most, 10 steps: about 5 s each."""
     from processes import tool_here
     from tati.cli.sample import main
-    code, err, out = tool_here(main, ["--sampler", "NUTS", "--max_steps", "10", "--max_tree_depth", "3"])
+    command = ["--sampler", "NUTS", "--max_steps", "10", "--max_tree_depth", "3"]
+    code, err, out = tool_here(main, command)
+    assert code == 0 and err == "", err
+    assert "(step_width" in out and "adapted from 0.1)" in out.splitlines()[0] and "nothing adapted" not in out
+    code, err, out = tool_here(main, command + ["--burn_in_steps", "0"])
     assert code == 0, err
     assert err == ("tati-sample: warning: sampler NUTS adapts its step_width and metric during burn-in only, and "
                    "burn_in_steps is 0: nothing adapts (the acceptance rate may be far from its target); give "
@@ -575,14 +580,14 @@ def test_python_users_get_the_burn_in_warning_and_an_adapted_width_in_the_header
     from tati.simulation import _burn_in_notes
     settings = dict(potential=lambda x: 0.5 * tf.reduce_sum(x ** 2), initial_parameters=[0.5, -0.5],
                     dtype="float64", sampler="NUTS", max_tree_depth=4, every_nth=1, seed=1)
-    sim = tati.Simulation(**settings, max_steps=2)
+    sim = tati.Simulation(**settings, max_steps=2, burn_in_steps=0)
     with pytest.warns(UserWarning, match=r"^sampler NUTS adapts its step_width and metric during burn-in only, "
                                          r"and burn_in_steps is 0: nothing adapts") as caught:
         sim.sample()
     assert caught[0].filename == __file__  # the user's line
     for sampler, adapts in (("RWMH", "step_width and metric"),
                             ("HMC2", "step_width, metric and hamiltonian_dynamics_time")):
-        [note] = _burn_in_notes(resolve({"sampler": sampler, "max_steps": 4000}))
+        [note] = _burn_in_notes(resolve({"sampler": sampler, "max_steps": 4000, "burn_in_steps": 0}))
         assert note.startswith(f"sampler {sampler} adapts its {adapts} during burn-in only")
         assert note.endswith("give burn_in_steps 1000 (--burn_in_steps 1000: Stan's warm-up)")
     for quiet in ({"adapt_step_width": False, "adapt_mass": False, "adapt_trajectory_length": False},

@@ -32,7 +32,7 @@ def healthy(rng, walkers=4, rows=400):
 
 def run(kinetic, loss, **changes):
     o = {option.name: option.default for option in OPTIONS}
-    o.update(inverse_temperature=BETA, **changes)
+    o.update(inverse_temperature=BETA, burn_in_steps=0, **changes)  # a Simulation's options hold the resolved burn-in
     simulation = SimpleNamespace(options=o, num_parameters=D, num_walkers=len(kinetic))
     return SimpleNamespace(run_info=table(kinetic, loss)), simulation
 

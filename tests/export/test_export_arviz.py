@@ -129,7 +129,7 @@ def test_hmc_divergences_are_flagged():
     divergence counted in the run is one flagged draw (every_nth = 1, the whole run)."""
     sim = tati.Simulation(potential=lambda x: 4.5 * tf.reduce_sum(x * x), initial_parameters=[[1.0], [0.5]],
                           number_walkers=2, sampler="HMC2", step_width=1.0, hamiltonian_dynamics_time=3.0,
-                          max_steps=120, seed=seed(33))
+                          max_steps=120, seed=seed(33), burn_in_steps=0)  # the divergences of the fixed width
     result = sim.sample()
     idata = result.to_inference_data()
     last = result.run_info.sort_values("step").groupby("id")["divergences"].last()

@@ -39,7 +39,7 @@ def one_leg(name, step_width, walkers=20000):
     sim = tati.Simulation(potential=logistic_potential, potential_batched=True, initial_parameters=start,
                           number_walkers=walkers, sampler=name, step_width=step_width,
                           hamiltonian_dynamics_time=4 * step_width, dtype="float64",
-                          max_steps=8, seed=seed(41))
+                          max_steps=8, seed=seed(41), burn_in_steps=0)
     trajectory = sim.sample().trajectory
     after = first_rows_after(trajectory, 1)
     assert len(after) == walkers  # every walker finished its leg within 8 steps (L <= 5)
@@ -161,7 +161,8 @@ def test_rejection_rate_rises_with_step_width():
         sim = tati.Simulation(potential=lambda x: 0.5 * tf.reduce_sum(tf.square(x), axis=1),
                               potential_batched=True, initial_parameters=np.zeros((100, 10)),
                               number_walkers=100, sampler="HMC2", step_width=h,
-                              hamiltonian_dynamics_time=2.0, max_steps=300, every_nth=1000, seed=seed(45))
+                              hamiltonian_dynamics_time=2.0, max_steps=300, every_nth=1000, seed=seed(45),
+                              burn_in_steps=0)
         sim.sample()
         report = sim.sampler.chain_report()
         rates.append(float(tf.reduce_sum(report["rejected"]) /
@@ -173,7 +174,8 @@ def test_same_seed_same_tables_and_legs_cost_one_gradient_per_step():
     def run(seed_value):
         sim = tati.Simulation(potential=lambda x: tf.reduce_sum(x ** 4) - tf.reduce_sum(x ** 2),
                               initial_parameters=[0.3, -0.2], number_walkers=3, sampler="HMC1",
-                              step_width=0.2, hamiltonian_dynamics_time=0.6, max_steps=301, seed=seed_value)
+                              step_width=0.2, hamiltonian_dynamics_time=0.6, max_steps=301, seed=seed_value,
+                              burn_in_steps=0)
         return sim, sim.sample()
 
     sim, first = run(5)
@@ -262,7 +264,7 @@ def test_one_walker_fast_path_is_exact():
     chain states; Student-t at false-failure rate 1e-4."""
     sim = tati.Simulation(potential=lambda q: 0.5 * tf.reduce_sum(q * q), initial_parameters=[0.0] * 4,
                           sampler="HMC2", step_width=0.5, hamiltonian_dynamics_time=1.5, max_steps=24000,
-                          dtype="float64", seed=seed(740))
+                          dtype="float64", seed=seed(740), burn_in_steps=0)
     trajectory = sim.sample().trajectory
     assert 6000 < len(trajectory) < 10000  # one row per leg of about 3 steps
     squares = (trajectory[[f"param{i}" for i in range(4)]].to_numpy() ** 2).mean(axis=1)
