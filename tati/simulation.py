@@ -376,8 +376,9 @@ class Simulation:
 
 def _burn_in_notes(o):
     """[a warning] where HMC, NUTS or RWMH would adapt (step_width, metric, leg length) but
-    burn_in_steps is 0 (given: by default it is half of max_steps for them), in which nothing adapts: a NUTS run then keeps step_width 0.1 and may
-    accept far from its target. None on resume, whose checkpoint holds what adapted."""
+    burn_in_steps is 0 (given: by default it is half of max_steps for them), in which nothing
+    adapts: a NUTS run then keeps step_width 0.1 and may accept far from its target. None on
+    resume, whose checkpoint holds what adapted."""
     if not is_metropolis(o["sampler"]) or o["burn_in_steps"] != 0 or o["restore_model"] is not None:
         return []
     adapting = [name for name, option in (("step_width", "adapt_step_width"), ("metric", "adapt_mass"),

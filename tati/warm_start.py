@@ -26,20 +26,19 @@ the restarted ones are named in the summary and in a warning. The sampler's wind
 from the typical set, as they do from a start at the mode.
 """
 
-import math
 from typing import NamedTuple
 
 import numpy as np
 import tensorflow as tf
 
-from tati.names import canonical_sampler, is_metropolis
+from tati.diagnostics.outliers import typical_set_width as threshold  # U above the best: a walker stuck
+from tati.names import is_metropolis
 
 ITERATIONS, CORRECTION_PAIRS = 200, 10
-# A walker stops once an iteration lowers beta U by less than DECREASE (the threshold below is
+# A walker stops once an iteration lowers beta U by less than DECREASE (the threshold for stuck is
 # d/2 + 4 sqrt(d/2) of beta U); a line search halves its step at most BACKTRACKS times, and a
 # walker whose searches failed ROUNDS times stops where it is.
 DECREASE, BACKTRACKS, ARMIJO, ROUNDS = 1e-6, 40, 1e-4, 3
-TAIL_SDS = 4.0
 
 
 class WarmStart(NamedTuple):
@@ -71,14 +70,8 @@ def applies(options, walkers):
     HMC1, HMC2) with two walkers or more and a burn-in."""
     choice = options.get("warm_start", False)
     if choice == "auto":
-        return is_metropolis(canonical_sampler(options["sampler"])) and walkers > 1 and options["burn_in_steps"] > 0
+        return is_metropolis(options["sampler"]) and walkers > 1 and options["burn_in_steps"] > 0
     return bool(choice)
-
-
-def threshold(dimension, inverse_temperature):
-    """U above the best walker's at which a walker counts as stuck: (d/2 + 4 sqrt(d/2)) / beta."""
-    half = 0.5 * dimension
-    return (half + TAIL_SDS * math.sqrt(half)) / inverse_temperature
 
 
 def warm_start(model, data, inverse_temperature):
@@ -97,23 +90,24 @@ def warm_start(model, data, inverse_temperature):
         return np.where(bad, np.inf, losses), np.where(bad[:, None], 0.0, gradient)
 
     start = model.flat_parameters().numpy().astype(np.float64)
-    start_losses = evaluate(start)[0]
-    position, losses, iterations, converged = minimise(evaluate, start, inverse_temperature)
+    at_start = evaluate(start)
+    position, losses, iterations, converged = minimise(evaluate, start, inverse_temperature, at_start)
     best = int(np.argmin(losses))
     limit = threshold(model.num_parameters, inverse_temperature)
     restarted = np.flatnonzero(losses - losses[best] > limit)
     position[restarted] = position[best]
-    return WarmStart(position, iterations, converged, start_losses, losses, restarted, best, limit)
+    return WarmStart(position, iterations, converged, at_start[0], losses, restarted, best, limit)
 
 
-def minimise(evaluate, start, inverse_temperature):
+def minimise(evaluate, start, inverse_temperature, at_start=None):
     """(positions, losses, iterations, converged) of L-BFGS from every row of `start` [W, d] at
     once (Nocedal & Wright 2006, Algorithm 7.4, with a backtracking line search on Armijo's
-    condition), `evaluate(theta)` giving every walker's loss (inf where not finite) and gradient.
+    condition), `evaluate(theta)` giving every walker's loss (inf where not finite) and gradient
+    (`at_start`: its value at `start`, where the caller has it).
     A walker stops once an iteration lowers beta U by less than DECREASE; where its line search
     fails its memory is cleared, and after ROUNDS failures it stops where it is."""
     x = start.copy()
-    f, g = evaluate(x)
+    f, g = evaluate(x) if at_start is None else at_start
     walkers = len(x)
     s_memory, y_memory = [], []  # the last CORRECTION_PAIRS pairs [W, d], zero where a walker has none
     failures = np.zeros(walkers, int)
@@ -127,7 +121,7 @@ def minimise(evaluate, start, inverse_temperature):
         uphill = slope >= 0.0  # not a descent direction: the gradient's
         direction[uphill], slope[uphill] = -g[uphill], -np.sum(g[uphill] ** 2, axis=1)
         # Without memory, a first step of length at most 1 (the gradient of a far start is huge).
-        first = np.array([not np.any([np.any(s[w]) for s in s_memory]) for w in range(walkers)])
+        first = ~np.any([np.any(s != 0.0, axis=1) for s in s_memory], axis=0) if s_memory else np.ones(walkers, bool)
         t = np.where(first, np.minimum(1.0, 1.0 / np.maximum(np.linalg.norm(g, axis=1), 1e-300)), 1.0)
         searching, new_x, new_f, new_g = active.copy(), x.copy(), f.copy(), g.copy()
         for _ in range(BACKTRACKS):
