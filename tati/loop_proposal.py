@@ -3,7 +3,7 @@
 Each step: (before the first transition of burn-in, the initial width's search) one transition
 of the kernel on z = theta / s from the stored state (z, log p(z),
 its gradient), where log p(z) = -beta U(s z) on the whole dataset; then, during burn-in, the
-step width's dual averaging and the metric's windows (samplers/adaptation.py); the running
+step width's dual averaging and the metric's windows (tati/adaptation/); the running
 averages; and a row at every multiple of every_nth and at the chunk's last step, as a block
 like loop.make_chunk's. The loops carry the chain's whole state as tensors (z, log p(z) and its
 gradient, the step, the width, the metric and its adaptation, the counters, the running
@@ -15,10 +15,12 @@ import math
 
 import tensorflow as tf
 
+from tati.adaptation import dual_averaging as averaging
+from tati.adaptation import metric as moments
+from tati.adaptation import width_search, windows
 from tati.loop import block_rows, compiled_chunk, written_rows
 from tati.models.flat import value_and_gradient
 from tati.recording import averages as running
-from tati.samplers import adaptation
 from tati.samplers.proposal import COUNTERS
 
 
@@ -120,7 +122,7 @@ def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_
         return tf.reduce_mean(tf.where(tf.math.is_finite(ratio), tf.exp(tf.minimum(ratio, 0.0)), 0.0))
 
     def search_width(z, log_prob, gradient, metric):
-        """The initial width's search (Hoffman & Gelman 2014, Algorithm 4; samplers/adaptation.py)
+        """The initial width's search (Hoffman & Gelman 2014, Algorithm 4; adaptation/width_search.py)
         from the chain's state before the first transition of burn-in: probes from kernel.step_width,
         doubled or halved until the walkers' mean one-step acceptance crosses 0.5 (pooled: one
         width for all walkers, as dual averaging's). Probe k draws its numbers from the key
@@ -128,17 +130,14 @@ def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_
         run does its adapting burn-in on one device, tati/distribute.py). Returns (width, probes)."""
         target = log_prob_at(metric)
 
-        def again(state):
-            return tf.equal(state[3], 0.0)
-
         def one_probe(state):
             seed = tf.cast(tf.stack([tf.constant(kernel.seed % 2 ** 31, tf.int64),
-                                     -1 - tf.cast(state[0], tf.int64)]), tf.int32)
-            acceptance = probe(z, log_prob, gradient, tf.exp(state[2]), seed, target)
-            return (adaptation.initial_width_update(state, acceptance),)
+                                     -1 - tf.cast(state.probes, tf.int64)]), tf.int32)
+            acceptance = probe(z, log_prob, gradient, width_search.width(state), seed, target)
+            return (width_search.update(state, acceptance),)
 
-        state, = tf.while_loop(again, one_probe, (adaptation.initial_width_start(kernel.step_width),))
-        return tf.exp(state[2]), state[0]
+        state, = tf.while_loop(width_search.searching, one_probe, (width_search.init(kernel.step_width),))
+        return width_search.width(state), state.probes
 
     def bookkeeping(state, results, record):
         """A transition's bookkeeping on the chain's `state` (see `chunk`) after the transition:
@@ -156,29 +155,34 @@ def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_
             """Burn-in's step of the width's dual averaging and of the metric's windows: returns them
             updated, z and grad log p(z) in new coordinates where a metric window ends."""
             if adapting_width:
-                dual_averaging = adaptation.dual_averaging_update(dual_averaging, tf.reduce_mean(info["acceptance"]),
-                                                                  target_acceptance)
-                width = adaptation.adapted_width(dual_averaging, ends_burn_in)
+                averaged = averaging.update(averaging.unpack(dual_averaging), tf.reduce_mean(info["acceptance"]),
+                                            target_acceptance)
+                dual_averaging, width = averaging.pack(averaged), averaging.width(averaged, ends_burn_in)
             if not adapting_metric:
                 return z, gradient, metric, width, dual_averaging, welford
-            collecting = tf.logical_and(step > metric_start, step <= metric_ends[-1])
-            update = adaptation.dense_welford_update if dense else adaptation.welford_update
-            draws = tf.where(collecting, update(welford, theta), welford)
-            window_end = tf.reduce_any(tf.equal(step, metric_ends))
+            collecting = windows.collecting(step, metric_start, metric_ends)
             if dense:
-                new_metric = tf.cond(window_end, lambda: adaptation.dense_metric(draws, metric[1]),
-                                     lambda: metric)  # a Cholesky factorisation only where a window ends
+                draws = moments.pack_dense(moments.update_dense(moments.unpack_dense(welford, d), theta))
+            else:
+                draws = moments.pack(moments.update(moments.unpack(welford), theta))
+            draws = tf.where(collecting, draws, welford)
+            window_end = windows.window_end(step, metric_ends)
+            if dense:
+                new_metric = tf.cond(window_end,  # a Cholesky factorisation only where a window ends
+                                     lambda: moments.dense_factor(moments.unpack_dense(draws, d), metric[1]),
+                                     lambda: metric)
                 # theta stays; z and grad log p(z) change with the coordinates (only where a window ends)
                 z, gradient = (tf.where(window_end, to_z(theta, new_metric), z),
                                tf.where(window_end, z_gradient(theta_gradient(gradient, metric), new_metric),
                                         gradient))
             else:
-                new_metric = (tf.where(window_end, adaptation.welford_scale(draws, metric[0]), metric[0]),)
+                scale = moments.variance_scale(moments.unpack(draws), metric[0])
+                new_metric = (tf.where(window_end, scale, metric[0]),)
                 ratio = tf.cast(metric[0] / new_metric[0], dtype)
                 z, gradient = z * ratio, gradient / ratio
             welford = tf.where(window_end, tf.zeros_like(draws), draws)
             if adapting_width:  # dual averaging starts again from the current width
-                dual_averaging = tf.where(window_end, adaptation.dual_averaging_start(width), dual_averaging)
+                dual_averaging = tf.where(window_end, averaging.pack(averaging.init(width)), dual_averaging)
             return z, gradient, tuple(new_metric), width, dual_averaging, welford
 
         if adapting_width or adapting_metric:
@@ -231,7 +235,7 @@ def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_
         def search():
             found, probes = search_width(z, log_prob, gradient, metric_now())
             kernel.step_width.assign(found)
-            kernel.dual_averaging.assign(adaptation.dual_averaging_start(found))
+            kernel.dual_averaging.assign(averaging.pack(averaging.init(found)))
             if kernel.uses_gradient:
                 evaluations = tf.one_hot(COUNTERS.index("gradient_evaluations"), len(COUNTERS), dtype=tf.float64)
                 kernel.counters.assign(kernel.counters + evaluations[:, None] * probes)

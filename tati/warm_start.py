@@ -1,7 +1,7 @@
 """The warm start of the adapting samplers (NUTS, RWMH, HMC1, HMC2): every walker into the
 typical set before burn-in adapts anything.
 
-Burn-in adapts one step width and one metric from all walkers (samplers/adaptation.py). From
+Burn-in adapts one step width and one metric from all walkers (tati/adaptation/). From
 dispersed starts, as Stan's uniform(-2, 2) on the unconstrained space, the walkers see scales
 that differ by orders of magnitude (on posteriordb's kidiq the log density at such starts spans
 1478 to 104475): a width that serves the pooled walkers serves none of them, and a walker far out

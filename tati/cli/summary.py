@@ -391,13 +391,13 @@ def _burn_in_for_metric(o, run_info, walkers, draws):
     for the dense one) and then
     MIN_LEGS_AFTER_WINDOW legs, all between LEG_METRIC_START and LEG_METRIC_END of burn-in,
     twice that for the legs at the restarted (smaller) width, as the legs run now."""
-    from tati.samplers import adaptation
+    from tati.adaptation import windows
     burn_in = o["burn_in_steps"]
     if run_info.empty or int(run_info["step"].min()) > o["every_nth"]:
         return None
     legs = int(round(float((run_info["step"] <= burn_in).sum()) / walkers * o["every_nth"]))
-    needed = 2.0 * (adaptation.MIN_LEGS_AFTER_WINDOW + math.ceil(draws / walkers)) / (
-        adaptation.LEG_METRIC_END - adaptation.LEG_METRIC_START)
+    needed = 2.0 * (windows.MIN_LEGS_AFTER_WINDOW + math.ceil(draws / walkers)) / (
+        windows.LEG_METRIC_END - windows.LEG_METRIC_START)
     steps = burn_in * needed / max(legs, 1)
     scale = 10.0 ** max(math.floor(math.log10(steps)) - 1, 0)  # two significant digits, up
     return legs, int(math.ceil(steps / scale) * scale)

@@ -72,7 +72,7 @@ proposal.MAX_DENSE_PARAMETERS of them, and no ensemble preconditioner; each kick
 costs d^2 per walker.
 
 Warm-up during the first `adaptation_steps` calls (samplers/hmc_adaptation.py, equations in
-samplers/adaptation.py), one value for all walkers at every evaluation: an initial width
+tati/adaptation/), one value for all walkers at every evaluation: an initial width
 search, then dual averaging of h towards `target_acceptance_rate`; the metric s or L
 (adapt_mass); the leg time T by ChEES (adapt_trajectory_length). Neither the metric nor T
 adapts with the ensemble preconditioner, which already scales the moves.
@@ -88,12 +88,13 @@ the initial state as the chain's first state and is not counted in the rejection
 import keras
 import tensorflow as tf
 
+from tati.adaptation import windows
 from tati.errors import InputError
 from tati.names import target_acceptance
 from tati import options as option_table
 from tati.options import default
 from tati.recording.columns import HMC_INFO
-from tati.samplers import adaptation, splitting
+from tati.samplers import splitting
 from tati.samplers.base import SamplerBase, parameter_property
 from tati.samplers.hmc_adaptation import LegAdaptation
 from tati.samplers.hmc_legs import (FIRST, LEG_LENGTH_JITTER, PROBE, STEP_WIDTH_JITTER,  # noqa: F401 (the jitters: API)
@@ -155,7 +156,7 @@ class HamiltonianMonteCarlo(LegAdaptation, SamplerBase):
         # All three only during an adaptation; mass and leg length not with the ensemble
         # preconditioner (build()).
         self.adapt_step_width = bool(adapt_step_width) and self.adaptation_steps > 0
-        self.adapt_mass = bool(adapt_mass) and self.adaptation_steps >= adaptation.MIN_LEG_METRIC_BURN_IN
+        self.adapt_mass = bool(adapt_mass) and self.adaptation_steps >= windows.MIN_LEG_METRIC_BURN_IN
         self.adapt_trajectory_length = bool(adapt_trajectory_length) and self.adaptation_steps > 0
         # "dense": L L^T instead of diag(s^2), adapted where adapt_mass is, else L = I (as NUTS).
         self.metric = option_table.check("metric", metric)

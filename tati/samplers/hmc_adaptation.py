@@ -1,6 +1,6 @@
 """HMC's warm-up (samplers/hmc.py): the step width, the metric and the leg length adapt at
 every evaluation during the first `adaptation_steps` calls, one value for all walkers. The
-equations are in samplers/adaptation.py; here is what HMC feeds them and when:
+algorithms are tati/adaptation/'s; here is what HMC feeds them and when:
 
 - the initial width's search (`_search_width`): legs of one step of exactly the probed width
   from the chain's state, h doubled or halved until the walkers' mean one-step acceptance
@@ -8,16 +8,17 @@ equations are in samplers/adaptation.py; here is what HMC feeds them and when:
 - dual averaging of log h (`_adapt`) on the mean acceptance probability of the walkers that
   decide, towards `target_acceptance_rate`; afterwards the average of the iterates;
 - the metric (`_adapt_metric`), in windows of the legs' starts counted in legs: a scale s per
-  parameter, s^4 = var(q) / var(beta grad U) (adaptation.fisher_scale; kicks s grad U, drifts
+  parameter, s^4 = var(q) / var(beta grad U) (adaptation.metric.fisher_scale; kicks s grad U, drifts
   s p); or with metric="dense" the Cholesky factor L of the starts' covariance, regularised
-  as Stan's dense_e (adaptation.dense_metric; kicks L^T grad U, drifts L p), taken from at
+  as Stan's dense_e (adaptation.metric.dense_factor; kicks L^T grad U, drifts L p), taken from at
   least d + 1 draws (fewer give a singular covariance, all regularisation). The width then
   restarts at h / (smallest growth) and T at T / (largest growth), a growth being, for the
   diagonal metric, new s / old s of a parameter, for the dense one a singular value of
   L_old^-1 L_new (the stretch of a direction of the new z in the old z; the same for diagonal
-  factors; its extremes by power iteration, adaptation.extreme_growths);
-- the leg length T (`_adapt_time`): ChEES, gradient ascent on log T, with z = (q - m) / s or
-  L^-1 (q - m).
+  factors; its extremes by power iteration, adaptation.metric.extreme_growths);
+- the leg length T (`_adapt_time`): ChEES (adaptation.chees), gradient ascent on log T, with
+  z = (q - m) / s or L^-1 (q - m);
+- the metric's windows, counted in legs (adaptation.windows.LegWindow).
 
 A leg uses the h, metric and T of its start throughout, so each leg stays an exact proposal.
 The state is in optimizer variables (their names are the checkpoint's), so a checkpoint
@@ -28,8 +29,10 @@ sum of outer products of deviations ("metric_draws").
 import numpy as np
 import tensorflow as tf
 
+from tati.adaptation import chees, width_search, windows
+from tati.adaptation import dual_averaging as averaging
+from tati.adaptation import metric as moments
 from tati.errors import InputError
-from tati.samplers import adaptation
 from tati.samplers.metropolis import acceptance_probability
 from tati.samplers.proposal import check_dense_size
 
@@ -42,9 +45,9 @@ class LegAdaptation:
         """The adaptation's variables (after the leg state's, in this order: the checkpoint
         names repeated ones by their order)."""
         if self.adapt_step_width:
-            start = adaptation.dual_averaging_start(float(tf.convert_to_tensor(self.learning_rate).numpy()))
+            start = averaging.pack(averaging.init(float(tf.convert_to_tensor(self.learning_rate).numpy())))
             self._dual_averaging = self.add_variable(
-                (len(adaptation.DUAL_AVERAGING),), dtype="float64", name="dual_averaging",
+                (len(averaging.State._fields),), dtype="float64", name="dual_averaging",
                 initializer=lambda shape, dtype: tf.cast(start, dtype))
         dense = self.metric == "dense"
         d = self._dense_dimension(variables) if dense else None
@@ -54,9 +57,9 @@ class LegAdaptation:
         # whose legs are cut to them).
         self.find_initial_width = self.adapt_step_width and self.preconditioner is None
         if self.find_initial_width:
-            start = adaptation.initial_width_start(float(tf.convert_to_tensor(self.learning_rate).numpy()))
+            start = width_search.pack(width_search.init(float(tf.convert_to_tensor(self.learning_rate).numpy())))
             self._initial_width = self.add_variable(
-                (len(adaptation.INITIAL_WIDTH),), dtype="float64", name="initial_width",
+                (len(width_search.State._fields),), dtype="float64", name="initial_width",
                 initializer=lambda shape, dtype: tf.cast(start, dtype))
         self._scales = self._cholesky = None
         if dense:
@@ -70,14 +73,14 @@ class LegAdaptation:
                                               initializer="ones") for v in variables]
         if self.adapt_mass:
             # Window number k, legs in the window, draws n, 1 once the last window closed.
-            self._metric_window = self.add_variable((4,), dtype="float64", name="metric_window",
+            self._metric_window = self.add_variable((len(windows.LegWindow._fields),), dtype="float64", name="metric_window",
                                                     initializer="zeros")
         if self.adapt_mass and dense:
             # The window's draws: count, mean [d] and sum of outer products of deviations [d, d].
             self._metric_draws = self.add_variable((1 + d + d * d,), dtype="float64", name="metric_draws",
                                                    initializer="zeros")
             self._metric_sums = [self._metric_draws]
-            self.min_metric_draws = max(adaptation.MIN_METRIC_DRAWS, d + 1)
+            self.min_metric_draws = max(windows.MIN_METRIC_DRAWS, d + 1)
         elif self.adapt_mass:
             # The draws' mean and squared deviations, and those of their gradients (times beta).
             self._metric_means = [self.add_variable(self._walker_shape(v), dtype="float64",
@@ -93,10 +96,10 @@ class LegAdaptation:
                                              for v in variables]
             self._metric_sums = (self._metric_means + self._metric_squares + self._metric_gradient_means
                                  + self._metric_gradient_squares)
-            self.min_metric_draws = adaptation.MIN_METRIC_DRAWS
+            self.min_metric_draws = windows.MIN_METRIC_DRAWS
         if self.adapt_trajectory_length:
-            start = adaptation.chees_start(self._parameter_values["hamiltonian_dynamics_time"])
-            self._chees = self.add_variable((len(adaptation.CHEES),), dtype="float64", name="chees",
+            start = chees.pack(chees.init(self._parameter_values["hamiltonian_dynamics_time"]))
+            self._chees = self.add_variable((len(chees.State._fields),), dtype="float64", name="chees",
                                             initializer=lambda shape, dtype: tf.cast(start, dtype))
             # The centre of the ChEES criterion, a moving average of leg starts (_adapt_time).
             self._chees_centres = [self.add_variable(self._walker_shape(v), dtype="float64",
@@ -139,14 +142,14 @@ class LegAdaptation:
         probed width."""
         if self.adapt_trajectory_length:
             adapting = tf.cast(self.iterations, tf.float64) < float(self.adaptation_steps)
-            steps = tf.where(adapting, tf.minimum(steps, float(adaptation.MAX_LEG_STEPS)), steps)
+            steps = tf.where(adapting, tf.minimum(steps, float(chees.MAX_LEG_STEPS)), steps)
         if self.find_initial_width:
             width = tf.where(probing, probe_width, width)
             steps = tf.where(probing, tf.ones_like(steps), steps)
         return width, steps
 
     def _search_width(self, energy_error, evaluate, probed, first):
-        """The initial width's search (Hoffman & Gelman 2014, Algorithm 4; samplers/adaptation.py)
+        """The initial width's search (Hoffman & Gelman 2014, Algorithm 4; adaptation/width_search.py)
         at this evaluation: after the first call, probes of one step from the chain's state with
         fresh momenta, the width doubled or halved until the mean one-step acceptance
         min(1, exp(-beta dH)) crosses 0.5, pooled over the walkers as dual averaging is (one
@@ -154,31 +157,30 @@ class LegAdaptation:
         Algorithm 4 takes). Once found, dual averaging starts from it. Returns ([W] bool: the
         new leg is a probe, the probe's width)."""
         f64 = tf.float64
-        state = tf.convert_to_tensor(self._initial_width)
+        state = width_search.unpack(self._initial_width)
         weight = tf.cast(evaluate & probed, f64)
         probes = tf.reduce_sum(weight)
         acceptance = tf.reduce_sum(acceptance_probability(energy_error) * weight) / tf.maximum(probes, 1.0)
         # A probe started now ends at the next call: only if that is still in burn-in.
         go_on = tf.cast(self.iterations, f64) + 1.0 < float(self.adaptation_steps)
-        updated = adaptation.initial_width_update(state, acceptance, go_on)
-        state = tf.where(probes > 0, updated, state)
-        probing = evaluate & (first | probed) & tf.equal(state[3], 0.0) & go_on
+        state = width_search.select(probes > 0, width_search.update(state, acceptance, go_on), state)
+        probing = evaluate & (first | probed) & width_search.searching(state) & go_on
         # Found where nothing is left to probe (a burn-in too short to start: the user's width).
         done = tf.reduce_any(evaluate) & tf.logical_not(tf.reduce_any(probing))
-        state = tf.where(done, tf.tensor_scatter_nd_update(state, [[3]], [1.0]), state)
+        state = state._replace(found=tf.where(done, tf.ones_like(state.found), state.found))
         just_found = done & (probes > 0)
-        width = tf.exp(state[2])
-        self._dual_averaging.assign(tf.where(just_found, adaptation.dual_averaging_start(width),
+        width = width_search.width(state)
+        self._dual_averaging.assign(tf.where(just_found, averaging.pack(averaging.init(width)),
                                              self._dual_averaging))
-        self._initial_width.assign(state)
+        self._initial_width.assign(width_search.pack(state))
         return probing, width
 
     def found_step_width(self):
         """The initial width's search's result (float), or None before it ends or without it."""
         if not getattr(self, "find_initial_width", False):
             return None
-        probes, _, log_width, found = self._initial_width.numpy()
-        return float(np.exp(log_width)) if found and probes > 0 else None
+        state = width_search.State(*self._initial_width.numpy())
+        return float(np.exp(state.log_width)) if state.found and state.probes > 0 else None
 
     def _adapt(self, energy_error, deciding):
         """Dual averaging of the step width with this evaluation's decisions (during the first
@@ -187,17 +189,17 @@ class LegAdaptation:
         decisions = tf.reduce_sum(weight)
         acceptance = tf.reduce_sum(acceptance_probability(energy_error) * weight) / tf.maximum(decisions, 1.0)
         adapting = tf.cast(self.iterations, tf.float64) < float(self.adaptation_steps)
-        state = tf.convert_to_tensor(self._dual_averaging)
-        updated = adaptation.dual_averaging_update(state, acceptance, self.target_acceptance_rate)
-        state = tf.where(adapting & (decisions > 0), updated, state)
-        self._dual_averaging.assign(state)
-        h = adaptation.adapted_width(state, tf.logical_not(adapting))
+        state = averaging.unpack(self._dual_averaging)
+        updated = averaging.update(state, acceptance, self.target_acceptance_rate)
+        state = averaging.select(adapting & (decisions > 0), updated, state)
+        self._dual_averaging.assign(averaging.pack(state))
+        h = averaging.width(state, tf.logical_not(adapting))
         self._learning_rate.assign(tf.cast(h, self._learning_rate.dtype))
         return tf.cast(tf.cast(h, self._learning_rate.dtype), tf.float64)
 
     def _adapt_time(self, deciding, energy_error, s, variables, end_momenta, metrics, h):
         """One ChEES step on the leg length T with the legs decided here (during the first
-        adaptation_steps calls; samplers/adaptation.py); sets and returns T of the new legs.
+        adaptation_steps calls; adaptation/chees.py); sets and returns T of the new legs.
 
         The centre m is a moving average of the walkers' mean leg start over the last
         CENTRE_LEGS legs or so, updated after the step: a centre that contained the leg's own start (the walkers'
@@ -207,7 +209,7 @@ class LegAdaptation:
         weight = tf.where(deciding, acceptance_probability(energy_error), 0.0)
         total = tf.reduce_sum(weight)
         leg_time = s["leg_steps"] * s["leg_width"]
-        state = tf.convert_to_tensor(self._chees)
+        state = chees.unpack(self._chees)
         spread_change, heading, starts = [], [], []
         for v, q0, p, metric, centre in zip(variables, self._start_positions, end_momenta, metrics,
                                             self._chees_centres):
@@ -218,20 +220,18 @@ class LegAdaptation:
             proposal = self._metric_coordinates(tf.cast(tf.convert_to_tensor(v), f64) - centre, metric)
             spread_change.append(self._walker_sum(tf.square(proposal)) - self._walker_sum(tf.square(start)))
             heading.append(self._walker_sum(proposal * tf.cast(p, f64)))
-        gradients = leg_time * tf.add_n(spread_change) * tf.add_n(heading)
-        gradients = tf.where(tf.math.is_finite(gradients) & (weight > 0), gradients, 0.0)
-        gradient = tf.reduce_sum(weight * gradients) / tf.maximum(total, 1e-300)
+        gradient = chees.gradient(weight, total, leg_time, tf.add_n(spread_change), tf.add_n(heading))
         adapting = tf.cast(self.iterations, f64) < float(self.adaptation_steps)
         decided = adapting & tf.reduce_any(deciding)
-        centre_count = state[4] + 1.0
-        centre_weight = 1.0 / tf.minimum(centre_count, adaptation.CENTRE_LEGS)  # 1 replaces the zeros
+        centre_count = state.centre_count + 1.0
+        centre_weight = chees.centre_weight(centre_count)
         for centre, start in zip(self._chees_centres, starts):
             centre.assign(tf.where(decided, centre + centre_weight * (start - centre), centre))
-        updated = adaptation.chees_update(state, gradient, adaptation.MAX_LEG_STEPS * h)
-        state = tf.where(decided & (total > 0), updated, state)
-        state = tf.where(decided, tf.tensor_scatter_nd_update(state, [[4]], [centre_count]), state)
-        self._chees.assign(state)
-        time = tf.exp(tf.where(adapting, state[1], state[2]))
+        updated = chees.update(state, gradient, chees.MAX_LEG_STEPS * h)
+        state = chees.select(decided & (total > 0), updated, state)
+        state = state._replace(centre_count=tf.where(decided, centre_count, state.centre_count))
+        self._chees.assign(chees.pack(state))
+        time = chees.time(state, tf.logical_not(adapting))
         self._parameter_variables["hamiltonian_dynamics_time"].assign(time)
         return time
 
@@ -239,32 +239,22 @@ class LegAdaptation:
         """Collect the starts of the legs decided here, chain states q_0 (the chain's states one
         leg late, whose gradients g_0 are at hand) into the metric's window (`_collect`), and
         close the window once it holds its legs (25, 50, 100, ...; the last one stretched to
-        the end of the collection; the first closed by adaptation.FIRST_WINDOW_END of burn-in
-        if it has its least draws; adaptation.LEG_METRIC_*): the metric becomes the window's
+        the end of the collection; the first closed by windows.FIRST_WINDOW_END of burn-in
+        if it has its least draws; adaptation/windows.py): the metric becomes the window's
         (`_window_metric`), and the step width's and leg length's averages restart. Returns
         the metric of the new legs, one tensor per variable."""
         f64 = tf.float64
         now = tf.cast(self.iterations, f64)
         n = self.adaptation_steps
-        index, legs, count, done = tf.unstack(tf.convert_to_tensor(self._metric_window))
+        window = windows.unpack(self._metric_window)
         decided = tf.reduce_any(deciding)
         legs_left = (float(n) - now) / tf.reduce_max(steps)  # of the burn-in, at the current length
-        # Before the first window closes, legs are as long as the unscaled target needs: their
-        # count says little about the legs left.
-        window_open = ((now < float(int(adaptation.LEG_METRIC_END * n))) & tf.equal(done, 0.0)
-                       & ((legs_left > adaptation.TERMINAL_LEGS) | tf.equal(index, 0.0)))
-        collecting = decided & window_open & (now >= float(int(adaptation.LEG_METRIC_START * n)))
-        count, sums = self._collect(collecting, count)
-        legs = legs + tf.cast(collecting, f64)
-        target = adaptation.window_legs(index)
-        last = decided & tf.logical_not(window_open) & (legs > 0)  # the collection ends
-        # A burn-in of long legs (an unscaled target) may never hold the first window's 25: it
-        # closes by FIRST_WINDOW_END of burn-in, for the rest to run in the new metric.
+        window_open = windows.leg_window_open(window, now, n, legs_left)
+        collecting = windows.leg_collecting(window_open, decided, now, n)
+        count, sums = self._collect(collecting, window.count)
+        window = window._replace(legs=window.legs + tf.cast(collecting, f64), count=count)
         enough = count >= self.min_metric_draws
-        first_due = tf.equal(index, 0.0) & (now >= float(int(adaptation.FIRST_WINDOW_END * n))) & enough
-        close = (collecting & (((legs >= target)
-                                & ((legs_left - adaptation.TERMINAL_LEGS >= 2.0 * target) | tf.equal(index, 0.0)))
-                               | first_due)) | last
+        close, last = windows.leg_window_closes(window, collecting, window_open, decided, now, n, legs_left, enough)
         candidates, smallest, largest, valid = self._window_metric(close & enough, sums, metrics)
         # The legs left after the window at the width h / smallest and time T / largest as
         # restarted below (where they adapt); too few, and the width would be frozen at its
@@ -272,44 +262,44 @@ class LegAdaptation:
         shorter = ((smallest if self.adapt_step_width else 1.0)
                    / (largest if self.adapt_trajectory_length else 1.0))
         legs_after = (float(n) - now) / tf.maximum(tf.reduce_max(steps) * shorter, 1.0)
-        update = close & enough & valid & (legs_after >= adaptation.MIN_LEGS_AFTER_WINDOW)
+        update = close & enough & valid & (legs_after >= windows.MIN_LEGS_AFTER_WINDOW)
         new_metrics = [tf.where(update, new, metric) for new, metric in zip(candidates, metrics)]
         for variable, value in zip(self._scales or [self._cholesky], new_metrics):
             variable.assign(value)
         for variable, value in zip(self._metric_sums, sums):
             variable.assign(tf.where(close, tf.zeros_like(value), value))
-        done = tf.where(last, tf.ones_like(done), done)
-        self._metric_window.assign(tf.where(close, tf.stack([index + tf.cast(update, f64), 0.0, 0.0, done]),
-                                            tf.stack([index, legs, count, done])))
+        self._metric_window.assign(windows.pack(windows.leg_window_next(window, close, last, update)))
         if self.adapt_step_width:
-            self._dual_averaging.assign(adaptation.dual_averaging_restart(self._dual_averaging, update, smallest))
+            self._dual_averaging.assign(averaging.pack(averaging.restart(
+                averaging.unpack(self._dual_averaging), update, smallest)))
         if self.adapt_trajectory_length:
-            self._chees.assign(adaptation.chees_restart(self._chees, update, largest,
-                                                        self._parameter_values["hamiltonian_dynamics_time"]))
+            self._chees.assign(chees.pack(chees.restart(chees.unpack(self._chees), update, largest,
+                                                        self._parameter_values["hamiltonian_dynamics_time"])))
         return new_metrics
 
     def _collect(self, collecting, count):
         """(draws n, the window's sums as in self._metric_sums) with the chain states q_0 of
         the legs decided here added where `collecting`: for the dense metric the count, mean
-        and sum of outer products of deviations of q_0 (adaptation.dense_welford_update); for
+        and sum of outer products of deviations of q_0 (adaptation.metric.update_dense); for
         the diagonal one the means and squared deviations of q_0 and of beta g_0 per parameter."""
         f64 = tf.float64
         if self._cholesky is not None:
             starts = tf.convert_to_tensor(self._start_positions[0])
             state = tf.convert_to_tensor(self._metric_draws)
-            state = tf.where(collecting, adaptation.dense_welford_update(
-                state, starts if self._walkers is not None else starts[None]), state)
+            added = moments.update_dense(moments.unpack_dense(state, self._cholesky.shape[0]),
+                                         starts if self._walkers is not None else starts[None])
+            state = tf.where(collecting, moments.pack_dense(added), state)
             return state[0], [state]
         beta = tf.cast(self._parameter_variables["inverse_temperature"], f64)
 
         def collect(values, means, squares):
             """The window's running (count, means, squared deviations) with `values` added."""
-            combined = [adaptation.welford_combine(count, tf.convert_to_tensor(mean), tf.convert_to_tensor(m2),
-                                                   tf.cast(v if self._walkers is not None else v[None], f64))
+            combined = [moments.update(moments.Welford(count, tf.convert_to_tensor(mean), tf.convert_to_tensor(m2)),
+                                       tf.cast(v if self._walkers is not None else v[None], f64))
                         for v, mean, m2 in zip(values, means, squares)]
-            return (tf.where(collecting, combined[0][0], count),
-                    [tf.where(collecting, new, old) for (_, new, _), old in zip(combined, means)],
-                    [tf.where(collecting, new, old) for (_, _, new), old in zip(combined, squares)])
+            return (tf.where(collecting, combined[0].count, count),
+                    [tf.where(collecting, new.mean, old) for new, old in zip(combined, means)],
+                    [tf.where(collecting, new.m2, old) for new, old in zip(combined, squares)])
         new_count, means, squares = collect([tf.convert_to_tensor(q) for q in self._start_positions],
                                             self._metric_means, self._metric_squares)
         _, gradient_means, gradient_squares = collect(
@@ -321,10 +311,10 @@ class LegAdaptation:
         """(the window's metric per variable, smallest and largest growth, whether it is
         valid) from its sums, where `closing` (else anything; the growths then 1):
 
-            diagonal: s = (var q / var beta g)^(1/4) (adaptation.fisher_scale); growths new s / old s
-            dense:    L = chol of the starts' regularised covariance (adaptation.dense_metric, its
+            diagonal: s = (var q / var beta g)^(1/4) (moments.fisher_scale); growths new s / old s
+            dense:    L = chol of the starts' regularised covariance (moments.dense_factor, its
                       shrinkage relative to diag(L_old L_old^T)); growths the extreme singular
-                      values of L_old^-1 L_new (adaptation.extreme_growths), computed only
+                      values of L_old^-1 L_new (moments.extreme_growths), computed only
                       where a window closes; not valid if not finite (a failed factorisation).
         """
         f64 = tf.float64
@@ -333,8 +323,8 @@ class LegAdaptation:
 
             def factor():
                 previous = tf.cast(old, f64)
-                _, new = adaptation.dense_metric(sums[0], previous)
-                growths = tf.stack(adaptation.extreme_growths(previous, new))
+                _, new = moments.dense_factor(moments.unpack_dense(sums[0], old.shape[0]), previous)
+                growths = tf.stack(moments.extreme_growths(previous, new))
                 valid = tf.reduce_all(tf.math.is_finite(new)) & tf.reduce_all(tf.math.is_finite(growths))
                 new = tf.where(valid, new, previous)
                 growths = tf.maximum(tf.where(valid, growths, tf.ones_like(growths)), 1e-300)
@@ -345,7 +335,7 @@ class LegAdaptation:
             return [new], smallest, largest, valid
         quarter = len(sums) // 4
         squares, gradient_squares = sums[quarter:2 * quarter], sums[3 * quarter:]
-        candidates = [tf.cast(adaptation.fisher_scale(m2, g_m2, tf.cast(scale, f64)), scale.dtype)
+        candidates = [tf.cast(moments.fisher_scale(m2, g_m2, tf.cast(scale, f64)), scale.dtype)
                       for m2, g_m2, scale in zip(squares, gradient_squares, metrics)]
         growths = tf.concat([tf.reshape(tf.cast(new / old, f64), [-1]) for new, old in zip(candidates, metrics)], 0)
         smallest, largest = (tf.maximum(tf.reduce_min(growths), 1e-300), tf.maximum(tf.reduce_max(growths), 1e-300))

@@ -17,12 +17,12 @@ Gaussian when h s_i / sigma_i < 2 for every parameter, so once s is the posterio
 deviation the width no longer has to fit the narrowest direction.
 
 Adaptation (`adapt_mass`, during the first `adaptation_steps` steps, the Simulation's
-burn_in_steps): Stan's windows of `adaptation.metric_windows` (an initial buffer of 75 steps,
+burn_in_steps): Stan's windows of `tati.adaptation.windows` (an initial buffer of 75 steps,
 windows of 25, 50, 100, ... steps, the last stretched to end 50 steps before burn-in does;
 shorter burn-ins scaled to 15% / 75% / 10%). The draw of step k is the position after it,
 one per walker, collected for first < k <= last window's end, as NUTS's and RWMH's draws; at
 each window's end s becomes the draws' standard deviation, shrunk towards 1e-3 of the last
-window's scale (`adaptation.shrunk_scale`), and the collection starts again. The new s moves
+window's scale (`tati.adaptation.metric`), and the collection starts again. The new s moves
 from the next step on; p' keeps its value (in whitened coordinates it is already a draw of
 N(0, I / beta)). After the last window s is frozen. The step width is the user's throughout:
 these samplers have no acceptance to adapt it to.
@@ -45,7 +45,8 @@ import numpy as np
 import tensorflow as tf
 
 from tati import options as option_table
-from tati.samplers import adaptation
+from tati.adaptation import metric as moments
+from tati.adaptation import windows
 
 
 class AdaptedMass:
@@ -63,7 +64,7 @@ class AdaptedMass:
         users read, so it changes only on request)."""
         self.adaptation_steps = option_table.check("burn_in_steps", adaptation_steps)
         self._mass_requested = option_table.check("adapt_mass", adapt_mass)
-        self.metric_start, self.metric_ends = (adaptation.metric_windows(self.adaptation_steps)
+        self.metric_start, self.metric_ends = (windows.metric_windows(self.adaptation_steps)
                                                if self._mass_requested is True else (0, []))
         self.adapt_mass = bool(self.metric_ends)
         self._scales = None
@@ -121,17 +122,18 @@ class AdaptedMass:
         by a tf.cond outside the windows, so after burn-in a step costs what it did."""
         step = tf.cast(self.iterations, tf.int64)
         ends = tf.constant(self.metric_ends, tf.int64)
-        collecting = tf.logical_and(step > self.metric_start, step <= self.metric_ends[-1])
+        collecting = windows.collecting(step, self.metric_start, self.metric_ends)
         rows = 1 if self._walkers is None else self._walkers
 
         def collect():
-            window_end = tf.reduce_any(tf.equal(step, ends))
+            window_end = windows.window_end(step, ends)
             for variable, scale, state in zip(self._trainable_variables, self._scales, self._metric_draws):
                 draws = tf.reshape(tf.convert_to_tensor(variable), [rows, -1])
-                new = adaptation.welford_update(tf.convert_to_tensor(state), draws)
+                new = moments.update(moments.unpack(state), draws)
                 previous = tf.reshape(tf.cast(tf.convert_to_tensor(scale), tf.float64), [-1])
-                shrunk = tf.where(window_end, adaptation.welford_scale(new, previous), previous)
+                shrunk = tf.where(window_end, moments.variance_scale(new, previous), previous)
                 scale.assign(tf.cast(tf.reshape(shrunk, scale.shape), scale.dtype))
+                new = moments.pack(new)
                 state.assign(tf.where(window_end, tf.zeros_like(new), new))
             return tf.constant(True)
 

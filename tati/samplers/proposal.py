@@ -20,7 +20,7 @@ with metric="dense", z = L^-1 (theta - c), c the mean and L L^T the (regularised
 of the metric window's draws: the mass matrix (L L^T)^-1, RWMH's covariance eps^2 L L^T.
 One step is one transition; NUTS's cost varies per step (`leapfrog_steps`, and the cumulative
 `gradient_evaluations`). With burn_in_steps > 0 the step width eps and the scale s adapt
-during burn-in (samplers/adaptation.py), one eps and one s for all walkers; eps starts from a
+during burn-in (tati/adaptation/), one eps and one s for all walkers; eps starts from a
 search (doubling or halving `step_width` until the walkers' mean one-step acceptance crosses
 0.5) before the first transition, whose probes NUTS counts in `gradient_evaluations`.
 
@@ -39,11 +39,12 @@ import math
 import numpy as np
 import tensorflow as tf
 
+from tati.adaptation import dual_averaging as averaging
+from tati.adaptation import windows
 from tati.errors import InputError
 from tati.names import target_acceptance
 from tati.options import check, default
 from tati.recording.columns import NUTS_INFO, RWMH_INFO
-from tati.samplers import adaptation
 from tati.samplers.base import values_per_register
 from tati.samplers.walker_draws import keyed_per_walker
 
@@ -98,7 +99,7 @@ class ProposalKernel:
         self.inverse_temperature = float(inverse_temperature)
         self.target_acceptance_rate = target_acceptance(self.name, target_acceptance_rate)
         self.adapt_step_width = bool(adapt_step_width) and self.burn_in_steps > 0
-        self.metric_start, self.metric_ends = (adaptation.metric_windows(self.burn_in_steps)
+        self.metric_start, self.metric_ends = (windows.metric_windows(self.burn_in_steps)
                                                if adapt_mass else (0, []))
         walkers, d, dtype = model.num_walkers, model.num_parameters, model.dtype
         self.metric = check("metric", metric)
@@ -112,7 +113,7 @@ class ProposalKernel:
         self.gradient = tf.Variable(tf.zeros([walkers, d], dtype), trainable=False, name="log_prob_gradient")
         self.scale = tf.Variable(tf.ones([d], f64), trainable=False, name="metric_scale")
         self.step_width = tf.Variable(tf.constant(self.initial_step_width, f64), trainable=False, name="step_width")
-        self.dual_averaging = tf.Variable(adaptation.dual_averaging_start(self.initial_step_width),
+        self.dual_averaging = tf.Variable(averaging.pack(averaging.init(self.initial_step_width)),
                                           trainable=False, name="dual_averaging")
         draws = 1 + d + d * d if self.metric == "dense" else 1 + 2 * d
         self.welford = tf.Variable(tf.zeros([draws], f64), trainable=False, name="metric_draws")

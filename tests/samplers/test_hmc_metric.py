@@ -1,8 +1,8 @@
-"""HMC's metric windows (tati/samplers/adaptation.py, hmc_adaptation.py): the scale that
+"""HMC's metric windows (tati/adaptation/, samplers/hmc_adaptation.py): the scale that
 minimises the Fisher divergence, s^4 = var(q) / var(beta grad U), from the legs' starts and
-their gradients; the first window closed by FIRST_WINDOW_END of a burn-in whose legs are long;
-the leg length restarted no longer than the user's after a window. All assertions of these are
-exact (no statistical tolerance).
+their gradients; the first window closed by FIRST_WINDOW_END of a burn-in whose legs are long.
+All assertions of these are exact (no statistical tolerance); the pure functions' own tests
+are in tests/adaptation/.
 
 metric="dense" (q = c + L z, kicks L^T grad U, drifts L p): HMC2 on the 10-D Gaussian of
 condition number 1e4 with only burn_in_steps and max_steps given (moments within the MCSE
@@ -21,26 +21,7 @@ from scipy import stats as sps
 import tati
 from stats import first_and_second_moments, mcse_deviations, seed
 from tati.errors import InputError
-from tati.samplers import adaptation
 from test_proposal import ALPHA, acceptance_after, badly_scaled
-
-
-def test_fisher_scale_is_the_fourth_root_of_the_variances_ratio_or_the_previous_scale():
-    """s = (m2 / m2_gradient)^(1/4); the previous scale where either sum is 0 or not finite."""
-    m2 = tf.constant([16.0, 0.0, 1.0, 2.0, np.inf], tf.float64)
-    gradient_m2 = tf.constant([1.0, 1.0, 0.0, 2.0, 1.0], tf.float64)
-    previous = tf.constant([7.0, 7.0, 7.0, 7.0, 7.0], tf.float64)
-    np.testing.assert_array_equal(adaptation.fisher_scale(m2, gradient_m2, previous).numpy(), [2.0, 7.0, 7.0, 1.0, 7.0])
-
-
-def test_leg_length_restarts_at_most_at_the_users():
-    """After a window, log T restarts at min(log T - log growth, log T_user), its averages reset."""
-    state = adaptation.chees_start(8.0)
-    longer = adaptation.chees_restart(state, tf.constant(True), tf.constant(2.0, tf.float64), 1.0).numpy()
-    assert longer[1] == longer[2] == 0.0 and longer[0] == 0.0  # 8 / 2 = 4 > 1: from 1
-    shorter = adaptation.chees_restart(state, tf.constant(True), tf.constant(16.0, tf.float64), 1.0).numpy()
-    assert shorter[1] == math.log(8.0) - math.log(16.0)  # 0.5 < 1: from T / growth
-    np.testing.assert_array_equal(adaptation.chees_restart(state, tf.constant(False), 2.0, 1.0).numpy(), state.numpy())
 
 
 def run(burn_in, **options):
