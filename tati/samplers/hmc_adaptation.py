@@ -73,8 +73,8 @@ class LegAdaptation:
                                               initializer="ones") for v in variables]
         if self.adapt_mass:
             # Window number k, legs in the window, draws n, 1 once the last window closed.
-            self._metric_window = self.add_variable((len(windows.LegWindow._fields),), dtype="float64", name="metric_window",
-                                                    initializer="zeros")
+            self._metric_window = self.add_variable((len(windows.LegWindow._fields),), dtype="float64",
+                                                    name="metric_window", initializer="zeros")
         if self.adapt_mass and dense:
             # The window's draws: count, mean [d] and sum of outer products of deviations [d, d].
             self._metric_draws = self.add_variable((1 + d + d * d,), dtype="float64", name="metric_draws",

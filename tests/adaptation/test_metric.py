@@ -78,5 +78,6 @@ def test_extreme_growths_are_the_singular_values_of_the_old_factors_inverse_time
     assert float(smallest) == pytest.approx(singular[-1], rel=1e-6)
     assert float(largest) == pytest.approx(singular[0], rel=1e-6)
     assert float(smallest) >= singular[-1] * (1 - 1e-12) and float(largest) <= singular[0] * (1 + 1e-12)
-    smallest, largest = moments.extreme_growths(tf.constant(np.diag([1.0, 2.0, 4.0])), tf.constant(np.diag([3.0, 1.0, 2.0])))
+    smallest, largest = moments.extreme_growths(tf.constant(np.diag([1.0, 2.0, 4.0])),
+                                                tf.constant(np.diag([3.0, 1.0, 2.0])))
     assert float(smallest) == pytest.approx(0.5, rel=1e-12) and float(largest) == pytest.approx(3.0, rel=1e-12)

@@ -4,8 +4,6 @@ Algorithm 4): its rule as a pure function, and the search in HMC1, HMC2, NUTS an
 False-failure budget: 1e-3 over the search's statistical assertions (Hoeffding bounds, below).
 """
 
-import math
-
 import numpy as np
 import pytest
 import tensorflow as tf

@@ -10,7 +10,6 @@ bound, false-failure budget 1e-3 split (Bonferroni) over them, as test_proposal.
 its burn-in resumed from a checkpoint continues bitwise; HMC1 with a fixed L is HMC1 on the
 standard Gaussian in z = L^-1 q (exact up to rounding); the refusals."""
 
-import math
 
 import numpy as np
 import pandas as pd
@@ -20,6 +19,7 @@ from scipy import stats as sps
 
 import tati
 from stats import first_and_second_moments, mcse_deviations, seed
+from tati.adaptation import windows
 from tati.errors import InputError
 from test_proposal import ALPHA, acceptance_after, badly_scaled
 
@@ -46,7 +46,7 @@ def test_first_window_closes_by_30_percent_of_a_burn_in_of_long_legs(monkeypatch
     sampler, sds, legs = run(10000)
     assert sampler.metric_windows() >= 3 and legs > 1000, (sampler.metric_windows(), legs)
     np.testing.assert_allclose(sampler.metric_scales(), sds, rtol=1e-9)
-    monkeypatch.setattr(adaptation, "FIRST_WINDOW_END", 1.0)
+    monkeypatch.setattr(windows, "FIRST_WINDOW_END", 1.0)
     sampler, _, legs = run(10000)
     assert sampler.metric_windows() <= 1 and legs < 100, (sampler.metric_windows(), legs)
 
