@@ -23,7 +23,9 @@ GAMMA, T0, KAPPA = 0.1, 10.0, 0.75
 
 
 class State(NamedTuple):
-    """Scalar float64 tensors: the count n, h_n, log eps_n, log eps_bar_n and mu."""
+    """Float64 tensors of one shape: the count n, h_n, log eps_n, log eps_bar_n and mu. Scalars
+    for one width of all walkers (as the samplers adapt today); of a width per walker (or per
+    parameter) from `init` of a tensor of widths, each element its own dual averaging."""
     count: tf.Tensor
     h: tf.Tensor
     log_step: tf.Tensor
@@ -34,7 +36,7 @@ class State(NamedTuple):
 def init(step_width):
     """The state at the start of an adaptation (or after a metric window) from width eps_0."""
     log_step = tf.math.log(tf.cast(step_width, tf.float64))
-    zero = tf.constant(0.0, tf.float64)
+    zero = tf.zeros_like(log_step)
     return State(zero, zero, log_step, log_step, log_step + tf.math.log(tf.constant(10.0, tf.float64)))
 
 
@@ -70,7 +72,8 @@ def select(where, chosen, otherwise):
 
 
 def pack(state):
-    """The state as the one float64 vector [5] that the variables (and checkpoints) hold."""
+    """The state as the one float64 vector [5] that the variables (and checkpoints) hold
+    ([5, ...] for a state of widths)."""
     return tf.stack(list(state))
 
 

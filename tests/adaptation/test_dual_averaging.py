@@ -75,3 +75,17 @@ def test_packs_in_the_checkpoints_order():
     assert averaging.State._fields == ("count", "h", "log_step", "log_step_bar", "mu")
     assert [float(x) for x in state] == list(vector)
     np.testing.assert_array_equal(averaging.pack(state).numpy(), vector)
+
+
+def test_a_width_per_walker_is_each_walkers_own_dual_averaging():
+    """From a tensor of widths each element adapts alone, bitwise as a scalar state would: the
+    step-width adaptation of samplers that keep a width per walker."""
+    widths, targets = [0.1, 1.0, 3.0], [0.6, 0.8, 0.9]
+    batched = averaging.init(tf.constant(widths, tf.float64))
+    singles = [averaging.init(tf.constant(w, tf.float64)) for w in widths]
+    for acceptances in ([0.2, 0.9, 0.5], [1.0, float("nan"), 0.7]):
+        batched = averaging.update(batched, tf.constant(acceptances, tf.float64), tf.constant(targets, tf.float64))
+        singles = [averaging.update(s, tf.constant(a, tf.float64), t)
+                   for s, a, t in zip(singles, acceptances, targets)]
+    np.testing.assert_array_equal(averaging.pack(batched).numpy(),
+                                  np.stack([averaging.pack(s).numpy() for s in singles], axis=1))
