@@ -390,8 +390,8 @@ OPTIONS = [
            samplers=("SGHMC",)),
     Option("mass_rescaling_steps", 50, NONNEGATIVE_INT, "sampler",
            "SGHMC with a gradient_noise_estimator: steps between two rescalings of the diagonal "
-           "mass M = mass W, W = max(1, m_est beta B-hat / C), friction scaled alike; 0 means "
-           "never. No effect without an estimator.",
+           "mass M = mass W, W = max(W, m_est beta B-hat / C) from 1 (it only grows), friction "
+           "scaled alike; 0 means never. No effect without an estimator.",
            samplers=("SGHMC",)),
     Option("mass_safety_factor", 2.0, Number(minimum=1), "sampler",
            "SGHMC with a gradient_noise_estimator: m_est, kept as m_est beta B-hat <= C at every "

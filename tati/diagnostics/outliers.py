@@ -15,6 +15,18 @@ loss 2388 while the run ended with exit status 0). Two checks, each walker by id
   and the factor keeps short correlated runs, whose correlation time is underestimated, from
   crying wolf (no flag in 500 runs each of autoregressive readings, rho 0.9 to 0.99, d 1 to 10).
   It needs MIN_INDEPENDENT independent readings of the walker after burn-in.
+* blew up (the same samplers, a walker not hot or cold on average): its largest kinetic energy
+  after burn-in above PEAK_FACTOR times the chi-square(d) quantile 2 beta K stays below at level
+  1 - FALSE_ALARMS / n, n the run's readings after burn-in (all walkers): Bonferroni over single
+  readings holds however they are correlated, so it needs no correlation time, and a healthy
+  run reaches the quantile with probability FALSE_ALARMS. The bound scales with the walkers'
+  median kinetic energy over equipartition where that is above 1: a temperature they share is
+  the run's line's to report. The factor 10 leaves out the excursions of a few times
+  equipartition that heavy-tailed mini-batch gradients give a healthy SGHMC walker (yacht: up
+  to 6.4 times, its loss unharmed) and keeps a walker thrown out by an order of magnitude,
+  whose energy then decays by friction (issue #41: SGHMC's walker 1 at 65 times equipartition
+  one step after a mass rescaling and 1240 times later, a mean of 40 times but 29 independent
+  readings in 200 rows, too few for the check above, and a median of 0.96 times).
 * far out (every sampler): the walker's median loss after burn-in above the other walkers'
   UPPER quantile (the median over the others of each one's quantile, so that a second walker far
   out does not hide the first) by more than the typical set's width (d/2 + 4 sqrt(d/2)) / beta,
@@ -36,6 +48,7 @@ import math
 from typing import NamedTuple
 
 import numpy as np
+from scipy import stats
 
 from tati.diagnostics.momentum import integrated_autocorrelation_time
 from tati.diagnostics.temperature import kinetic_temperature_interval
@@ -44,6 +57,7 @@ from tati.preflight import PERSISTENT_MOMENTA
 
 FALSE_ALARMS = 1e-3
 FACTOR = 2.0
+PEAK_FACTOR = 10.0
 UPPER = 0.99
 SPREADS = 5.0
 TAIL_SDS = 4.0  # also the warm start's threshold for a stuck walker (tati/warm_start.py)
@@ -53,23 +67,28 @@ IQR_PER_SD = 1.349  # interquartile range of a normal distribution in standard d
 
 
 class Outlier(NamedTuple):
-    """One finding: the walker's id; kind "hot", "cold" (kinetic energy) or "far out" (loss);
-    value its average kinetic energy or median loss after burn-in; reference equipartition
-    d / (2 beta) or the other walkers' UPPER quantile of the loss; error the standard error of
-    value (kinetic energy: its readings' sd over the root of their independent count) or the
-    margin it exceeded (loss); fix the likely cause and the option to change."""
+    """One finding: the walker's id; kind "hot", "cold", "blew up" (kinetic energy) or "far out"
+    (loss); value its average kinetic energy, its largest (blew up, at `step`) or its median
+    loss after burn-in; reference equipartition d / (2 beta) or the other walkers' UPPER
+    quantile of the loss; error the standard error of value (kinetic energy: its readings' sd
+    over the root of their independent count), the bound it exceeded (blew up) or the margin it
+    exceeded (loss); fix the likely cause and the option to change."""
     walker: int
     kind: str
     value: float
     reference: float
     error: float
     fix: str = ""
+    step: int = 0
 
     def text(self):
         """What is wrong, without the fix."""
         if self.kind == "far out":
             return (f"walker {self.walker} far out: median loss {self.value:.4g} after burn-in; "
                     f"the others' stay below {self.reference:.4g}")
+        if self.kind == "blew up":
+            return (f"walker {self.walker} blew up: kinetic energy {self.value:.4g} at step {self.step}, "
+                    f"{self.value / self.reference:.3g} times equipartition {self.reference:.4g}")
         return (f"walker {self.walker} {self.kind}: kinetic energy {_plus_minus(self.value, self.error)} after "
                 f"burn-in, {self.value / self.reference:.3g} times equipartition {self.reference:.4g}")
 
@@ -125,6 +144,29 @@ def kinetic_outliers(run_info, dimension, inverse_temperature=1.0, burn_in=0, fa
     return found
 
 
+def peak_outliers(run_info, dimension, inverse_temperature=1.0, burn_in=0, false_alarms=FALSE_ALARMS):
+    """The walkers whose largest kinetic energy after burn_in exceeds PEAK_FACTOR times the level
+    1 - false_alarms / (all their readings) quantile of chi-square(d) / (2 beta) (module
+    docstring), as Outliers "blew up" (error: that bound); [] without a kinetic_energy column."""
+    if "kinetic_energy" not in run_info:
+        return []
+    series = _after_burn_in(run_info, "kinetic_energy", burn_in)
+    readings = sum(len(values) for values in series.values())
+    if not readings:
+        return []
+    expected = dimension / (2.0 * inverse_temperature)
+    # a temperature every walker shares (mini-batch heat) is the run's line's: it scales the bound
+    shared = max(1.0, float(np.median([np.nanmedian(values) for values in series.values()])) / expected)
+    bound = PEAK_FACTOR * shared * stats.chi2.isf(false_alarms / readings, dimension) / (2.0 * inverse_temperature)
+    steps = _after_burn_in(run_info, "step", burn_in)
+    found = []
+    for walker, values in series.items():
+        top = int(np.argmax(np.where(np.isnan(values), np.inf, values)))
+        if not values[top] <= bound:  # a NaN is above any bound
+            found.append(Outlier(walker, "blew up", float(values[top]), expected, bound, step=int(steps[walker][top])))
+    return found
+
+
 def _correlation_time(series):
     """The integrated autocorrelation time of the walkers' readings (in rows), each walker's
     standardised and their autocorrelations pooled: walkers in equilibrium share it, and one
@@ -158,7 +200,7 @@ def loss_outliers(run_info, dimension, inverse_temperature=1.0, burn_in=0):
 
 
 def walker_outliers(result, simulation, false_alarms=FALSE_ALARMS):
-    """Both checks on a sample() call's `result` (its run info) from `simulation` (its options,
+    """The checks on a sample() call's `result` (its run info) from `simulation` (its options,
     num_parameters, num_walkers), each Outlier with the option that fixes it; [] with one walker
     (the run's own kinetic energy line judges it) or no row."""
     o = simulation.options
@@ -166,7 +208,11 @@ def walker_outliers(result, simulation, false_alarms=FALSE_ALARMS):
     if simulation.num_walkers < 2 or run_info.empty:
         return []
     table = (run_info, simulation.num_parameters, o["inverse_temperature"], o["burn_in_steps"])
-    found = kinetic_outliers(*table, false_alarms) if o["sampler"] in PERSISTENT_MOMENTA else []
+    found = []
+    if o["sampler"] in PERSISTENT_MOMENTA:
+        found = kinetic_outliers(*table, false_alarms)
+        found += [peak for peak in peak_outliers(*table, false_alarms)
+                  if peak.walker not in {outlier.walker for outlier in found}]
     off = {outlier.walker for outlier in found}
     found += loss_outliers(*table)
     warm = getattr(simulation, "warm_start", None) is not None
@@ -179,9 +225,9 @@ def _fix(outlier, o, off, warm):
     in a minor mode): for the adapting samplers the warm start, else another start or a longer
     burn-in."""
     lower = "lower step_width"
-    if o["sampler"] == "SGHMC" and o["batch_size"] is not None:  # mini-batch gradients heat it
-        lower += ", or set gradient_noise_estimator"
-    if outlier.kind == "hot" or (outlier.kind == "far out" and off):
+    if o["sampler"] == "SGHMC" and o["batch_size"] is not None and o["gradient_noise_estimator"] == "none":
+        lower += ", or set gradient_noise_estimator"  # mini-batch gradients heat it; with one set, only the step
+    if outlier.kind in ("hot", "blew up") or (outlier.kind == "far out" and off):
         return lower
     if outlier.kind == "cold":
         return "lower step_width, or raise burn_in_steps"

@@ -66,8 +66,13 @@ alpha fixed and sets M = M_0 W with W diagonal,
 
 m_est = `mass_safety_factor`, so that m_est beta-hat <= alpha. In tati's terms eps stays the
 step width, the mass and the friction become M_0 W and C_0 W (their ratio, the momentum decay,
-is unchanged), and W_ii = max(1, m_est beta B-hat_ii / C_0) with B-hat = eps V-hat / 2; the
-bound reads m_est beta B-hat <= C (at beta = 1 exactly the source's). At a rescaling the
+is unchanged), and W_ii = max(W_ii, m_est beta B-hat_ii / C_0), from W = 1, with B-hat =
+eps V-hat / 2; the bound reads m_est beta B-hat <= C (at beta = 1 exactly the source's).
+Unlike the source, W never falls: a smaller mass is a larger step eps / (M_0 W) in that
+coordinate, and adam's V-hat reads 0 at a single large gradient (its short mean squared, weight
+(1 - b1)^2, overtakes its long second moment, weight 1 - b2); set from that reading, W fell
+from 442 to 1 in a stiff coordinate of issue #41's yacht network and blew the walker up
+(doc/samplers.md, SGHMC). At a rescaling the
 momentum is multiplied by sqrt(W_new / W_old), which maps N(0, M_old / beta) onto
 N(0, M_new / beta): a momentum in equilibrium stays in equilibrium. Between rescalings an
 estimate above the bound is clamped at it, B-hat = min(eps V-hat / 2, C / (m_est beta)), and
@@ -321,7 +326,10 @@ class SGHMC(SamplerBase):
             weights = self._mass_weights[index]
             old = tf.convert_to_tensor(weights)
             due = tf.equal((self.iterations + 1) % self.mass_rescaling_steps, 0)
-            wanted = tf.maximum(tf.ones_like(old), tf.math.divide_no_nan(
+            # W only grows: a smaller mass is a larger step in that coordinate, and one reading of
+            # V-hat that dips (adam's v - m^2 at 0 under a large mean gradient) must not undo the
+            # mass that kept a stiff coordinate stable (issue #41: W 442 -> 1 blew a walker up).
+            wanted = tf.maximum(old, tf.math.divide_no_nan(
                 self._parameter("mass_safety_factor", variable.dtype) * beta * 0.5 * eps * noise_variance, friction))
             weight = tf.where(due, wanted, old)
             r = r * tf.sqrt(weight / old)  # N(0, M_old / beta) -> N(0, M_new / beta)

@@ -7,10 +7,11 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from stats import seed
 from tati.diagnostics import outliers
-from tati.diagnostics.outliers import (Outlier, kinetic_outliers, loss_outliers, typical_set_width,
+from tati.diagnostics.outliers import (Outlier, kinetic_outliers, loss_outliers, peak_outliers, typical_set_width,
                                        walker_outliers)
 from tati.options import OPTIONS
 
@@ -148,6 +149,35 @@ def test_the_kinetic_interval_keeps_its_false_alarm_budget(monkeypatch):
     monkeypatch.setattr(outliers, "FACTOR", 1.0)
     flagged = sum(len(kinetic_outliers(table(*healthy(rng)), D, BETA)) for _ in range(300))
     assert flagged <= 4
+
+
+def test_a_walker_thrown_out_once_blew_up():
+    """Issue #41's walker as it was: healthy but for one kick to 100 times equipartition that
+    friction takes 100 rows to undo (its readings too correlated for the mean check). The line
+    names the step of the largest reading; with an estimator already set, SGHMC's cure is the
+    step width alone. The bound is ten times the chi-square(10) quantile at 1 - 1e-3 / 1600,
+    over 2 beta: 48 times equipartition here; a walker at 40 times is not flagged, nor a run
+    whose walkers are all 15 times hot, readings up to 60 times (the run's line reports that:
+    the bound scales with their median)."""
+    kinetic, loss = healthy(np.random.default_rng(8))
+    kinetic[1, 200:300] += 500.0 * 0.97 ** np.arange(100)
+    assert kinetic_outliers(table(kinetic, loss), D, BETA) == []
+    result, simulation = run(kinetic, loss, sampler="SGHMC", batch_size=10, gradient_noise_estimator="adam")
+    [blew] = walker_outliers(result, simulation)
+    peak = 201 + int(np.argmax(kinetic[1, 200:]))  # steps count from 1
+    assert (blew.walker, blew.kind, blew.step, blew.reference) == (1, "blew up", peak, 5.0)
+    assert blew.value == kinetic[1].max() and blew.error == pytest.approx(10 * stats.chi2.isf(1e-3 / 1600, D) / 2)
+    assert blew.line() == (f"walker 1 blew up: kinetic energy {blew.value:.4g} at step {blew.step}, "
+                           f"{blew.value / 5:.3g} times equipartition 5: lower step_width")
+    result, simulation = run(kinetic, loss, sampler="SGHMC", batch_size=10)
+    assert walker_outliers(result, simulation)[0].fix == "lower step_width, or set gradient_noise_estimator"
+    kinetic, loss = healthy(np.random.default_rng(9))
+    kinetic[2, 50] = 40.0 * 5.0
+    assert peak_outliers(table(kinetic, loss), D, BETA) == []
+    hot = 15.0 * healthy(np.random.default_rng(10))[0]
+    assert hot.max() > 48 * 5.0 and peak_outliers(table(hot, loss), D, BETA) == []
+    kinetic[2, 50] = 60.0 * 5.0
+    assert [o.walker for o in peak_outliers(table(kinetic, loss), D, BETA)] == [2]
 
 
 def test_the_typical_set_is_the_warm_starts():
