@@ -40,7 +40,7 @@ import numpy as np
 import tensorflow as tf
 
 from tati.errors import InputError
-from tati.names import target_acceptance
+from tati.engine.registry import target_acceptance
 from tati.options import check, default
 from tati.recording.columns import NUTS_INFO, RWMH_INFO
 from tati.samplers import adaptation
