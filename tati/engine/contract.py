@@ -53,6 +53,8 @@ class Spec:
     evaluates_target: it evaluates the model itself (built on the model, not on its variables);
     full_batch: it needs the whole dataset (batch_size is refused, saying `why_full_batch`);
     target_acceptance: the acceptance rate its step width adapts to unless the option says;
+    infos: the recording.columns.Info its rows may have (its class's `info`, one per variant),
+        so that the readers of tables know every column without TensorFlow;
     walker_steps: an optimizer with a step width per walker (needs the model's walker axis);
     takes_learning_rate: an optimizer that steps by learning_rate (L-BFGS chooses its steps);
     summary_header: an optimizer's summary line, a format of steps, name (its short name),
@@ -73,6 +75,7 @@ class Spec:
     full_batch: bool = False
     why_full_batch: str = ""
     target_acceptance: float = None
+    infos: tuple = ()
     walker_steps: bool = False
     takes_learning_rate: bool = True
     summary_header: str = "{steps} steps of {optimizer} (learning_rate {learning_rate})"

@@ -12,6 +12,9 @@ import difflib
 
 from tati.engine.contract import FULL_BATCH, LEGS, PROPOSAL, Spec, kernel_path
 from tati.errors import InputError
+from tati.recording.columns import (HMC_INFO, LANGEVIN_INFO, NUTS_INFO, OPTIMIZER_INFO, RWMH_INFO, SGHMC_ESTIMATING_INFO,
+                                    SGLD_INFO)
+from tati.recording.columns import integer_columns as integer_columns_of
 
 _LANGEVIN = ("friction_constant", "adapt_mass")
 _ADAPTING = ("adapt_step_width", "target_acceptance_rate", "adapt_mass", "metric", "warm_start")
@@ -22,27 +25,29 @@ _SGHMC = ("friction_constant", "mass", "noise_estimate", "gradient_noise_estimat
 _WHOLE_DATA = "evaluates the whole dataset at every step (a mini-batch would change the target within a step)"
 
 _SPECS = [
-    Spec("SGLD", "StochasticGradientLangevinDynamics", "tati.samplers.sgld:SGLD"),
+    Spec("SGLD", "StochasticGradientLangevinDynamics", "tati.samplers.sgld:SGLD", infos=(SGLD_INFO,)),
     Spec("GLA1", "GeometricLangevinAlgorithm_1stOrder", "tati.samplers.gla:GLA1", options=_LANGEVIN,
-         aliases=("GLA_1stOrder",), persistent_momenta=True),
+         aliases=("GLA_1stOrder",), persistent_momenta=True, infos=(LANGEVIN_INFO,)),
     Spec("GLA2", "GeometricLangevinAlgorithm_2ndOrder", "tati.samplers.gla:GLA2", options=_LANGEVIN,
-         aliases=("GLA_2ndOrder",), persistent_momenta=True),
-    Spec("BAOAB", "BAOAB", "tati.samplers.baoab:BAOAB", options=_LANGEVIN, persistent_momenta=True),
+         aliases=("GLA_2ndOrder",), persistent_momenta=True, infos=(LANGEVIN_INFO,)),
+    Spec("BAOAB", "BAOAB", "tati.samplers.baoab:BAOAB", options=_LANGEVIN, persistent_momenta=True,
+         infos=(LANGEVIN_INFO,)),
     Spec("CCAdL", "CovarianceControlledAdaptiveLangevin", "tati.samplers.ccadl:CCAdL",
          options=("friction_constant", "sigma", "sigmaA", "adapt_mass"),
-         aliases=("CovarianceControlledAdaptiveLangevinThermostat",), persistent_momenta=True),
+         aliases=("CovarianceControlledAdaptiveLangevinThermostat",), persistent_momenta=True, infos=(LANGEVIN_INFO,)),
     Spec("SGHMC", "StochasticGradientHamiltonianMonteCarlo", "tati.samplers.sghmc:SGHMC", options=_SGHMC,
-         persistent_momenta=True),
+         persistent_momenta=True, infos=(LANGEVIN_INFO, SGHMC_ESTIMATING_INFO)),
     Spec("HMC1", "HamiltonianMonteCarlo_1stOrder", "tati.samplers.hmc:HMC1", kind=LEGS, options=_HMC,
-         aliases=("HMC_1stOrder",), metropolis=True, redraws_momenta=True, target_acceptance=0.8),
+         aliases=("HMC_1stOrder",), metropolis=True, redraws_momenta=True, target_acceptance=0.8, infos=(HMC_INFO,)),
     Spec("HMC2", "HamiltonianMonteCarlo_2ndOrder", "tati.samplers.hmc:HMC2", kind=LEGS, options=_HMC,
-         aliases=("HMC_2ndOrder",), metropolis=True, redraws_momenta=True, target_acceptance=0.8),
+         aliases=("HMC_2ndOrder",), metropolis=True, redraws_momenta=True, target_acceptance=0.8, infos=(HMC_INFO,)),
     Spec("NUTS", "NoUTurnSampler", "tati.samplers.proposal:NUTS", kind=PROPOSAL, options=_ADAPTING + ("max_tree_depth",),
          metropolis=True, redraws_momenta=True, evaluates_target=True, full_batch=True, why_full_batch=_WHOLE_DATA,
-         target_acceptance=0.8),
+         target_acceptance=0.8, infos=(NUTS_INFO,)),
     # 0.234: optimal as d -> infinity (Roberts, Gelman & Gilks 1997); 0.8 above: Stan's delta
     Spec("RWMH", "RandomWalkMetropolisHastings", "tati.samplers.proposal:RWMH", kind=PROPOSAL, options=_ADAPTING,
-         metropolis=True, evaluates_target=True, full_batch=True, why_full_batch=_WHOLE_DATA, target_acceptance=0.234),
+         metropolis=True, evaluates_target=True, full_batch=True, why_full_batch=_WHOLE_DATA, target_acceptance=0.234,
+         infos=(RWMH_INFO,)),
     Spec("GradientDescent", "GradientDescent", "tati.optimizers.gradient_descent:GradientDescent", samples=False,
          aliases=("GD",)),
     Spec("BarzilaiBorweinGradientDescent", "BarzilaiBorweinGradientDescent",
@@ -170,6 +175,16 @@ def spec_of_kernel(kernel):
         if spec is not None:
             return spec
     return None
+
+
+def every_info():
+    """Every Info a table can have: the optimizers' (Keras' own too) and every spec's."""
+    return tuple(dict.fromkeys((OPTIMIZER_INFO,) + tuple(info for spec in _SPECS for info in spec.infos)))
+
+
+def integer_columns():
+    """Every column written as an integer, in every table that has it."""
+    return integer_columns_of(every_info())
 
 
 def target_acceptance(name, value=None):

@@ -25,7 +25,8 @@ from tati.engine.contract import FULL_BATCH, GRADIENT, KINDS, Spec, kernel_path,
 from tati.errors import InputError
 from tati.kernels import is_sampler, kind_of
 from tati.options import BY_NAME, POSITIVE, Option
-from tati.recording.columns import SGLD_INFO
+from tati.engine.registry import every_info
+from tati.recording.columns import SGLD_INFO, Info
 from tati.samplers import splitting
 from tati.samplers.base import SamplerBase
 
@@ -53,7 +54,7 @@ class Toy(SamplerBase):
         self._report(None, None, noise)
 
 
-TOY = Spec("Toy", "ToyOverdampedLangevin", kernel_path(Toy), aliases=("toy_langevin",),
+TOY = Spec("Toy", "ToyOverdampedLangevin", kernel_path(Toy), aliases=("toy_langevin",), infos=(SGLD_INFO,),
            options=(Option("toy_drift_factor", 1.0, POSITIVE, "sampler", "Toy: the factor x on the drift."),))
 
 
@@ -85,7 +86,10 @@ def toy():
 # -- the list ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("spec", registry.specs(), ids=lambda spec: spec.name)
 def test_every_spec_names_its_kernel_and_known_options(spec):
-    assert kernel_path(load_kernel(spec)) == spec.kernel and spec.kind in KINDS
+    cls = load_kernel(spec)
+    assert kernel_path(cls) == spec.kernel and spec.kind in KINDS
+    if isinstance(getattr(cls, "info", None), Info):  # what its rows have is declared (SGHMC's: a property)
+        assert cls.info in spec.infos and set(spec.infos) <= set(every_info())
     assert not [name for name in spec.option_names if name not in BY_NAME]
     assert registry.spec_of(spec.name.lower(), kinds="kernel") is spec
     assert all(registry.find(spelling.upper()) is spec for spec in registry.specs() for spelling in spec.spellings)
