@@ -12,12 +12,17 @@ import numpy as np
 import tensorflow as tf
 
 from tati.data.pipeline import Batches, NoData, check_arrays
+from tati.engine.contract import load_kernel
+from tati.engine.registry import spec_of
 from tati.errors import InputError
 from tati.models import MLP, KerasNetwork, Potential
 
 # Largest covariance matrix of the ensemble preconditioner (d^2 numbers are kept, and factorised
 # at every swap).
 MAX_COVARIANCE = 4000
+# The options of burn-in's adaptation, which a kernel built on the variables takes by name
+# with adaptation_steps where its spec lists them (not in its `parameters`).
+ADAPTATION = ("adapt_step_width", "target_acceptance_rate", "adapt_mass", "adapt_trajectory_length", "metric")
 
 
 @dataclass
@@ -215,27 +220,23 @@ def covariance_blocks(o, model):
 
 
 def make_sampler(o, model, ensemble, first_walker=0, total_walkers=None):
-    """The sampler of the options on the model: a Keras optimizer built on its variables, given
-    its walkers' layout and the ensemble's preconditioner, or for NUTS and RWMH a
-    samplers.proposal.ProposalKernel on the model."""
-    from tati.samplers import HamiltonianMonteCarlo, get_sampler
-    from tati.samplers.proposal import ProposalKernel
-    cls = get_sampler(o["sampler"])
+    """The sampler of the options on the model, by its spec (tati/engine/registry.py): a Keras
+    optimizer built on its variables, given its walkers' layout and the ensemble's
+    preconditioner, or, for a kernel that evaluates the target itself (NUTS, RWMH), one made on
+    the model."""
+    spec = spec_of(o["sampler"])
+    cls = load_kernel(spec)
     own = {name: o[name] for name in cls.parameters}
     layout = dict(first_walker=first_walker, total_walkers=total_walkers)
-    if issubclass(cls, ProposalKernel):
+    if spec.evaluates_target:
         return cls(model, step_width=o["step_width"], seed=o["seed"], burn_in_steps=o["burn_in_steps"], **own,
                    **layout)
-    extra = {}
-    if issubclass(cls, HamiltonianMonteCarlo):  # the step width adapts during burn-in
-        extra = dict(adaptation_steps=o["burn_in_steps"], adapt_step_width=o["adapt_step_width"],
-                     target_acceptance_rate=o["target_acceptance_rate"], adapt_mass=o["adapt_mass"],
-                     adapt_trajectory_length=o["adapt_trajectory_length"], metric=o["metric"])
-    elif "adapt_mass" in getattr(cls, "adaptation_options", ()):  # Langevin: samplers/mass.py
-        extra = dict(adaptation_steps=o["burn_in_steps"], adapt_mass=o["adapt_mass"])
+    # the burn-in's adaptations that it takes, over adaptation_steps (HMC's; the Langevin adapt_mass)
+    extra = {name: o[name] for name in ADAPTATION if name in spec.option_names and name not in own}
+    if extra:
+        extra["adaptation_steps"] = o["burn_in_steps"]
     preconditioner = ensemble if ensemble is not None and ensemble.blending else None
     sampler = cls(step_width=o["step_width"], seed=o["seed"], **own, **extra, walker_axis=model.walker_axis,
                   preconditioner=preconditioner, **layout)
     sampler.build(model.variables)
     return sampler
-

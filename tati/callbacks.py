@@ -19,10 +19,10 @@ import keras
 import numpy as np
 
 from tati.errors import InputError
+from tati.kernels import is_sampler
 from tati.models.keras_model import KerasModel
 from tati.preflight import check_distinct_outputs, check_output_file
 from tati.recording.table import Table
-from tati.samplers.base import SamplerBase
 
 _SAMPLER_COLUMNS = ["kinetic_energy", "scaled_momentum", "scaled_noise"]
 
@@ -49,7 +49,7 @@ class TrajectoryRecorder(keras.callbacks.Callback):
                              f"{self.model.steps_per_execution}): a row's parameters are read between two steps")
         self._view = KerasModel(self.model)
         optimizer = self._optimizer()
-        self._reports = isinstance(optimizer, SamplerBase)
+        self._reports = is_sampler(optimizer)  # by its spec (tati/engine/registry.py)
         self._momentum = self._reports and optimizer.has_momentum  # SGLD has none to report
         run_columns = ["id", "step", "loss"] + (
             (_SAMPLER_COLUMNS if self._momentum else _SAMPLER_COLUMNS[2:]) if self._reports else [])

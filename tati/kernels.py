@@ -1,49 +1,26 @@
-"""The kernel contract: what the loop and the recorder ask of a sampler or optimizer.
+"""What the loop and the recorder ask of a kernel, answered by its spec (tati/engine/contract.py
+declares the contract and the four kinds; tati/engine/registry.py lists the specs).
 
-A kernel is of one of four kinds, told by its type (`kind_of`), each with its compiled loop:
-
-    GRADIENT     one gradient per step, computed by the loop and given to `apply(grads,
-                 variables)`: the Langevin samplers (samplers/base.py SamplerBase) and every
-                 optimizer, Keras' own or tati's; all are Keras 3 optimizers that also work in
-                 `model.fit` (loop.make_chunk)
-    LEGS         HMC1/HMC2 (samplers/hmc.py): where a walker's leg ends, `apply(grads,
-                 variables, loss=...)` decides and starts the next leg; between, `integrate`
-                 kicks and drifts with gradients at loop tensors (loop.make_metropolis_chunk)
-    PROPOSAL     NUTS and RWMH (samplers/proposal.py): TFP's kernels, which evaluate the target
-                 as often as they need through the model (loop_proposal.py)
-    FULL_BATCH   L-BFGS for fit() (optimizers/lbfgs.py): TFP's minimiser on the whole dataset
-
-Every model offers one `loss_and_gradient(features, labels, theta)` (models/flat.py), which
-every kind evaluates through. A kernel's *state* is its variables (checkpointed by name,
-checkpoint.py); its *info*, what its rows report, is its class's `info`, a
-recording/columns.Info declared there: the run-info and averages columns follow from it
-alone, and the compiled loops deliver those columns under their names.
+A kernel object's spec is found by its class (or its nearest registered base class) in the
+registry; what the registry does not list (Keras' own optimizers) is an optimizer of kind
+GRADIENT. No isinstance: a new kernel is known by its registry line alone.
 """
 
+from tati.engine.contract import FULL_BATCH, GRADIENT, LEGS, PROPOSAL  # noqa: F401 (the kinds, for the loops)
+from tati.engine.registry import spec_of_kernel
 from tati.recording.columns import OPTIMIZER_INFO, Info
-
-GRADIENT, LEGS, PROPOSAL, FULL_BATCH = "gradient", "legs", "proposal", "full_batch"
 
 
 def kind_of(kernel):
-    """The kernel's kind (above), by its type."""
-    from tati.optimizers.lbfgs import LBFGS
-    from tati.samplers import HamiltonianMonteCarlo
-    from tati.samplers.proposal import ProposalKernel
-    if isinstance(kernel, HamiltonianMonteCarlo):
-        return LEGS
-    if isinstance(kernel, ProposalKernel):
-        return PROPOSAL
-    if isinstance(kernel, LBFGS):
-        return FULL_BATCH
-    return GRADIENT
+    """The kernel's kind, by its spec."""
+    spec = spec_of_kernel(kernel)
+    return GRADIENT if spec is None else spec.kind
 
 
 def is_sampler(kernel):
     """Whether the kernel samples (a step_width, an inverse temperature) rather than optimises."""
-    from tati.samplers import SamplerBase
-    from tati.samplers.proposal import ProposalKernel
-    return isinstance(kernel, (SamplerBase, ProposalKernel))
+    spec = spec_of_kernel(kernel)
+    return spec is not None and spec.samples
 
 
 def info_of(kernel):
@@ -51,4 +28,3 @@ def info_of(kernel):
     attribute), or the optimizers' for an optimizer that declares none (Keras' own)."""
     info = getattr(kernel, "info", None)
     return info if isinstance(info, Info) else OPTIMIZER_INFO
-

@@ -10,6 +10,7 @@ import math
 import numbers
 from dataclasses import dataclass
 
+from tati.engine import registry
 from tati.errors import InputError
 
 
@@ -185,12 +186,12 @@ class InputColumns(Kind):
 
 
 class SamplerName(Kind):
-    """A sampler's short or full name in any case, converted to its short name (tati/names.py)."""
+    """A sampler's short or full name in any case, converted to its short name
+    (tati/engine/registry.py)."""
     metavar = "NAME"
 
     def __call__(self, option, value):
-        from tati.names import canonical_sampler
-        return canonical_sampler(Text()(option, value), option)
+        return registry.canonical_sampler(Text()(option, value), option)
 
 
 class TextOrCallable(Text):
@@ -229,7 +230,12 @@ class Option:
     kind: Kind
     group: str
     help: str
-    samplers: tuple = ()  # the samplers (short names) that take it; () for an option of every run
+
+    @property
+    def samplers(self):
+        """The samplers (short names) whose spec lists it (tati/engine/registry.py); () for an
+        option of every run."""
+        return tuple(registry.samplers_taking(self.name))
 
     def takes(self, sampler):
         """Whether a run with this sampler (short name) takes the option."""
@@ -240,12 +246,7 @@ class Option:
         return not isinstance(self.kind, PythonObject)
 
 
-# Samplers that take an option (Option.samplers): the class of each declares the same names in
-# its `parameters` (tests/test_options.py checks that they agree).
-FRICTION = ("GLA1", "GLA2", "BAOAB", "CCAdL", "SGHMC")
-HMC = ("HMC1", "HMC2")
-PROPOSAL = ("NUTS", "RWMH")
-ADAPTING = HMC + PROPOSAL
+_ORIGINAL_NAMES = [alias for spec in registry.specs(samples=True) for alias in spec.aliases]
 
 OPTIONS = [
     # data
@@ -336,9 +337,8 @@ OPTIONS = [
            "potential; none means no Gaussian prior."),
     # sampler
     Option("sampler", "BAOAB", SamplerName(), "sampler",
-           "Sampler by short or full name, any case: SGLD, GLA1, GLA2, BAOAB, CCAdL, SGHMC, HMC1, "
-           "HMC2, NUTS, RWMH; the original TATi's names (GLA_1stOrder, HMC_2ndOrder, ...; "
-           "doc/migration.md) are accepted too."),
+           f"Sampler by short or full name, any case: {', '.join(registry.sampler_names())}; the original "
+           f"TATi's names ({', '.join(_ORIGINAL_NAMES[:2])}, ...; doc/migration.md) are accepted too."),
     Option("step_width", 0.1, POSITIVE, "sampler",
            "Time step h of the sampler's integrator. HMC1, HMC2, NUTS, RWMH with burn_in_steps > 0 "
            "and adapt_step_width: only the start of the initial width's search, which doubles or "
@@ -347,75 +347,59 @@ OPTIONS = [
            "beta: the sampler targets exp(-beta U)."),
     Option("friction_constant", 1.0, NONNEGATIVE, "sampler",
            "gamma: how fast the thermostat replaces momentum by noise (alpha = exp(-gamma h)); "
-           "SGHMC's friction C; CCAdL's initial adaptive friction.",
-           samplers=FRICTION),
+           "SGHMC's friction C; CCAdL's initial adaptive friction."),
     Option("sigma", 1.0, POSITIVE, "sampler",
            "CCAdL: coupling of the adaptive friction xi to the kinetic temperature, "
-           "dxi/dt = sigma (|p|^2 / N - 1 / beta).",
-           samplers=("CCAdL",)),
+           "dxi/dt = sigma (|p|^2 / N - 1 / beta)."),
     Option("sigmaA", None, Optional(NONNEGATIVE), "sampler",
            "CCAdL: amplitude of the additive momentum noise; none means sqrt(2 gamma / beta), "
-           "which makes gamma the equilibrium friction for exact gradients.",
-           samplers=("CCAdL",)),
-    Option("mass", 1.0, POSITIVE, "sampler", "SGHMC: the (scalar) mass M of the momenta.",
-           samplers=("SGHMC",)),
+           "which makes gamma the equilibrium friction for exact gradients."),
+    Option("mass", 1.0, POSITIVE, "sampler", "SGHMC: the (scalar) mass M of the momenta."),
     Option("noise_estimate", 0.0, NONNEGATIVE, "sampler",
            "SGHMC: B-hat, the estimated gradient-noise term (Chen et al. 2014), kept constant; "
-           "must stay below C / beta.",
-           samplers=("SGHMC",)),
+           "must stay below C / beta."),
     Option("gradient_noise_estimator", "none", Text(("none", "batch", "adam", "adam_centered")), "sampler",
            "SGHMC: how B-hat = eps V-hat / 2 is found, V-hat the gradient's variance per "
            "parameter: none (the constant noise_estimate), batch (the sample variance of the "
            "gradients of noise_estimation_batches random mini-batches at the start of each epoch), "
            "adam (Adam's decaying moments, V-hat = v - m^2) or adam_centered (the second moment "
-           "centred with the first).",
-           samplers=("SGHMC",)),
+           "centred with the first)."),
     Option("noise_estimation_batches", 10, Number(integer=True, minimum=2), "sampler",
            "SGHMC, gradient_noise_estimator batch: K, the mini-batches (drawn at random, apart "
            "from the training batches) whose gradients at the current parameters give V-hat; its "
-           "relative error is about sqrt(2 / (K - 1)).",
-           samplers=("SGHMC",)),
+           "relative error is about sqrt(2 / (K - 1))."),
     Option("noise_estimation_steps", 50, POSITIVE_INT, "sampler",
            "SGHMC, gradient_noise_estimator batch, runs without mini-batches (full batch or a "
            "potential): steps between two estimates, the first at step 1 (with mini-batches "
-           "there is one at the start of every epoch).",
-           samplers=("SGHMC",)),
+           "there is one at the start of every epoch)."),
     Option("first_moment_decay", 0.9, POSITIVE, "sampler",
            "SGHMC, gradient_noise_estimator adam or adam_centered: decay b1 < 1 of the running "
-           "mean of the gradient.",
-           samplers=("SGHMC",)),
+           "mean of the gradient."),
     Option("second_moment_decay", 0.999, POSITIVE, "sampler",
            "SGHMC, gradient_noise_estimator adam or adam_centered: decay b2 < 1 of the running "
-           "second moment of the gradient.",
-           samplers=("SGHMC",)),
+           "second moment of the gradient."),
     Option("mass_rescaling_steps", 50, NONNEGATIVE_INT, "sampler",
            "SGHMC with a gradient_noise_estimator: steps between two rescalings of the diagonal "
            "mass M = mass W, W = max(W, m_est beta B-hat / C) from 1 (it only grows), friction "
-           "scaled alike; 0 means never. No effect without an estimator.",
-           samplers=("SGHMC",)),
+           "scaled alike; 0 means never. No effect without an estimator."),
     Option("mass_safety_factor", 2.0, Number(minimum=1), "sampler",
            "SGHMC with a gradient_noise_estimator: m_est, kept as m_est beta B-hat <= C at every "
            "step (B-hat is clamped between rescalings), so at least 1 - 1/m_est of the "
-           "thermostat's noise is injected.",
-           samplers=("SGHMC",)),
+           "thermostat's noise is injected."),
     Option("hamiltonian_dynamics_time", 1.0, POSITIVE, "sampler",
            "HMC: time T of one leg; each leg takes round(u T / step_width) steps, u uniform in "
-           "[0.9, 1.1], of width uniform in [0.7, 1.3] times step_width.",
-           samplers=HMC),
+           "[0.9, 1.1], of width uniform in [0.7, 1.3] times step_width."),
     Option("max_tree_depth", 10, Number(integer=True, minimum=1, maximum=20), "sampler",
            "NUTS: largest tree depth k of a step (at most 2^k - 1 leapfrog steps), at most 20 (TFP "
-           "builds a table of 2^k entries before the first step).",
-           samplers=("NUTS",)),
+           "builds a table of 2^k entries before the first step)."),
     Option("adapt_step_width", True, Boolean(), "sampler",
            "NUTS, RWMH, HMC1, HMC2: at the first step of burn_in_steps search an initial width "
            "from step_width (doubled or halved until the walkers' mean one-step acceptance crosses "
            "0.5; Hoffman & Gelman 2014, Algorithm 4), then adapt it by dual averaging towards "
-           "target_acceptance_rate, then keep the averaged width.",
-           samplers=ADAPTING),
+           "target_acceptance_rate, then keep the averaged width."),
     Option("target_acceptance_rate", None, Optional(Number(minimum=0.0, strict=True)), "sampler",
            "NUTS, RWMH, HMC1, HMC2: the mean acceptance the step width adapts to, in (0, 1); none "
-           "means 0.8, for RWMH 0.234.",
-           samplers=ADAPTING),
+           "means 0.8, for RWMH 0.234."),
     Option("adapt_mass", "auto", BooleanOrAuto(), "sampler",
            "NUTS, RWMH, HMC1, HMC2, GLA1, GLA2, BAOAB, CCAdL: estimate a diagonal metric (each "
            "parameter's scale s; for the samplers with momenta the inverse mass s^2) from the "
@@ -423,25 +407,21 @@ OPTIONS = [
            "evaluations, windows counted in legs). auto: on for NUTS, RWMH, HMC1, HMC2; off for "
            "GLA1, GLA2, BAOAB, CCAdL, whose dynamics (trajectories, kinetic temperature) it changes, "
            "so they adapt only with true, and keep their step_width (then relative to each "
-           "parameter's scale). With covariance_blending the ensemble preconditioner takes its place.",
-           samplers=ADAPTING + ("GLA1", "GLA2", "BAOAB", "CCAdL")),
+           "parameter's scale). With covariance_blending the ensemble preconditioner takes its place."),
     Option("metric", "diagonal", Text(("diagonal", "dense")), "sampler",
            "NUTS, RWMH, HMC1, HMC2: the metric adapt_mass estimates: diagonal (a scale per parameter) "
            "or dense (the draws' covariance, theta = centre + L z with L its Cholesky factor; HMC: "
            "of its legs' starts, kicks L^T grad U, drifts L p; for at most 1000 parameters; cost "
-           "d^2 per gradient; not with covariance_blending). Without adapt_mass, L stays the identity.",
-           samplers=ADAPTING),
+           "d^2 per gradient; not with covariance_blending). Without adapt_mass, L stays the identity."),
     Option("adapt_trajectory_length", True, Boolean(), "sampler",
            "HMC1, HMC2: adapt hamiltonian_dynamics_time during burn_in_steps by the ChEES "
            "criterion (gradient ascent on log T), then keep the averaged T "
-           "(hamiltonian_dynamics_time is the start). Not with covariance_blending.",
-           samplers=HMC),
+           "(hamiltonian_dynamics_time is the start). Not with covariance_blending."),
     Option("warm_start", "auto", BooleanOrAuto(), "sampler",
            "NUTS, RWMH, HMC1, HMC2: before the first sample() call, L-BFGS (at most 200 iterations) from "
            "every walker's start, and a walker that ends far above the best (beta dU > d/2 + 4 sqrt(d/2)) "
            "restarts at the best walker's point, so that burn-in adapts from the typical set "
-           "(doc/samplers.md). auto: on with two walkers or more and burn_in_steps > 0.",
-           samplers=ADAPTING),
+           "(doc/samplers.md). auto: on with two walkers or more and burn_in_steps > 0."),
     # optimizer
     Option("optimizer", "GradientDescent", Text(), "optimizer",
            "Optimizer of fit(): GradientDescent, BarzilaiBorweinGradientDescent (step width "
@@ -555,6 +535,23 @@ OPTIONS = [
 ]
 
 BY_NAME = {option.name: option for option in OPTIONS}
+
+
+def _declare(spec, added):
+    """A registered sampler's own options (Option objects in its Spec.options) join the table
+    while it is registered, so that a new sampler's option needs no line here."""
+    for option in spec.declared_options:
+        if added and option.name in BY_NAME:
+            raise ValueError(f"{spec.name} declares the option '{option.name}', which exists")
+        if added:
+            OPTIONS.append(option)
+            BY_NAME[option.name] = option
+        else:
+            OPTIONS.remove(option)
+            del BY_NAME[option.name]
+
+
+registry.watch(_declare)
 
 
 def unknown_option(name):

@@ -12,7 +12,7 @@ import os
 from tati import options as option_table
 from tati.errors import InputError
 from tati.data.csv import check_file, header_columns
-from tati.names import BARZILAI_BORWEIN_NAMES, canonical_optimizer, canonical_sampler, is_metropolis, is_proposal
+from tati.engine.registry import canonical_optimizer, canonical_sampler, optimizer_spec, samplers_where, spec_of
 
 OUTPUT_FILES = ("run_file", "trajectory_file", "averages_file", "momenta_file")
 
@@ -28,9 +28,6 @@ PER_CALL = ("max_steps", "save_model", "restore_model", "overwrite", "progress",
 # Options that space a table's rows: a resumed run appending to a file needs the checkpoint's
 # value (every analysis takes a file's rows as equally spaced); new files may have another.
 ROW_SPACING = ("every_nth",)
-# Samplers whose momenta persist from step to step (record_momenta): the one-gradient-per-step
-# Langevin family. HMC and NUTS redraw theirs at every leg, SGLD and RWMH have none.
-PERSISTENT_MOMENTA = ("GLA1", "GLA2", "BAOAB", "CCAdL", "SGHMC")
 
 
 def check(options, method=None):
@@ -75,7 +72,7 @@ def burn_in_steps(o, meta=None):
     saved = (meta or {}).get("options", {}).get("burn_in_steps")
     if saved is not None:
         return saved
-    return o["max_steps"] // 2 if is_metropolis(o["sampler"]) else 0
+    return o["max_steps"] // 2 if spec_of(o["sampler"]).metropolis else 0
 
 
 def _check_combinations(o):
@@ -97,24 +94,16 @@ def _check_combinations(o):
         raise InputError("loss must be one of the built-in names for the built-in network")
     if o["target_acceptance_rate"] is not None and not o["target_acceptance_rate"] < 1:
         raise InputError(f"target_acceptance_rate must be < 1, got {o['target_acceptance_rate']:g}")
-    if canonical_optimizer(o["optimizer"]) == "l-bfgs" and o["batch_size"] is not None:
-        raise InputError("batch_size: optimizer L-BFGS minimises on the whole dataset (its line search "
-                         "needs one function); drop batch_size")
-    if canonical_optimizer(o["optimizer"]) == BARZILAI_BORWEIN_NAMES[0] and o["batch_size"] is not None:
-        raise InputError(f"batch_size: optimizer {o['optimizer']} needs the whole dataset (its step compares "
-                         "the gradients of two steps, which mini-batches make gradients of different "
-                         "functions); drop batch_size")
-    if is_proposal(o["sampler"]):
-        if o["batch_size"] is not None:
-            raise InputError(f"batch_size: {o['sampler']} evaluates the whole dataset at every step (a "
-                             "mini-batch would change the target within a step); drop batch_size")
+    _check_full_batch(o)
+    sampler = spec_of(o["sampler"])
+    if sampler.evaluates_target:
         if o["covariance_blending"] > 0 or o["collapse_walkers"]:
             option = "covariance_blending" if o["covariance_blending"] > 0 else "collapse_walkers"
             raise InputError(f"{option} is not available with sampler {o['sampler']} (adapt_mass "
                              "adapts its metric instead)")
     if o["covariance_blending"] == 0 and not o["collapse_walkers"]:
         return
-    if is_metropolis(o["sampler"]):
+    if sampler.metropolis:
         if o["collapse_walkers"]:  # it would move chains by a step no Metropolis test accepts
             raise InputError(f"collapse_walkers is not available with sampler {o['sampler']}")
         if o["covariance_after_steps"] < 2:
@@ -125,6 +114,19 @@ def _check_combinations(o):
                          f"2 walkers), got {o['number_walkers']}")
 
 
+def _check_full_batch(o):
+    """batch_size with an optimizer or sampler that needs the whole dataset (its spec's
+    full_batch): refused, saying why."""
+    if o["batch_size"] is None:
+        return
+    optimizer = optimizer_spec(o["optimizer"])
+    if optimizer is not None and optimizer.full_batch:
+        raise InputError(f"batch_size: optimizer {o['optimizer']} {optimizer.why_full_batch}; drop batch_size")
+    sampler = spec_of(o["sampler"])
+    if sampler.full_batch:
+        raise InputError(f"batch_size: {sampler.name} {sampler.why_full_batch}; drop batch_size")
+
+
 def _check_record_momenta(o, method):
     """record_momenta (momenta_file implies it: records_momenta): a sampler whose momenta
     persist, one device."""
@@ -132,10 +134,11 @@ def _check_record_momenta(o, method):
         return
     if method == "fit":
         raise InputError("record_momenta: an optimizer has no momenta to record; drop record_momenta and momenta_file")
-    if o["sampler"] not in PERSISTENT_MOMENTA:
-        why = "has no momenta" if o["sampler"] in ("SGLD", "RWMH") else "redraws its momenta at every leg"
+    sampler = spec_of(o["sampler"])
+    if not sampler.persistent_momenta:
+        why = "redraws its momenta at every leg" if sampler.redraws_momenta else "has no momenta"
         raise InputError(f"record_momenta: sampler {o['sampler']} {why}; momenta are recorded for "
-                         f"{', '.join(PERSISTENT_MOMENTA)} only")
+                         f"{', '.join(samplers_where('persistent_momenta'))} only")
     if o["distribution"] != "none":
         raise InputError(f"record_momenta is not available with distribution={o['distribution']} yet; "
                          "use distribution=none")
@@ -160,10 +163,10 @@ def pools_walkers_in_burn_in(o):
     distributed run does that part on one device (tati/distribute.py)."""
     if o["burn_in_steps"] == 0:
         return False
-    if is_metropolis(o["sampler"]):
-        return any(o[name] for name in ("adapt_step_width", "adapt_mass", "adapt_trajectory_length"))
-    if is_proposal(o["sampler"]):
-        return bool(o["adapt_step_width"] or o["adapt_mass"])
+    spec = spec_of(o["sampler"])
+    if spec.metropolis:  # the adaptations it takes (tati/engine/registry.py)
+        return any(o[name] for name in ("adapt_step_width", "adapt_mass", "adapt_trajectory_length")
+                   if name in spec.option_names)
     return o["adapt_mass"] is True  # the Langevin samplers' mass adapts only when asked (samplers/mass.py)
 
 

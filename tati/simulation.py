@@ -34,9 +34,10 @@ from tati import preflight
 from tati import checkpoint
 from tati import warm_start
 from tati.errors import InputError, Interrupted, SamplingError
-from tati.names import is_metropolis
+from tati.engine.contract import load_kernel
+from tati.engine.registry import optimizer_spec, spec_of, spec_of_kernel
+from tati.kernels import FULL_BATCH, kind_of
 from tati.optimizers import make_optimizer
-from tati.optimizers.lbfgs import LBFGS
 from tati.recording.recorder import Recorder
 from tati.running import Run, drive
 from tati.samplers import get_sampler
@@ -181,12 +182,13 @@ class Simulation:
 
     @property
     def optimizer(self):
-        if self._optimizer is None:  # L-BFGS
-            self._optimizer = LBFGS(self.model)
-        if isinstance(self._optimizer, LBFGS):
+        if self._optimizer is None:  # a full-batch optimizer (L-BFGS), made on the model
+            self._optimizer = load_kernel(optimizer_spec(self.options["optimizer"]))(self.model)
+        if kind_of(self._optimizer) == FULL_BATCH:
             return self._optimizer
         if not self._optimizer.built:
-            if hasattr(self._optimizer, "walker_axis"):  # Barzilai-Borwein: a step per walker
+            spec = spec_of_kernel(self._optimizer)
+            if spec is not None and spec.walker_steps:  # a step width per walker
                 self._optimizer.walker_axis = self.model.walker_axis
             self._optimizer.build(self.model.variables)
         return self._optimizer
@@ -379,7 +381,7 @@ def _burn_in_notes(o):
     burn_in_steps is 0 (given: by default it is half of max_steps for them), in which nothing
     adapts: a NUTS run then keeps step_width 0.1 and may accept far from its target. None on
     resume, whose checkpoint holds what adapted."""
-    if not is_metropolis(o["sampler"]) or o["burn_in_steps"] != 0 or o["restore_model"] is not None:
+    if not spec_of(o["sampler"]).metropolis or o["burn_in_steps"] != 0 or o["restore_model"] is not None:
         return []
     adapting = [name for name, option in (("step_width", "adapt_step_width"), ("metric", "adapt_mass"),
                                           ("hamiltonian_dynamics_time", "adapt_trajectory_length"))

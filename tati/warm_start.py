@@ -32,7 +32,7 @@ import numpy as np
 import tensorflow as tf
 
 from tati.diagnostics.outliers import typical_set_width as threshold  # U above the best: a walker stuck
-from tati.names import is_metropolis
+from tati.engine.registry import spec_of
 
 ITERATIONS, CORRECTION_PAIRS = 200, 10
 # A walker stops once an iteration lowers beta U by less than DECREASE (the threshold for stuck is
@@ -70,7 +70,7 @@ def applies(options, walkers):
     HMC1, HMC2) with two walkers or more and a burn-in."""
     choice = options.get("warm_start", False)
     if choice == "auto":
-        return is_metropolis(options["sampler"]) and walkers > 1 and options["burn_in_steps"] > 0
+        return spec_of(options["sampler"]).metropolis and walkers > 1 and options["burn_in_steps"] > 0
     return bool(choice)
 
 

@@ -37,6 +37,7 @@ from tati.errors import InputError, SamplingError
 from tati.models.start import parameters_from_trajectory
 from tati.options import ACTIVATION_NAMES, BY_NAME, LOSS_NAMES, OPTIONS, Boolean, ListOf, Number, resolve
 from tati.recording.averages import RunningAverages
+from tati.engine.registry import sampler_names, samplers_where
 
 
 def examples(count):
@@ -145,8 +146,7 @@ SPECIAL = {
     "initial_parameters": initial_parameters,
     "fix_parameters": fix_specs,
     "parse_steps": st.one_of(st.lists(st.integers(-1, 5), max_size=3), st.text(max_size=4)),
-    "sampler": typos(["SGLD", "GLA1", "GLA2", "BAOAB", "CCAdL", "SGHMC", "HMC1", "HMC2", "NUTS", "RWMH",
-                      "StochasticGradientLangevinDynamics", "HamiltonianMonteCarlo_2ndOrder"]),
+    "sampler": typos(sampler_names() + ["StochasticGradientLangevinDynamics", "HamiltonianMonteCarlo_2ndOrder"]),
     "optimizer": typos(["GradientDescent", "gd", "adam", "sgd", "rmsprop", "LossScaleOptimizer", "Optimizer",
                         "get", "deserialize", "serialize", "schedules"]),
     "on_nan": typos(["stop", "continue"]),
@@ -577,8 +577,10 @@ ODD_FOR = {
 WALKERS = [{}, {"number_walkers": 2}, {"number_walkers": 4, "covariance_blending": 0.1},
            {"number_walkers": 5, "covariance_blending": 10.0, "covariance_after_steps": 1},
            {"number_walkers": 3, "collapse_walkers": True, "covariance_after_steps": 2}]
-SAMPLERS = ["SGLD", "GLA1", "GLA2", "BAOAB", "CCAdL", "SGHMC", "HMC1", "HMC2", "baoab",
-            "CovarianceControlledAdaptiveLangevin", "hamiltonianmontecarlo_1storder"]
+# the samplers that take WALKERS' preconditioner options (not those that evaluate the target
+# themselves), and some other spellings
+SAMPLERS = samplers_where(evaluates_target=False) + ["baoab", "CovarianceControlledAdaptiveLangevin",
+                                                     "hamiltonianmontecarlo_1storder"]
 
 
 def runs(base):

@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from tati.engine.registry import every_info
 from tati.recording import columns
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -33,9 +34,9 @@ def test_options_doc_lists_every_option():
 
 
 def all_column_names():
-    """Every column of every kernel's tables (recording/columns.py's EVERY_INFO)."""
+    """Every column of every kernel's tables (the registry's every_info)."""
     names = set()
-    for info in columns.EVERY_INFO:
+    for info in every_info():
         for accuracy in (True, False):
             names.update(columns.run_info_columns(info, accuracy))
         names.update(columns.averages_columns(info))

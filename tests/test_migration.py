@@ -1,7 +1,7 @@
 """Every spelling of the original TATi in doc/migration.md's tables runs: an alias is taken to
 its counterpart (parse-level: the parsers, option kinds and names, without a sampler), an entry
 without a counterpart is refused in one line that says what to do instead (exit status 2), and
-the tables list every alias and refusal the code has (tati/original.py, tati/names.py). Two tiny
+the tables list every alias and refusal the code has (tati/original.py, tati/engine/registry.py). Two tiny
 end-to-end runs use the original's spellings."""
 
 import pathlib
@@ -14,7 +14,7 @@ from tati import original
 from tati.cli import analyse, dataset_writer, lossfunction, optimize, sample
 from tati.cli import original as retired_tools
 from tati.cli.common import TOOL_GROUPS, make_parser
-from tati.names import ORIGINAL_NAMES, canonical_optimizer, canonical_sampler
+from tati.engine.registry import canonical_optimizer, canonical_sampler, specs
 from tati.options import check
 from tati.preflight import check as simulation_options  # what Simulation(**options) checks first
 from tests.processes import tool_here
@@ -42,7 +42,7 @@ def test_the_tables_list_every_alias_and_refusal_of_the_code():
         "Tools", "Sampler names", "Dataset codes", "Options of TATiSampler and TATiOptimizer",
         "TATiAnalyser subcommands", "TATiLossFunctionSampler", "TATiDatasetWriter")}
     assert {old for old, _, _ in rows["Tools"]} == set(original.TOOLS) | set(original.RETIRED_TOOLS)
-    assert set(ORIGINAL_NAMES) <= {old for old, _, _ in rows["Sampler names"]}
+    assert {alias for spec in specs(samples=True) for alias in spec.aliases} <= {old for old, _, _ in rows["Sampler names"]}
     assert {int(old) for old, _, _ in rows["Dataset codes"]} == set(original.DATASET_CODES)
     assert {old for old, _, _ in rows["TATiAnalyser subcommands"]} == set(original.ANALYSES)
     documented = {old for heading in rows for old, new, _ in rows[heading] if new is None}

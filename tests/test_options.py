@@ -2,31 +2,33 @@
 samplers' own parameters, an option of other samplers is refused in one line, and
 `tati-sample --sampler NAME --help` lists that sampler's options only."""
 
+import inspect
+
 import pytest
 
 import tati
+from tati.building import ADAPTATION
 from tati.cli.sample import main
+from tati.engine.registry import sampler_names, spec_of
 from tati.errors import InputError
-from tati.names import is_metropolis, sampler_names
 from tati.options import OPTIONS
-from tati.samplers import HamiltonianMonteCarlo, get_sampler
+from tati.samplers import get_sampler
 
 GENERAL = {"inverse_temperature"}  # every sampler takes it: not declared per sampler
-# HMC's step-width adaptation is passed by the Simulation (adaptation_steps), not by name.
-HMC_ADAPTATION = {"adapt_step_width", "target_acceptance_rate", "adapt_mass", "adapt_trajectory_length", "metric"}
 
 
 @pytest.mark.parametrize("sampler", sampler_names())
 def test_the_table_declares_what_each_sampler_takes(sampler):
+    """Its spec lists what its class takes: its parameters, the burn-in adaptations that its
+    constructor takes by name (tati/building.py) and, for a Metropolis sampler, the
+    Simulation's warm start before its burn-in (tati/warm_start.py)."""
     cls = get_sampler(sampler)
     takes = set(cls.parameters) - GENERAL
-    if issubclass(cls, HamiltonianMonteCarlo):
-        takes |= HMC_ADAPTATION
-    takes |= set(getattr(cls, "adaptation_options", ()))  # the Langevin samplers' adapt_mass
-    if is_metropolis(sampler):  # the Simulation's warm start before their burn-in (tati/warm_start.py)
+    takes |= {name for name in ADAPTATION if name in inspect.signature(cls).parameters}
+    if spec_of(sampler).metropolis:
         takes.add("warm_start")
     declared = {option.name for option in OPTIONS if sampler in option.samplers}
-    assert declared == takes
+    assert declared == takes == set(spec_of(sampler).option_names)
 
 
 def test_an_option_of_other_samplers_is_refused_in_one_line():

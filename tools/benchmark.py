@@ -37,7 +37,9 @@ import tati
 from tati.diagnostics import convergence
 from tati.loop import make_chunk
 from tati.recording.averages import RunningAverages
-from tati.samplers import HamiltonianMonteCarlo, SamplerBase, get_sampler, sampler_names
+from tati.engine.contract import GRADIENT
+from tati.engine.registry import samplers_where
+from tati.samplers import get_sampler
 
 BARE = "bare"
 NO_ROWS = 10 ** 12  # every_nth of the timed loops: their only row is the call's last step
@@ -241,8 +243,7 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=500, help="steps per timed chunk")
     parser.add_argument("--repeats", type=int, default=7, help="timed chunks per loop")
     parser.add_argument("--only", choices=sorted(CASES), help="run one case")
-    langevin = [name for name in sampler_names() if issubclass(get_sampler(name), SamplerBase)
-                and not issubclass(get_sampler(name), HamiltonianMonteCarlo)]
+    langevin = samplers_where(kind=GRADIENT)
     parser.add_argument("--samplers", default=",".join(langevin), help="comma-separated Langevin samplers")
     parser.add_argument("--walkers", nargs="?", const="all", choices=("timing", "ess", "all"),
                         help="run the walker benchmarks instead: timing, ess or all (the default)")

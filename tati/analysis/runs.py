@@ -8,7 +8,7 @@
 `load_run` gives the `Result` a `sample()` (or `fit()`) call returns: the same DataFrames,
 value for value (the files hold floats in shortest round-trip form, tati/recording/table.py),
 with the counting columns (`id`, `step`, `epoch`, `divergences`, `gradient_evaluations`, ...,
-recording/columns.py's INTEGER_COLUMNS) as int64 and every other column float64. A file
+tati/engine/registry.py's integer_columns()) as int64 and every other column float64. A file
 that a run appended to over several calls gives all their rows. A table whose file is not
 given is an empty DataFrame; the momenta table (`momenta_file`, written with record_momenta)
 is None then, as in a Result of a run without it. The files do not say how the parameters
@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from tati.engine.registry import every_info, integer_columns
 from tati.errors import InputError
 from tati.recording import columns as table_columns
 
@@ -156,7 +157,7 @@ def _header(path):
 def _known_columns():
     """Every column a run-info or averages table can have, besides id, step and loss."""
     names = set(table_columns.head(accuracy=True))
-    for info in table_columns.EVERY_INFO:
+    for info in every_info():
         names.update(info.run_info + info.averages)
     return names - {"id", "step", "loss"}
 
@@ -253,8 +254,9 @@ def _frame(what, header, body):
             raise InputError(f"{what} has the column '{column}' twice")
     cells = np.array([line.split(",") for line in body], dtype=object).reshape(len(body), len(header))
     frame = pd.DataFrame(index=pd.RangeIndex(len(body)))
+    integers = integer_columns()
     for j, column in enumerate(header):
-        frame[column] = _convert(what, column, cells[:, j], column in table_columns.INTEGER_COLUMNS)
+        frame[column] = _convert(what, column, cells[:, j], column in integers)
     return frame
 
 

@@ -13,7 +13,7 @@ import sys
 import warnings
 
 from tati.errors import InputError, Interrupted, SamplingError
-from tati.names import canonical_sampler
+from tati.engine.registry import canonical_sampler
 from tati.options import OPTIONS
 
 

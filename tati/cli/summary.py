@@ -23,8 +23,8 @@ from tati.clock import duration
 from tati.diagnostics.equipartition import equipartition_verdict, table_batch_means
 from tati.diagnostics.momentum import momentum_test
 from tati.diagnostics.outliers import walker_outliers
-from tati.names import BARZILAI_BORWEIN_NAMES, canonical_optimizer, is_metropolis, is_proposal, target_acceptance
-from tati.preflight import PERSISTENT_MOMENTA
+from tati.engine.contract import LEGS, Spec
+from tati.engine.registry import optimizer_spec, spec_of, target_acceptance
 
 # Stan's rule (Vehtari et al. 2021, "Rank-normalization, folding, and localization"): use the
 # draws when R-hat < 1.01 and the bulk ESS is above 100 per chain. Our ESS is of all walkers
@@ -54,8 +54,10 @@ def summarise(prog, simulation, result, sampler, seconds=None):
     o = simulation.options
     walkers = simulation.num_walkers
     run_info = result.run_info
-    proposal = sampler and is_proposal(o["sampler"])
-    steps = _steps(o, run_info, "average_rejection_rate" in run_info and not proposal)
+    spec = spec_of(o["sampler"])  # its flags say which lines apply (tati/engine/contract.py)
+    proposal = sampler and spec.evaluates_target
+    legs = sampler and spec.kind == LEGS
+    steps = _steps(o, run_info, legs)
     width = _adapted_width(o, run_info) if sampler else None
     lines = [_header(prog, o, steps, walkers, sampler, width), "  " + _model(simulation)]
     if seconds is not None:
@@ -78,7 +80,7 @@ def summarise(prog, simulation, result, sampler, seconds=None):
         lines += _temperature_lines(simulation, result)
         if proposal:
             lines += _kernel_lines(o, run_info)
-        elif "average_rejection_rate" in run_info:
+        elif legs:
             adapted = o["adapt_step_width"] and o["burn_in_steps"] > 0
             no_metric = o["burn_in_steps"] > 0 and _metric_missing(simulation.sampler)
             lines += _hmc_lines(run_info, NO_METRIC_HINT if no_metric else
@@ -98,10 +100,10 @@ def summarise(prog, simulation, result, sampler, seconds=None):
 
 
 # -- what ran -----------------------------------------------------------------------------------
-def _steps(o, run_info, metropolis):
+def _steps(o, run_info, legs):
     """The steps this call made: max_steps, unless the rows show fewer (they end at the call's
-    last step, except HMC's, which end at evaluations)."""
-    if not metropolis and not run_info.empty:
+    last step, except those of a sampler with legs, which end at evaluations)."""
+    if not legs and not run_info.empty:
         return min(o["max_steps"], int(run_info["step"].max()))
     return o["max_steps"]
 
@@ -115,7 +117,7 @@ def _first_call(o, run_info):
 def _adapted_width(o, run_info):
     """The step width that burn-in adapted (HMC, NUTS, RWMH with adapt_step_width and
     burn_in_steps), as of the call's last row; None where it did not adapt or no row shows it."""
-    adapts = is_metropolis(o["sampler"]) and o["adapt_step_width"] and o["burn_in_steps"] > 0
+    adapts = spec_of(o["sampler"]).metropolis and o["adapt_step_width"] and o["burn_in_steps"] > 0
     if not adapts or "step_width" not in run_info or run_info.empty:
         return None
     return float(run_info["step_width"].iloc[-1])
@@ -126,14 +128,17 @@ def _header(prog, o, steps, walkers, sampler, width=None):
     tail = f", {walkers} walkers" if walkers > 1 else ""
     if sampler:
         return _sampler_header(prog, o, steps, tail, width)
-    if canonical_optimizer(o["optimizer"]) == "l-bfgs":
-        stopped = " (converged or stopped early)" if steps < o["max_steps"] else ""
-        what = f"{steps} iterations of L-BFGS{stopped}"
-    elif canonical_optimizer(o["optimizer"]) == BARZILAI_BORWEIN_NAMES[0]:
-        what = f"{steps} steps of BarzilaiBorweinGradientDescent (first step learning_rate {o['learning_rate']:g})"
-    else:
-        what = f"{steps} steps of {o['optimizer']} (learning_rate {_schedule(o)})"
-    return f"{prog}: {what}{tail}"
+    return f"{prog}: {_optimizer_header(o, steps)}{tail}"
+
+
+def _optimizer_header(o, steps):
+    """What fit() ran, as its spec's summary_header says (a Keras optimizer: the default's)."""
+    spec = optimizer_spec(o["optimizer"])
+    header = Spec.summary_header if spec is None else spec.summary_header
+    rate = o["learning_rate"]
+    return header.format(steps=steps, name=o["optimizer"] if spec is None else spec.name, optimizer=o["optimizer"],
+                         learning_rate=_schedule(o), first_learning_rate=f"{rate:g}" if isinstance(rate, float) else "",
+                         stopped=" (converged or stopped early)" if steps < o["max_steps"] else "")
 
 
 def _sampler_header(prog, o, steps, tail, width):
@@ -229,10 +234,11 @@ def _temperature_lines(simulation, result):
     lines = []
     # HMC and NUTS draw fresh momenta at every leg (or step): equipartitioned by construction,
     # they would pass these tests whatever the chain does
-    persist = o["sampler"] in PERSISTENT_MOMENTA
-    if "average_kinetic_energy" in last and is_metropolis(o["sampler"]):
+    spec = spec_of(o["sampler"])
+    persist = spec.persistent_momenta
+    if "average_kinetic_energy" in last and spec.redraws_momenta:
         lines.append(f"  momenta not judged: {o['sampler']} draws them afresh every "
-                     f"{'step' if is_proposal(o['sampler']) else 'leg'} (equipartitioned by construction)")
+                     f"{'step' if spec.evaluates_target else 'leg'} (equipartitioned by construction)")
     elif "average_kinetic_energy" in last and persist:  # not SGLD, which has no momenta
         lines += _judged("average kinetic energy", last["average_kinetic_energy"].mean(),
                          table_batch_means(run_info, "kinetic_energy", burn_in), expected,
@@ -256,7 +262,7 @@ def _kinetic_hint(o):
 def _noise_estimator_helps(o):
     """SGHMC's gradient-noise estimate corrects the heat of mini-batch gradients only: with the
     whole dataset (or a potential) it estimates zero."""
-    return o["sampler"] == "SGHMC" and o["batch_size"] is not None
+    return "gradient_noise_estimator" in spec_of(o["sampler"]).option_names and o["batch_size"] is not None
 
 
 def _momentum_lines(result, o, dof):

@@ -2,7 +2,7 @@
 after burn-in (issue #41: one SGHMC walker of four at 11.6 times its equipartition energy and
 loss 2388 while the run ended with exit status 0). Two checks, each walker by id:
 
-* hot or cold (the Langevin samplers, whose momenta persist: preflight.PERSISTENT_MOMENTA): the
+* hot or cold (the Langevin samplers, whose momenta persist: their spec's persistent_momenta): the
   walker's average kinetic energy after burn-in against equipartition d / (2 beta). In
   equilibrium the mean of n independent readings of 2 beta K lies in a chi-square(n d) interval
   (temperature.kinetic_temperature_interval); n is the walker's rows over their integrated
@@ -52,8 +52,7 @@ from scipy import stats
 
 from tati.diagnostics.momentum import integrated_autocorrelation_time
 from tati.diagnostics.temperature import kinetic_temperature_interval
-from tati.names import is_metropolis
-from tati.preflight import PERSISTENT_MOMENTA
+from tati.engine.registry import spec_of
 
 FALSE_ALARMS = 1e-3
 FACTOR = 2.0
@@ -209,7 +208,7 @@ def walker_outliers(result, simulation, false_alarms=FALSE_ALARMS):
         return []
     table = (run_info, simulation.num_parameters, o["inverse_temperature"], o["burn_in_steps"])
     found = []
-    if o["sampler"] in PERSISTENT_MOMENTA:
+    if spec_of(o["sampler"]).persistent_momenta:
         found = kinetic_outliers(*table, false_alarms)
         found += [peak for peak in peak_outliers(*table, false_alarms)
                   if peak.walker not in {outlier.walker for outlier in found}]
@@ -225,12 +224,13 @@ def _fix(outlier, o, off, warm):
     in a minor mode): for the adapting samplers the warm start, else another start or a longer
     burn-in."""
     lower = "lower step_width"
-    if o["sampler"] == "SGHMC" and o["batch_size"] is not None and o["gradient_noise_estimator"] == "none":
+    if ("gradient_noise_estimator" in spec_of(o["sampler"]).option_names and o["batch_size"] is not None
+            and o["gradient_noise_estimator"] == "none"):
         lower += ", or set gradient_noise_estimator"  # mini-batch gradients heat it; with one set, only the step
     if outlier.kind in ("hot", "blew up") or (outlier.kind == "far out" and off):
         return lower
     if outlier.kind == "cold":
         return "lower step_width, or raise burn_in_steps"
-    if is_metropolis(o["sampler"]) and not warm:
+    if spec_of(o["sampler"]).metropolis and not warm:
         return "stuck (in a minor mode?): warm_start true restarts it at the best walker's point"
     return "stuck (in a minor mode?): start it elsewhere (initial_parameters), or raise burn_in_steps"

@@ -4,28 +4,23 @@ Keras optimizer by name."""
 import keras
 import tensorflow as tf
 
+from tati.engine.contract import FULL_BATCH, load_kernel
+from tati.engine.registry import optimizer_names, optimizer_spec
 from tati.errors import InputError
-from tati.names import BARZILAI_BORWEIN_NAMES
 from tati.optimizers.barzilai_borwein import BarzilaiBorweinGradientDescent
 from tati.optimizers.gradient_descent import GradientDescent
-from tati.optimizers.lbfgs import NAMES as LBFGS_NAMES
 
 
 def make_optimizer(name, learning_rate):
-    """GradientDescent for 'GradientDescent' (or 'gd'), BarzilaiBorweinGradientDescent for its
-    names (tati/names.py), None for L-BFGS (optimizers/lbfgs.py, made on the model), else the
-    Keras optimizer of that name."""
-    if str(name).lower() in LBFGS_NAMES:
-        return None
-    if str(name).lower() in BARZILAI_BORWEIN_NAMES:
-        return BarzilaiBorweinGradientDescent(learning_rate=learning_rate)
-    if str(name).lower() in ("gradientdescent", "gd"):
-        return GradientDescent(learning_rate=learning_rate)
+    """tati's optimizer of that name (any spelling, tati/engine/registry.py), None for a full-batch
+    one (L-BFGS, made on the model: optimizers/lbfgs.py), else the Keras optimizer of that name."""
+    spec = optimizer_spec(name)
+    if spec is not None:
+        return None if spec.kind == FULL_BATCH else load_kernel(spec)(learning_rate=learning_rate)
     try:
         optimizer = keras.optimizers.get(str(name).lower())
     except (ValueError, TypeError, KeyError):  # Keras' base and wrapper classes raise the latter
-        raise InputError(f"optimizer '{name}' is unknown; use GradientDescent, "
-                         "BarzilaiBorweinGradientDescent, L-BFGS or a Keras "
+        raise InputError(f"optimizer '{name}' is unknown; use {', '.join(optimizer_names())} or a Keras "
                          "optimizer name such as adam, sgd, rmsprop") from None
     try:  # on a copy: some Keras optimizers (muon) need Keras variables, tati's are tf.Variables
         type(optimizer).from_config(optimizer.get_config()).build([tf.Variable(tf.zeros([1, 2]))])
@@ -34,7 +29,6 @@ def make_optimizer(name, learning_rate):
                          f"{error}") from None
     optimizer.learning_rate = learning_rate
     return optimizer
-
 
 
 __all__ = ["BarzilaiBorweinGradientDescent", "GradientDescent", "make_optimizer"]

@@ -16,7 +16,6 @@ from tati.loop import block_rows, written_rows
 
 CORRECTION_PAIRS = 10
 TOLERANCE = 1e-8
-NAMES = ("l-bfgs", "lbfgs")
 
 
 class LBFGS:

@@ -18,7 +18,7 @@ is an optimizer variable, saved by save_model, so a restored fit continues the s
 import keras
 
 from tati.errors import InputError
-from tati.names import canonical_optimizer
+from tati.engine.registry import optimizer_spec
 
 
 @keras.saving.register_keras_serializable(package="tati")
@@ -56,8 +56,9 @@ def learning_rate_of(o):
                          f"LearningRateSchedule, got {type(rate).__name__}")
     if given is None:
         return rate
-    if canonical_optimizer(o["optimizer"]) == "l-bfgs":
-        raise InputError(f"{given}: optimizer L-BFGS has no learning rate (it chooses its steps); drop {given}")
+    spec = optimizer_spec(o["optimizer"])
+    if spec is not None and not spec.takes_learning_rate:
+        raise InputError(f"{given}: optimizer {spec.name} has no learning rate (it chooses its steps); drop {given}")
     if is_schedule(rate):
         raise InputError(f"{given} schedules a number learning_rate; learning_rate is already a schedule")
     if decay is not None and cycle is not None:

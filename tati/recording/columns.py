@@ -65,8 +65,6 @@ NUTS_INFO = Info(run_info=("total_energy", "kinetic_energy", "virial", "step_wid
 RWMH_INFO = Info(run_info=("step_width", "average_rejection_rate"),
                  averages=("ensemble_average_loss", "average_rejection_rate"))
 
-# Every kernel's, for code that must know every column (reading tables back, the docs' test).
-EVERY_INFO = (OPTIMIZER_INFO, LANGEVIN_INFO, SGLD_INFO, SGHMC_ESTIMATING_INFO, HMC_INFO, NUTS_INFO, RWMH_INFO)
 
 
 def head(accuracy):
@@ -115,5 +113,7 @@ def momenta_columns(parameter_names):
     return ["id", "step"] + [MOMENTUM_PREFIX + n for n in names] + [GRADIENT_PREFIX + n for n in names]
 
 
-# Columns written as integers, in every table that has them: the common ones and the kernels'.
-INTEGER_COLUMNS = ("id", "step", "epoch") + tuple(dict.fromkeys(name for info in EVERY_INFO for name in info.integers))
+def integer_columns(infos):
+    """Columns written as integers, in every table that has them: the common ones and those of
+    the kernels' `infos` (every kernel's: tati/engine/registry.py every_info)."""
+    return ("id", "step", "epoch") + tuple(dict.fromkeys(name for info in infos for name in info.integers))

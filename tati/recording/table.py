@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from tati.errors import InputError
-from tati.recording.columns import INTEGER_COLUMNS
+from tati.engine.registry import integer_columns
 
 
 # Tables of at most this many columns are built from a dict of columns (doc/benchmarks.md).
@@ -104,7 +104,8 @@ class Table:
         """A file is opened for appending or replaced as the caller says; the caller checked
         beforehand (tati/preflight.py, check_header) that this loses nothing."""
         self.columns = list(columns)
-        integer = [name in INTEGER_COLUMNS for name in self.columns]
+        integers = integer_columns()
+        integer = [name in integers for name in self.columns]
         self.integer_columns = [name for name, flag in zip(self.columns, integer) if flag]
         self.float_columns = [name for name, flag in zip(self.columns, integer) if not flag]
         # A line: %d for integers, %r (repr) for floats, in the columns' order. A row comes as its

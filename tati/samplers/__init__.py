@@ -1,28 +1,33 @@
 """Samplers: Keras 3 optimizers that sample exp(-beta U) instead of minimising U, and the
 proposal kernels NUTS and RWMH from TensorFlow Probability (samplers/proposal.py).
 
-`get_sampler(name)` accepts the original TATi's full names and the short ones,
-case-insensitively.
+Every sampler of the registry (tati/engine/registry.py) is an attribute by its short name
+(`tati.samplers.BAOAB`); `get_sampler(name)` accepts the original TATi's full names and the
+short ones, case-insensitively.
 """
 
-from tati.names import canonical_sampler, sampler_names
-from tati.samplers.baoab import BAOAB
+from tati.engine.contract import load_kernel
+from tati.engine.registry import find, sampler_names, spec_of, specs
 from tati.samplers.base import SamplerBase
-from tati.samplers.ccadl import CCAdL
-from tati.samplers.gla import GLA1, GLA2
-from tati.samplers.hmc import HMC1, HMC2, HamiltonianMonteCarlo
-from tati.samplers.proposal import NUTS, RWMH
-from tati.samplers.sghmc import SGHMC
-from tati.samplers.sgld import SGLD
 
-_CLASSES = {"SGLD": SGLD, "GLA1": GLA1, "GLA2": GLA2, "BAOAB": BAOAB, "CCAdL": CCAdL, "SGHMC": SGHMC,
-            "HMC1": HMC1, "HMC2": HMC2, "NUTS": NUTS, "RWMH": RWMH}
+# Loaded now, so that Keras knows their serialisable classes once tati.samplers is imported.
+_LOADED = [load_kernel(spec) for spec in specs(samples=True)]
 
 
 def get_sampler(name):
-    """The sampler class for a short or full name (any case); InputError if unknown or not built."""
-    return _CLASSES[canonical_sampler(name)]
+    """The sampler class for a short or full name (any case); InputError if unknown."""
+    return load_kernel(spec_of(name))
 
 
-__all__ = ["BAOAB", "CCAdL", "GLA1", "GLA2", "HMC1", "HMC2", "HamiltonianMonteCarlo", "NUTS", "RWMH", "SGHMC", "SGLD",
-           "SamplerBase", "get_sampler", "sampler_names"]
+def __getattr__(name):
+    spec = find(name)
+    if spec is None or not spec.samples or spec.name != name:
+        raise AttributeError(f"module 'tati.samplers' has no attribute '{name}'")
+    return load_kernel(spec)
+
+
+def __dir__():
+    return sorted(list(globals()) + sampler_names())
+
+
+__all__ = ["SamplerBase", "get_sampler", "sampler_names"] + sampler_names()

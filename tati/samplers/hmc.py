@@ -90,7 +90,7 @@ import tensorflow as tf
 
 from tati.adaptation import windows
 from tati.errors import InputError
-from tati.names import target_acceptance
+from tati.engine.registry import target_acceptance
 from tati import options as option_table
 from tati.options import default
 from tati.recording.columns import HMC_INFO

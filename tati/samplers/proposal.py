@@ -42,7 +42,7 @@ import tensorflow as tf
 from tati.adaptation import dual_averaging as averaging
 from tati.adaptation import windows
 from tati.errors import InputError
-from tati.names import target_acceptance
+from tati.engine.registry import target_acceptance
 from tati.options import check, default
 from tati.recording.columns import NUTS_INFO, RWMH_INFO
 from tati.samplers.base import values_per_register

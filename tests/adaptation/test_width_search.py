@@ -11,6 +11,7 @@ import tensorflow as tf
 import tati
 from stats import seed
 from tati.adaptation import width_search
+from tati.engine.registry import spec_of
 
 SIGMA, D, WALKERS = 3.0, 10, 64
 # x* = h* / sigma, where the mean one-step acceptance min(1, exp(-dH)) on N(0, sigma^2 I_10) is
@@ -27,7 +28,7 @@ def found_width(sampler, start):
                           number_walkers=WALKERS, sampler=sampler, step_width=start * right, burn_in_steps=100,
                           max_steps=12, dtype="float64", seed=seed(46), warm_start=False)  # the search itself
     result = sim.sample()
-    if sampler in ("NUTS", "RWMH"):  # the width of the first transition
+    if spec_of(sampler).evaluates_target:  # the width of the first transition
         return result.run_info.loc[result.run_info.step == 1, "step_width"].iloc[0] / right
     return sim.sampler.found_step_width() / right
 

@@ -16,6 +16,7 @@ from tati.cli.summary import summarise
 from tati.diagnostics.equipartition import (MIN_BATCHES, batch_means, equipartition_verdict,
                                             table_batch_means)
 from tati.options import OPTIONS
+from tati.engine.registry import samplers_where
 
 NUMBER = r"(-?[0-9.]+(?:e[-+]?[0-9]+)?)"
 
@@ -525,7 +526,7 @@ def test_divergences_without_a_burn_in_ask_for_one():
 
 
 # -- messages that mislead (issue #38) --------------------------------------------------------------
-@pytest.mark.parametrize("sampler", ["GLA1", "GLA2", "BAOAB", "CCAdL", "SGHMC", "HMC1", "HMC2", "NUTS"])
+@pytest.mark.parametrize("sampler", samplers_where("persistent_momenta") + samplers_where("redraws_momenta"))
 def test_momenta_are_judged_only_where_they_persist(sampler):
     """The same equipartitioned readings: a verdict for the Langevin samplers, whose momenta carry
     over from step to step; none for HMC and NUTS, which draw fresh ones every leg or step and

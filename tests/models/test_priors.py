@@ -17,6 +17,7 @@ import tati
 from stats import for_sampler, read_csv
 from tati.errors import InputError
 from tati.models.priors import Prior
+from tati.engine.registry import samplers_where
 
 # -- walls ------------------------------------------------------------------------------------
 # U(q) = -F q0 + F q1 pushes q0 into the upper wall and q1 into the lower one. Walls at
@@ -128,7 +129,7 @@ def test_prior_options_are_checked():
 FIX = "layer1/weights=0.1;output/biases=-0.2;weight7=0.3"
 
 
-@pytest.mark.parametrize("sampler", ["SGLD", "GLA1", "GLA2", "BAOAB", "CCAdL", "SGHMC", "HMC1", "HMC2", "fit"])
+@pytest.mark.parametrize("sampler", samplers_where(evaluates_target=False) + ["fit"])
 def test_fixed_parameters_never_change(sampler):
     options = dict(hidden_dimension=[3], number_walkers=2, max_steps=30, every_nth=10, step_width=0.1,
                    learning_rate=0.5, seed=4, fix_parameters=FIX)

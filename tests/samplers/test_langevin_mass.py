@@ -27,6 +27,8 @@ from langevin_harness import linear_scheme, stationary
 from stats import mcse_deviations, seed, z_critical
 from tati.errors import InputError
 from tati.samplers import BAOAB, CCAdL, GLA1, GLA2
+from tati.engine.contract import GRADIENT
+from tati.engine.registry import samplers_where, spec_of
 
 ALPHA = 1e-3
 SIGMAS = np.logspace(0.0, 2.0, 5)  # 1, 3.16, 10, 31.6, 100
@@ -150,7 +152,9 @@ def test_the_option_is_off_by_default_for_langevin_and_checked():
     """adapt_mass "auto" (the default) leaves GLA1, GLA2, BAOAB and CCAdL at unit mass with no
     variables added; HMC2 still adapts with it; a bad value is refused in one line; the
     samplers' configs keep the option; CCAdL adapts on request."""
-    for name in ("GLA1", "GLA2", "BAOAB", "CCAdL"):
+    for name in samplers_where(kind=GRADIENT):
+        if "adapt_mass" not in spec_of(name).option_names:
+            continue
         sim = tati.Simulation(potential=gaussian, potential_batched=True, initial_parameters=[1.0] * 5,
                               sampler=name, burn_in_steps=400)
         assert not sim.sampler.adapt_mass and np.all(sim.sampler.metric_scales() == 1.0)

@@ -9,8 +9,10 @@ from langevin_harness import exact_draws, run_standalone
 from stats import seed, t_critical
 from tati.diagnostics import kinetic_temperature_interval, momentum_chi_square
 from tati.samplers import CCAdL, GLA2, SGLD, get_sampler
+from tati.engine.contract import GRADIENT
+from tati.engine.registry import samplers_where
 
-ALL = ("SGLD", "GLA1", "GLA2", "BAOAB", "CCAdL", "SGHMC")
+ALL = tuple(samplers_where(kind=GRADIENT))  # the one-gradient-per-step (Langevin) samplers
 
 
 def noisy_gradient(precision, variance, generator_seed):

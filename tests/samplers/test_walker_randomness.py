@@ -17,6 +17,7 @@ import tensorflow as tf
 import tati
 from stats import for_sampler
 from tati.samplers import sampler_names
+from tati.engine.registry import spec_of
 
 
 def quartic(q):
@@ -69,7 +70,7 @@ CASES = ([(sampler, "potential") for sampler in sampler_names()]
 def test_first_walkers_do_not_depend_on_the_walker_count(sampler, model):
     def options():
         given = keras_options() if model == "keras" else dict(MODELS[model])
-        if sampler in ("NUTS", "RWMH"):  # they evaluate the whole dataset at every step
+        if spec_of(sampler).evaluates_target:  # the whole dataset at every step
             given.pop("batch_size", None)
         return for_sampler(sampler, **given, sampler=sampler, step_width=0.05, max_steps=24,
                            hamiltonian_dynamics_time=0.2, max_tree_depth=3)  # NUTS: legs of at most 7 steps
