@@ -22,6 +22,8 @@ SAMPLERS = {
     "HMC2": ("HamiltonianMonteCarlo_2ndOrder", True, True),
     "NUTS": ("NoUTurnSampler", True, True),
     "RWMH": ("RandomWalkMetropolisHastings", True, True),
+    "SGNHT": ("StochasticGradientNoseHooverThermostat", True, False),
+    "pSGLD": ("PreconditionedStochasticGradientLangevinDynamics", True, False),
 }
 PROPOSAL_KERNELS = ("NUTS", "RWMH")
 # The original TATi's other spellings: its samplers' own names (GLA_1stOrder, ...) and CCAdL's

@@ -242,7 +242,7 @@ class Option:
 
 # Samplers that take an option (Option.samplers): the class of each declares the same names in
 # its `parameters` (tests/test_options.py checks that they agree).
-FRICTION = ("GLA1", "GLA2", "BAOAB", "CCAdL", "SGHMC")
+FRICTION = ("GLA1", "GLA2", "BAOAB", "CCAdL", "SGHMC", "SGNHT")
 HMC = ("HMC1", "HMC2")
 PROPOSAL = ("NUTS", "RWMH")
 ADAPTING = HMC + PROPOSAL
@@ -336,8 +336,8 @@ OPTIONS = [
            "potential; none means no Gaussian prior."),
     # sampler
     Option("sampler", "BAOAB", SamplerName(), "sampler",
-           "Sampler by short or full name, any case: SGLD, GLA1, GLA2, BAOAB, CCAdL, SGHMC, HMC1, "
-           "HMC2, NUTS, RWMH; the original TATi's names (GLA_1stOrder, HMC_2ndOrder, ...; "
+           "Sampler by short or full name, any case: SGLD, pSGLD, GLA1, GLA2, BAOAB, CCAdL, SGHMC, SGNHT, "
+           "HMC1, HMC2, NUTS, RWMH; the original TATi's names (GLA_1stOrder, HMC_2ndOrder, ...; "
            "doc/migration.md) are accepted too."),
     Option("step_width", 0.1, POSITIVE, "sampler",
            "Time step h of the sampler's integrator. HMC1, HMC2, NUTS, RWMH with burn_in_steps > 0 "
@@ -347,7 +347,8 @@ OPTIONS = [
            "beta: the sampler targets exp(-beta U)."),
     Option("friction_constant", 1.0, NONNEGATIVE, "sampler",
            "gamma: how fast the thermostat replaces momentum by noise (alpha = exp(-gamma h)); "
-           "SGHMC's friction C; CCAdL's initial adaptive friction.",
+           "SGHMC's friction C; CCAdL's initial adaptive friction; SGNHT's diffusion A (injected noise "
+           "2 A M / beta per unit time, and the thermostat's start).",
            samplers=FRICTION),
     Option("sigma", 1.0, POSITIVE, "sampler",
            "CCAdL: coupling of the adaptive friction xi to the kinetic temperature, "
@@ -357,8 +358,8 @@ OPTIONS = [
            "CCAdL: amplitude of the additive momentum noise; none means sqrt(2 gamma / beta), "
            "which makes gamma the equilibrium friction for exact gradients.",
            samplers=("CCAdL",)),
-    Option("mass", 1.0, POSITIVE, "sampler", "SGHMC: the (scalar) mass M of the momenta.",
-           samplers=("SGHMC",)),
+    Option("mass", 1.0, POSITIVE, "sampler", "SGHMC, SGNHT: the (scalar) mass M of the momenta.",
+           samplers=("SGHMC", "SGNHT")),
     Option("noise_estimate", 0.0, NONNEGATIVE, "sampler",
            "SGHMC: B-hat, the estimated gradient-noise term (Chen et al. 2014), kept constant; "
            "must stay below C / beta.",
@@ -398,6 +399,15 @@ OPTIONS = [
            "step (B-hat is clamped between rescalings), so at least 1 - 1/m_est of the "
            "thermostat's noise is injected.",
            samplers=("SGHMC",)),
+    # pSGLD (samplers/psgld.py)
+    Option("rmsprop_decay", 0.99, Number(minimum=0, maximum=1), "sampler",
+           "pSGLD: decay alpha < 1 of V, the running mean of the squared gradient, V = alpha V + "
+           "(1 - alpha) g^2; its preconditioner G = 1 / (rmsprop_epsilon + sqrt(V)) averages over "
+           "about 1 / (1 - alpha) steps.",
+           samplers=("pSGLD",)),
+    Option("rmsprop_epsilon", 1e-5, POSITIVE, "sampler",
+           "pSGLD: lambda of G = 1 / (lambda + sqrt(V)), which bounds G by 1 / lambda where gradients vanish.",
+           samplers=("pSGLD",)),
     Option("hamiltonian_dynamics_time", 1.0, POSITIVE, "sampler",
            "HMC: time T of one leg; each leg takes round(u T / step_width) steps, u uniform in "
            "[0.9, 1.1], of width uniform in [0.7, 1.3] times step_width.",
@@ -535,7 +545,7 @@ OPTIONS = [
            "beta |p|^2 is chi-square in equilibrium) and gradient per parameter in the Result's "
            "`momenta` table, for the momentum diagnostics per layer (result.layer_temperatures(), "
            "and the tati-sample summary). Samplers whose momenta persist from step to step only: "
-           "GLA1, GLA2, BAOAB, CCAdL, SGHMC."),
+           "GLA1, GLA2, BAOAB, CCAdL, SGHMC, SGNHT."),
     Option("momenta_file", None, Optional(Text()), "output",
            "CSV file for the momenta table (record_momenta; giving the file records them)."),
     Option("summaries_path", None, Optional(Text()), "output",

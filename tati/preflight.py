@@ -30,7 +30,7 @@ PER_CALL = ("max_steps", "save_model", "restore_model", "overwrite", "progress",
 ROW_SPACING = ("every_nth",)
 # Samplers whose momenta persist from step to step (record_momenta): the one-gradient-per-step
 # Langevin family. HMC and NUTS redraw theirs at every leg, SGLD and RWMH have none.
-PERSISTENT_MOMENTA = ("GLA1", "GLA2", "BAOAB", "CCAdL", "SGHMC")
+PERSISTENT_MOMENTA = ("GLA1", "GLA2", "BAOAB", "CCAdL", "SGHMC", "SGNHT")
 
 
 def check(options, method=None):
@@ -133,7 +133,7 @@ def _check_record_momenta(o, method):
     if method == "fit":
         raise InputError("record_momenta: an optimizer has no momenta to record; drop record_momenta and momenta_file")
     if o["sampler"] not in PERSISTENT_MOMENTA:
-        why = "has no momenta" if o["sampler"] in ("SGLD", "RWMH") else "redraws its momenta at every leg"
+        why = "has no momenta" if o["sampler"] in ("SGLD", "RWMH", "pSGLD") else "redraws its momenta at every leg"
         raise InputError(f"record_momenta: sampler {o['sampler']} {why}; momenta are recorded for "
                          f"{', '.join(PERSISTENT_MOMENTA)} only")
     if o["distribution"] != "none":

@@ -12,11 +12,14 @@ from tati.samplers.ccadl import CCAdL
 from tati.samplers.gla import GLA1, GLA2
 from tati.samplers.hmc import HMC1, HMC2, HamiltonianMonteCarlo
 from tati.samplers.proposal import NUTS, RWMH
+from tati.samplers.psgld import PSGLD
 from tati.samplers.sghmc import SGHMC
 from tati.samplers.sgld import SGLD
+from tati.samplers.sgnht import SGNHT
 
 _CLASSES = {"SGLD": SGLD, "GLA1": GLA1, "GLA2": GLA2, "BAOAB": BAOAB, "CCAdL": CCAdL, "SGHMC": SGHMC,
-            "HMC1": HMC1, "HMC2": HMC2, "NUTS": NUTS, "RWMH": RWMH}
+            "HMC1": HMC1, "HMC2": HMC2, "NUTS": NUTS, "RWMH": RWMH,
+            "SGNHT": SGNHT, "pSGLD": PSGLD}
 
 
 def get_sampler(name):
@@ -24,5 +27,5 @@ def get_sampler(name):
     return _CLASSES[canonical_sampler(name)]
 
 
-__all__ = ["BAOAB", "CCAdL", "GLA1", "GLA2", "HMC1", "HMC2", "HamiltonianMonteCarlo", "NUTS", "RWMH", "SGHMC", "SGLD",
-           "SamplerBase", "get_sampler", "sampler_names"]
+__all__ = ["BAOAB", "CCAdL", "GLA1", "GLA2", "HMC1", "HMC2", "HamiltonianMonteCarlo", "NUTS", "PSGLD", "RWMH", "SGHMC", "SGLD",
+           "SGNHT", "SamplerBase", "get_sampler", "sampler_names"]
