@@ -403,7 +403,9 @@ OPTIONS = [
     Option("rmsprop_decay", 0.99, Number(minimum=0, maximum=1), "sampler",
            "pSGLD: decay alpha < 1 of V, the running mean of the squared gradient, V = alpha V + "
            "(1 - alpha) g^2; its preconditioner G = 1 / (rmsprop_epsilon + sqrt(V)) averages over "
-           "about 1 / (1 - alpha) steps.",
+           "about 1 / (1 - alpha) steps. Nearer 1 (0.999) for small step widths: the dropped Gamma "
+           "term biases the variance by about (1 - alpha) / 2 times the steps a parameter takes to "
+           "decorrelate (doc/samplers.md).",
            samplers=("pSGLD",)),
     Option("rmsprop_epsilon", 1e-5, POSITIVE, "sampler",
            "pSGLD: lambda of G = 1 / (lambda + sqrt(V)), which bounds G by 1 / lambda where gradients vanish.",

@@ -19,9 +19,11 @@ For a G that depends on q, the dynamics dq = -G grad U dt + sqrt(2 G / beta) dW 
 Gamma / beta, Gamma_i = sum_j dG_ij / dq_j, to keep exp(-beta U) stationary. It is dropped, as
 in the paper's own experiments: G is an exponential average over about 1 / (1 - alpha) steps
 (100 at the default 0.99), so it depends on the current q only through a weight 1 - alpha and
-changes slowly; Li et al. (Section "Preconditioned SGLD", the theorem on ignoring Gamma) show the
-extra bias this leaves vanishes as alpha -> 1 (it is proportional to 1 - alpha), and computing
-Gamma would need second derivatives of U at every step. Besides that, as SGLD: an O(h) bias
+changes slowly; Li et al.'s analysis of ignoring Gamma bounds the extra bias by a term that
+vanishes with 1 - alpha, and computing Gamma would need second derivatives of U at every step.
+Measured (tests/samplers/test_psgld.py, doc/samplers.md): the variance rises by about
+(1 - alpha) tau / 2, tau = sigma^2 / (h G) the steps a parameter takes to decorrelate, so
+small step widths want alpha nearer 1. Besides that, as SGLD: an O(h) bias
 (on a Gaussian of scale sigma with G constant, the variance is sigma^2 / (1 - h G / (2 sigma^2)))
 and the heat of mini-batch noise, h G V_noise / 2 per step, which nothing removes.
 

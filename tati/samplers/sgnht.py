@@ -15,7 +15,8 @@ density
     exp(-beta (U(q) + p^T M^{-1} p / 2)) exp(-beta d (xi - xi*)^2 / 2),   xi* = A + beta h V / (2 M),
 
 for any constant V, known or not: xi rises until its friction removes the extra heat (Ding et
-al., Section 3 and their Theorem, with beta = M = 1). This holds for noise of the same variance
+al.'s theorem, there with beta = M = 1; the Fokker-Planck operator of the dynamics above
+annihilates this density exactly when xi* = beta D / (2 M), D the momentum noise per unit time). This holds for noise of the same variance
 in every direction (a scalar V); a single thermostat only holds the mean kinetic temperature
 over all parameters, not each one's (see doc/samplers.md, SGNHT).
 
