@@ -577,7 +577,7 @@ ODD_FOR = {
 WALKERS = [{}, {"number_walkers": 2}, {"number_walkers": 4, "covariance_blending": 0.1},
            {"number_walkers": 5, "covariance_blending": 10.0, "covariance_after_steps": 1},
            {"number_walkers": 3, "collapse_walkers": True, "covariance_after_steps": 2}]
-SAMPLERS = ["SGLD", "GLA1", "GLA2", "BAOAB", "CCAdL", "SGHMC", "HMC1", "HMC2", "baoab",
+SAMPLERS = ["SGLD", "GLA1", "GLA2", "BAOAB", "CCAdL", "SGHMC", "HMC1", "HMC2", "SGNHT", "pSGLD", "baoab",
             "CovarianceControlledAdaptiveLangevin", "hamiltonianmontecarlo_1storder"]
 
 
