@@ -27,5 +27,5 @@ def get_sampler(name):
     return _CLASSES[canonical_sampler(name)]
 
 
-__all__ = ["BAOAB", "CCAdL", "GLA1", "GLA2", "HMC1", "HMC2", "HamiltonianMonteCarlo", "NUTS", "PSGLD", "RWMH", "SGHMC", "SGLD",
-           "SGNHT", "SamplerBase", "get_sampler", "sampler_names"]
+__all__ = ["BAOAB", "CCAdL", "GLA1", "GLA2", "HMC1", "HMC2", "HamiltonianMonteCarlo", "NUTS", "PSGLD", "RWMH", "SGHMC",
+           "SGLD", "SGNHT", "SamplerBase", "get_sampler", "sampler_names"]

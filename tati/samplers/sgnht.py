@@ -16,9 +16,13 @@ density
 
 for any constant V, known or not: xi rises until its friction removes the extra heat (Ding et
 al.'s theorem, there with beta = M = 1; the Fokker-Planck operator of the dynamics above
-annihilates this density exactly when xi* = beta D / (2 M), D the momentum noise per unit time). This holds for noise of the same variance
-in every direction (a scalar V); a single thermostat only holds the mean kinetic temperature
-over all parameters, not each one's (see doc/samplers.md, SGNHT).
+annihilates this density exactly when xi* = beta D / (2 M), D the momentum noise per unit
+time). This holds for noise of the same variance in every direction (a scalar V); a single
+thermostat only holds the mean kinetic temperature over all parameters, not each one's; and
+it needs noise independent from step to step: tati's
+epoch-wise batches, whose noises sum to zero over an epoch, heat the momenta without diffusing
+the positions, and the friction that removes their heat leaves the positions cold (measured in
+doc/samplers.md, SGNHT).
 
 Ding et al.'s Algorithm (SGNHT) is the Euler discretisation; each call, with the one gradient
 grad U~(q^n) and xi^n:
@@ -32,7 +36,9 @@ per-variable `update_step` calls; so the next call starts with it (`_before_step
 does). Discretisation: O(h) bias in the positions (on a Gaussian, Var(q) = (1 - h E[xi] / 2) /
 (beta omega^2) to first order); the stored momenta's mean |p|^2 / (M d) is exactly 1 / beta
 in the discrete chain, since the mean increment of a stationary xi is zero. Stable for
-h xi < 2 (the friction step is Euler's, as in SGHMC).
+h xi < 2 (the friction step is Euler's, as in SGHMC), whose O(h) error also lifts xi: it settles
+near the root of xi (1 - h xi / 2) = xi*. xi falls at most 1 / beta per unit time, so after a hot
+start it takes about (xi_max - xi*) beta / h steps to come back (burn-in).
 
 Thermostat: one xi per walker (each walker its own chain, d its parameters; without walkers one
 for the whole model), global over the layers as in the paper; started at xi = A, the
