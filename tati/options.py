@@ -354,7 +354,7 @@ OPTIONS = [
     Option("sigmaA", None, Optional(NONNEGATIVE), "sampler",
            "CCAdL: amplitude of the additive momentum noise; none means sqrt(2 gamma / beta), "
            "which makes gamma the equilibrium friction for exact gradients."),
-    Option("mass", 1.0, POSITIVE, "sampler", "SGHMC: the (scalar) mass M of the momenta."),
+    Option("mass", 1.0, POSITIVE, "sampler", "SGHMC, SGNHT: the (scalar) mass M of the momenta."),
     Option("noise_estimate", 0.0, NONNEGATIVE, "sampler",
            "SGHMC: B-hat, the estimated gradient-noise term (Chen et al. 2014), kept constant; "
            "must stay below C / beta."),
@@ -386,6 +386,15 @@ OPTIONS = [
            "SGHMC with a gradient_noise_estimator: m_est, kept as m_est beta B-hat <= C at every "
            "step (B-hat is clamped between rescalings), so at least 1 - 1/m_est of the "
            "thermostat's noise is injected."),
+    # pSGLD (samplers/psgld.py)
+    Option("rmsprop_decay", 0.99, Number(minimum=0, maximum=1), "sampler",
+           "pSGLD: decay alpha < 1 of V, the running mean of the squared gradient, V = alpha V + "
+           "(1 - alpha) g^2; its preconditioner G = 1 / (rmsprop_epsilon + sqrt(V)) averages over "
+           "about 1 / (1 - alpha) steps. Nearer 1 (0.999) for small step widths: the dropped Gamma "
+           "term biases the variance by about (1 - alpha) / 2 times the steps a parameter takes to "
+           "decorrelate (doc/samplers.md)."),
+    Option("rmsprop_epsilon", 1e-5, POSITIVE, "sampler",
+           "pSGLD: lambda of G = 1 / (lambda + sqrt(V)), which bounds G by 1 / lambda where gradients vanish."),
     Option("hamiltonian_dynamics_time", 1.0, POSITIVE, "sampler",
            "HMC: time T of one leg; each leg takes round(u T / step_width) steps, u uniform in "
            "[0.9, 1.1], of width uniform in [0.7, 1.3] times step_width."),

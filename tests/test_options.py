@@ -32,7 +32,7 @@ def test_the_table_declares_what_each_sampler_takes(sampler):
 
 
 def test_an_option_of_other_samplers_is_refused_in_one_line():
-    with pytest.raises(InputError, match=r"^friction_constant applies to GLA1, GLA2, BAOAB, CCAdL, SGHMC, "
+    with pytest.raises(InputError, match=r"^friction_constant applies to GLA1, GLA2, BAOAB, CCAdL, SGHMC, SGNHT, "
                                          r"not to sampler HMC2: drop it"):
         tati.Simulation(sampler="HMC2", friction_constant=2.0)
     with pytest.raises(InputError, match="^max_tree_depth applies to NUTS, not to sampler BAOAB"):

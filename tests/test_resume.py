@@ -27,6 +27,21 @@ def saved_step(path):
         return int(checkpoint["run/step"])
 
 
+def one_run_and_three(directory, **options):
+    """tati-sample (in this process) of 30 steps, and of three of 10 that each resume the last
+    one's checkpoint, into files of their own under `directory`: both runs' tables, read back
+    (for a sampler's own test: assert_same_tables(*one_run_and_three(tmp_path, sampler=...)))."""
+    (directory / "full").mkdir()
+    (directory / "split").mkdir()
+    full, split = files(directory / "full"), files(directory / "split")
+    checkpoint = str(directory / "state.npz")
+    assert sample(**options, **full, max_steps=30) == (0, "")
+    assert sample(**options, **split, max_steps=10, save_model=checkpoint) == (0, "")
+    for _ in range(2):
+        assert sample(**options, **split, max_steps=10, restore_model=checkpoint) == (0, "")
+    return read_tables(full), read_tables(split)
+
+
 def test_a_resume_without_save_model_updates_the_restored_checkpoint(tmp_path):
     """Run 1 saves, run 2 resumes without save_model, run 3 resumes from the same file: the
     files equal one unbroken run of the three runs' steps (before, run 3 was refused: the

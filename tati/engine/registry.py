@@ -13,7 +13,7 @@ import difflib
 from tati.engine.contract import FULL_BATCH, LEGS, PROPOSAL, Spec, kernel_path
 from tati.errors import InputError
 from tati.recording.columns import (HMC_INFO, LANGEVIN_INFO, NUTS_INFO, OPTIMIZER_INFO, RWMH_INFO, SGHMC_ESTIMATING_INFO,
-                                    SGLD_INFO)
+                                    SGLD_INFO, SGNHT_INFO)
 from tati.recording.columns import integer_columns as integer_columns_of
 
 _LANGEVIN = ("friction_constant", "adapt_mass")
@@ -37,6 +37,10 @@ _SPECS = [
          aliases=("CovarianceControlledAdaptiveLangevinThermostat",), persistent_momenta=True, infos=(LANGEVIN_INFO,)),
     Spec("SGHMC", "StochasticGradientHamiltonianMonteCarlo", "tati.samplers.sghmc:SGHMC", options=_SGHMC,
          persistent_momenta=True, infos=(LANGEVIN_INFO, SGHMC_ESTIMATING_INFO)),
+    Spec("SGNHT", "StochasticGradientNoseHooverThermostat", "tati.samplers.sgnht:SGNHT",
+         options=("friction_constant", "mass"), persistent_momenta=True, infos=(SGNHT_INFO,)),
+    Spec("pSGLD", "PreconditionedStochasticGradientLangevinDynamics", "tati.samplers.psgld:PSGLD",
+         options=("rmsprop_decay", "rmsprop_epsilon"), infos=(SGLD_INFO,)),
     Spec("HMC1", "HamiltonianMonteCarlo_1stOrder", "tati.samplers.hmc:HMC1", kind=LEGS, options=_HMC,
          aliases=("HMC_1stOrder",), metropolis=True, redraws_momenta=True, target_acceptance=0.8, infos=(HMC_INFO,)),
     Spec("HMC2", "HamiltonianMonteCarlo_2ndOrder", "tati.samplers.hmc:HMC2", kind=LEGS, options=_HMC,

@@ -89,7 +89,7 @@ def test_large_variables_box_muller_noise_is_keyed_per_walker():
     assert not np.array_equal(last[0], last[1])  # walkers have noise of their own
 
 
-@pytest.mark.parametrize("sampler", ["NUTS", "RWMH", "BAOAB"])
+@pytest.mark.parametrize("sampler", ["NUTS", "RWMH", "BAOAB", "SGNHT", "pSGLD"])
 def test_a_share_of_the_walkers_moves_as_in_the_whole_run(sampler):
     """Walkers 3-5 of 8 run alone as a share of the run (first_walker 3, as one replica of a
     distributed run holds them, tati/distribute.py) are bitwise walkers 3-5 of the whole run."""
