@@ -2,12 +2,12 @@
 proposal kernels NUTS and RWMH from TensorFlow Probability (samplers/proposal.py).
 
 Every sampler of the registry (tati/engine/registry.py) is an attribute by its short name
-(`tati.samplers.BAOAB`); `get_sampler(name)` accepts the original TATi's full names and the
+(`tati.samplers.BAOAB`), and by its class's name where that differs (`tati.samplers.PSGLD`); `get_sampler(name)` accepts the original TATi's full names and the
 short ones, case-insensitively.
 """
 
 from tati.engine.contract import load_kernel
-from tati.engine.registry import find, sampler_names, spec_of, specs
+from tati.engine.registry import sampler_names, spec_of, specs
 from tati.samplers.base import SamplerBase
 
 # Loaded now, so that Keras knows their serialisable classes once tati.samplers is imported.
@@ -20,10 +20,11 @@ def get_sampler(name):
 
 
 def __getattr__(name):
-    spec = find(name)
-    if spec is None or not spec.samples or spec.name != name:
-        raise AttributeError(f"module 'tati.samplers' has no attribute '{name}'")
-    return load_kernel(spec)
+    """A sampler's class by its short name or its class's name (tati.samplers.pSGLD, .PSGLD)."""
+    for spec in specs(samples=True):
+        if name in (spec.name, spec.kernel.rsplit(":", 1)[1]):
+            return load_kernel(spec)
+    raise AttributeError(f"module 'tati.samplers' has no attribute '{name}'")
 
 
 def __dir__():
