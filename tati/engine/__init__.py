@@ -1,0 +1,1 @@
+"""The engine: the kernel contract, the registry, the compiled driver and its rows."""
