@@ -44,6 +44,14 @@ def row_fields(walkers, parameters, columns, has_accuracy, extra=None):
     return fields
 
 
+def flat(value):
+    """value as a float64 vector (no operation for one already)."""
+    value = tf.convert_to_tensor(value)
+    if value.dtype == tf.float64 and value.shape.rank == 1:
+        return value
+    return tf.reshape(tf.cast(value, tf.float64), [-1])
+
+
 class Block(NamedTuple):
     """The rows written so far: their steps and their values (one TensorArray per field, or
     one of whole rows when packed)."""
@@ -77,7 +85,7 @@ class Rows:
         joined (the proposal kernels' bookkeeping returns them so)."""
         steps = block.steps.write(index, step)
         if self.packed:
-            parts = [tf.reshape(tf.cast(value, tf.float64), [-1]) for value in row.values()]
+            parts = [flat(value) for value in row.values()]
             vector = parts[0] if len(parts) == 1 else tf.concat(parts, 0)
             return Block(steps, (block.values[0].write(index, vector),))
         return Block(steps, tuple(array.write(index, tf.cast(row[name], tf.float64))

@@ -104,7 +104,7 @@ class LegsKernel(Kernel):
             loop.ensemble.maybe_refresh(loop.kernel.chain_positions()[0], loop.kernel.iterations)
         losses, gradient, accuracy = loop.model.loss_and_gradient(*loop.data.next(), with_accuracy=loop.has_accuracy)
         due, free, row = self.evaluation(losses, [gradient], accuracy, left - 1)
-        at = loop.step.read_value()  # the evaluation's step, before the inner steps
+        at = tf.convert_to_tensor(loop.step)  # the evaluation's step, read before the inner steps
         self.integrate(free)
         return state, LegInfo(due, free, at, row)
 
