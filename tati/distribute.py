@@ -24,6 +24,7 @@ every walker in the one process.
 import numpy as np
 import tensorflow as tf
 
+from tati.engine.rows import block_rows
 from tati.errors import InputError
 from tati.preflight import pools_walkers_in_burn_in
 
@@ -297,7 +298,6 @@ class Shards:
         return block
 
     def _capacity(self):
-        from tati.loop import block_rows
         return block_rows(self.share, self.simulation.model.num_parameters)
 
 

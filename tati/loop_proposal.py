@@ -4,28 +4,128 @@ Each step: (before the first transition of burn-in, the initial width's search) 
 of the kernel on z = theta / s from the stored state (z, log p(z),
 its gradient), where log p(z) = -beta U(s z) on the whole dataset; then, during burn-in, the
 step width's dual averaging and the metric's windows (tati/adaptation/); the running
-averages; and a row at every multiple of every_nth and at the chunk's last step, as a block
-like loop.make_chunk's. The loops carry the chain's whole state as tensors (z, log p(z) and its
-gradient, the step, the width, the metric and its adaptation, the counters, the running
-averages); the variables are read at a chunk's start and written at its end, where the model's
-parameters are set to theta = s z.
+averages; and a row at every multiple of every_nth and at the chunk's last step. The driver
+(tati/engine/driver.py) steps the kernel `ProposalSteps`; its loops carry the chain's whole
+state as tensors (`ChainState`: z, log p(z) and its gradient, the step, the width, the metric
+and its adaptation, the counters, the running averages); the variables are read at a chunk's
+start and written at its end, where the model's parameters are set to theta = s z.
 """
 
-import math
+from typing import NamedTuple
 
 import tensorflow as tf
 
 from tati.adaptation import dual_averaging as averaging
 from tati.adaptation import metric as moments
 from tati.adaptation import width_search, windows
-from tati.loop import block_rows, compiled_chunk, written_rows
+from tati.engine import rows as row_block
+from tati.engine.driver import Kernel, compile_driver
 from tati.models.flat import value_and_gradient
 from tati.recording import averages as running
 from tati.samplers.proposal import COUNTERS
 
 
-def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_accuracy, every_nth=1,
-                        jit_compile=False):
+class ChainState(NamedTuple):
+    """The chain's state as the driver's loops carry it: tensors, not variables, so that the
+    steps' bookkeeping is dataflow the next transition need not wait for (in graph mode a
+    variable's write orders the operations around it); the variables are written at the
+    chunk's end. `metric`: (s,) for the diagonal metric, (c, L) for the dense one."""
+    step: tf.Tensor
+    z: tf.Tensor
+    log_prob: tf.Tensor
+    gradient: tf.Tensor
+    metric: tuple
+    width: tf.Tensor
+    dual_averaging: tf.Tensor
+    welford: tf.Tensor
+    counters: tf.Tensor
+    averages: tf.Tensor
+
+
+class TransitionInfo(NamedTuple):
+    """A transition's report: theta and, at a row's step, the row's values as one float64
+    vector (the fields before the accuracy, in their order: `bookkeeping`)."""
+    theta: tf.Tensor
+    values: object
+
+
+class Pieces(NamedTuple):
+    """The functions of make_proposal_chunk that ProposalSteps calls."""
+    start: object
+    search_first_width: object
+    metric_now: object
+    to_theta: object
+    log_prob_at: object
+    bookkeeping: object
+
+
+class ProposalSteps(Kernel):
+    """One transition per driver step, with its bookkeeping; the row's fields packed in one
+    vector (Rows(packed=True))."""
+
+    def __init__(self, loop, pieces, rows, features, labels):
+        self.loop, self.pieces, self.rows, self.features, self.labels = loop, pieces, rows, features, labels
+
+    def start(self, n):
+        loop, kernel, pieces = self.loop, self.loop.kernel, self.pieces
+        z, log_prob, gradient = pieces.start()
+        if kernel.adapt_step_width:
+            pieces.search_first_width(z, log_prob, gradient)
+        state = ChainState(step=tf.convert_to_tensor(loop.step), z=z, log_prob=log_prob, gradient=gradient,
+                           metric=pieces.metric_now(), width=tf.convert_to_tensor(kernel.step_width),
+                           dual_averaging=tf.convert_to_tensor(kernel.dual_averaging),
+                           welford=tf.convert_to_tensor(kernel.welford),
+                           counters=tf.convert_to_tensor(kernel.counters),
+                           averages=tf.convert_to_tensor(loop.averages.state))
+        return state, tf.constant(0, tf.int64)
+
+    def stride(self, state, i, n):
+        every_nth = self.loop.every_nth
+        if every_nth == 1:
+            return None
+        return tf.minimum(every_nth - tf.math.floormod(state.step, every_nth), n - i)
+
+    def step(self, state, record, left):
+        """One transition and its bookkeeping."""
+        kernel, width = self.loop.kernel, state.width
+        seed = tf.cast(tf.stack([tf.constant(kernel.seed % 2 ** 31, tf.int64),
+                                 tf.math.floormod(state.step, 2 ** 31)]), tf.int32)
+        z, log_prob, gradient, results = kernel.transition(self.pieces.log_prob_at(state.metric), state.z,
+                                                           state.log_prob, state.gradient,
+                                                           tf.cast(width, self.loop.model.dtype), seed)
+        state = state._replace(z=z, log_prob=log_prob, gradient=gradient)
+        state, theta, values = self.pieces.bookkeeping(state._asdict(), results, record)
+        return ChainState(**state), TransitionInfo(theta, values)
+
+    def trace(self, state, info):
+        row = {"fields": info.values}
+        if self.loop.has_accuracy:
+            row["accuracy"] = self.loop.model.loss_and_accuracy(self.features, self.labels, theta=info.theta)[1]
+        return row, state.step
+
+    def finish(self, state):
+        loop, kernel = self.loop, self.loop.kernel
+        loop.step.assign(state.step)
+        kernel.position.assign(state.z)
+        kernel.log_prob.assign(state.log_prob)
+        kernel.gradient.assign(state.gradient)
+        if kernel.metric == "dense":
+            kernel.centre.assign(state.metric[0])
+            kernel.cholesky.assign(state.metric[1])
+        else:
+            kernel.scale.assign(state.metric[0])
+        kernel.step_width.assign(state.width)
+        kernel.dual_averaging.assign(state.dual_averaging)
+        kernel.welford.assign(state.welford)
+        kernel.counters.assign(state.counters)
+        loop.averages.state.assign(state.averages)
+        loop.model.assign_flat(self.pieces.to_theta(state.z, state.metric))
+        return {}
+
+
+def make_proposal_chunk(loop):
+    """The compiled chunk of the proposal kernel of `loop` (tati/loop.py Loop, passed whole)."""
+    model, data, kernel, step, burn_in_steps = loop.model, loop.data, loop.kernel, loop.step, loop.burn_in_steps
     walkers, d = model.num_walkers, model.num_parameters
     dtype = model.dtype
     beta = tf.constant(kernel.inverse_temperature, tf.float64)
@@ -39,12 +139,8 @@ def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_
     dense = kernel.metric == "dense"
     # The row's fields, in the order of the row's vector: the loss, parameters and running
     # averages, the kernel's columns, and the accuracy (the model's, from theta).
-    fields = {"loss": [walkers], "parameters": [walkers, d], "averages": [4, walkers]}
-    fields.update({name: [walkers] for name in kernel.info.run_info})
-    row_fields = list(fields)
-    if has_accuracy:
-        fields["accuracy"] = [walkers]
-    row_size = sum(math.prod(shape) for shape in fields.values())
+    fields = row_block.row_fields(walkers, d, kernel.info.run_info, loop.has_accuracy)
+    row_fields = [name for name in fields if name != "accuracy"]
 
     # The metric: (s,) for the diagonal one, theta = s z; (c, L) for the dense one, theta = c + L z.
     def metric_now():
@@ -242,83 +338,6 @@ def make_proposal_chunk(model, data, kernel, step, averages, burn_in_steps, has_
             return tf.constant(True)
         return tf.cond(tf.equal(step, 0), search, lambda: tf.constant(False))
 
-    def one_step(state, record):
-        """One transition and its bookkeeping: (state, the row's values or None)."""
-        width = state["width"]
-        seed = tf.cast(tf.stack([tf.constant(kernel.seed % 2 ** 31, tf.int64),
-                                 tf.math.floormod(state["step"], 2 ** 31)]), tf.int32)
-        z, log_prob, gradient, results = kernel.transition(log_prob_at(state["metric"]), state["z"], state["log_prob"],
-                                                           state["gradient"], tf.cast(width, dtype), seed)
-        state, theta, row = bookkeeping(dict(state, z=z, log_prob=log_prob, gradient=gradient), results, record)
-        if record and has_accuracy:
-            row = tf.concat([row, tf.cast(model.loss_and_accuracy(features, labels, theta=theta)[1], tf.float64)], 0)
-        return state, row
-
-    def read_state(z, log_prob, gradient):
-        """The chain's state as the loops carry it: tensors, not variables, so that the steps'
-        bookkeeping is dataflow the next transition need not wait for (in graph mode a variable's
-        write orders the operations around it); the variables are written at the chunk's end."""
-        return {"step": tf.convert_to_tensor(step), "z": z, "log_prob": log_prob, "gradient": gradient,
-                "metric": metric_now(), "width": tf.convert_to_tensor(kernel.step_width),
-                "dual_averaging": tf.convert_to_tensor(kernel.dual_averaging),
-                "welford": tf.convert_to_tensor(kernel.welford), "counters": tf.convert_to_tensor(kernel.counters),
-                "averages": tf.convert_to_tensor(averages.state)}
-
-    def write_state(state):
-        step.assign(state["step"])
-        kernel.position.assign(state["z"])
-        kernel.log_prob.assign(state["log_prob"])
-        kernel.gradient.assign(state["gradient"])
-        if dense:
-            kernel.centre.assign(state["metric"][0])
-            kernel.cholesky.assign(state["metric"][1])
-        else:
-            kernel.scale.assign(state["metric"][0])
-        kernel.step_width.assign(state["width"])
-        kernel.dual_averaging.assign(state["dual_averaging"])
-        kernel.welford.assign(state["welford"])
-        kernel.counters.assign(state["counters"])
-        averages.state.assign(state["averages"])
-        model.assign_flat(to_theta(state["z"], state["metric"]))
-
-    rows = block_rows(walkers, d)
-
-    @compiled_chunk(jit_compile)
-    def chunk(n):
-        """Up to n steps, n ending at a multiple of every_nth or where the caller wants a row;
-        a row at every multiple of every_nth and at the n-th step, as a block of `rows` rows."""
-        def free_steps(k, state):
-            """Steps 2..k of a row's stretch, without a row; returns (k, the state after them)."""
-            def step_on(j, state):
-                return j + 1, one_step(state, record=False)[0]
-
-            return tf.while_loop(lambda j, _: j < k, step_on, [tf.constant(1, tf.int64), state])
-
-        def row_stretch(i, written, state, values, steps):
-            """The steps up to the next row and the row."""
-            j = tf.constant(1, tf.int64)
-            if every_nth > 1:
-                k = tf.minimum(every_nth - tf.math.floormod(state["step"], every_nth), n - i)
-                j, state = free_steps(k, state)
-            state, row = one_step(state, record=True)
-            return i + j, written + 1, state, values.write(written, row), steps.write(written, state["step"])
-
-        z, log_prob, gradient = start()
-        if adapting_width:
-            search_first_width(z, log_prob, gradient)
-        # While loops, not ranges: XLA would compile one program per n (as in loop.make_chunk).
-        _, written, state, values, steps = tf.while_loop(
-            lambda i, written, *_: tf.logical_and(i < n, written < rows), row_stretch,
-            [tf.constant(0, tf.int64), tf.constant(0), read_state(z, log_prob, gradient),
-             tf.TensorArray(tf.float64, size=rows, element_shape=[row_size]),
-             tf.TensorArray(tf.int64, size=rows, element_shape=[])])
-        write_state(state)
-        block = tf.split(written_rows(values, written, jit_compile), [math.prod(shape) for shape in fields.values()],
-                         axis=1)
-        result = {name: tf.reshape(part, [-1] + shape) for (name, shape), part in zip(fields.items(), block)}
-        result.update(step=written_rows(steps, written, jit_compile), rows=written,
-                      nonfinite_step=tf.constant(-1, tf.int64),
-                      nonfinite_walkers=tf.zeros([walkers], tf.bool))
-        return result
-
-    return chunk
+    pieces = Pieces(start, search_first_width, metric_now, to_theta, log_prob_at, bookkeeping)
+    rows = row_block.Rows(fields, walkers, d, loop.jit_compile, packed=True)
+    return compile_driver(ProposalSteps(loop, pieces, rows, features, labels))

@@ -1,9 +1,9 @@
 """Sampler overhead: time of one sampler step / time of one bare gradient evaluation, for
 every Langevin sampler (issue targets: BAOAB <= 1.5 on case a, every sampler <= 1.10 on b).
 
-Both loops are `tati.loop.make_chunk` loops on the same model, loss and batches: the bare loop
-(optimizer None) does batch, loss, gradient, virial and running averages; the sampled loop adds
-the sampler's update. So the ratio is what the sampler costs on top of a gradient step.
+Both loops are `tati.loop.compile_chunk` loops (tati/engine/gradient.py) on the same model,
+loss and batches: the bare loop (optimizer None) does batch, loss, gradient, virial and
+running averages; the sampled loop adds the sampler's update. So the ratio is what the sampler costs on top of a gradient step.
 
 How: each loop runs `--steps` steps in one compiled chunk (one tf.function call, synchronised by
 reading a result). After a warm-up call (tracing), the loops are timed interleaved, bare first,
@@ -35,7 +35,7 @@ import tensorflow as tf
 
 import tati
 from tati.diagnostics import convergence
-from tati.loop import make_chunk
+from tati.loop import Loop, compile_chunk
 from tati.recording.averages import RunningAverages
 from tati.engine.contract import GRADIENT
 from tati.engine.registry import samplers_where
@@ -57,8 +57,8 @@ def make_loop(sim, optimizer):
 
     Each loop has its own step counter and averages; the loops share the model and the batches.
     """
-    return make_chunk(sim.model, sim.data, optimizer, tf.Variable(tf.constant(0, tf.int64)),
-                      RunningAverages(), 0, False, every_nth=NO_ROWS)
+    return compile_chunk(Loop(sim.model, sim.data, optimizer, tf.Variable(tf.constant(0, tf.int64)),
+                              RunningAverages(), every_nth=NO_ROWS))
 
 
 def time_chunk(chunk, steps):
@@ -133,8 +133,8 @@ WALKER_CASES = {"a": ("2-[8,8]-1, two_clusters, full batch 500", walker_network)
 def walker_loop(sim):
     """The simulation's own chunk: every walker's loss and gradient, the sampler's update (with
     the ensemble preconditioner if the simulation has one) and the per-walker averages."""
-    return make_chunk(sim.model, sim.data, sim.sampler, tf.Variable(tf.constant(0, tf.int64)),
-                      RunningAverages(sim.num_walkers), 0, False, sim.ensemble, every_nth=NO_ROWS)
+    return compile_chunk(Loop(sim.model, sim.data, sim.sampler, tf.Variable(tf.constant(0, tf.int64)),
+                              RunningAverages(sim.num_walkers), ensemble=sim.ensemble, every_nth=NO_ROWS))
 
 
 def walker_timing(steps, repeats):

@@ -8,12 +8,12 @@ float64, step width 0.05 (HMC2: legs of 10 steps, 0.5 time units); BAOAB and HMC
 its last, so what is timed is the per-step work. The variants, each with what the one above
 it has, less one thing:
 
-    as is          sample()'s chunk (tati.loop.make_chunk, with its check for non-finite values)
+    as is          sample()'s chunk (tati/engine/gradient.py, with its check for non-finite values)
     XLA's sin, cos as is, but Box-Muller's sin and cos by XLA's own functions, not tati's series
                    (samplers/turns.py): what the series save (XLA only; graph mode uses
                    TensorFlow's own in both)
     - averages     RunningAverages.update a no-op
-    - virial       the virial 1/2 q . grad U replaced by zeros (BAOAB: in loop.make_chunk;
+    - virial       the virial 1/2 q . grad U replaced by zeros (BAOAB: in GradientKernel.one_step;
                    HMC2: in the sampler's _move, where it is computed at evaluations only)
     - report       BAOAB: the sampler's step report (kinetic energy, |p|^2, inertia q.p; only
                    the averages read it between rows) a no-op off the rows
@@ -52,7 +52,8 @@ import numpy as np
 import tensorflow as tf
 
 import tati
-import tati.loop
+from tati.engine.gradient import GradientKernel
+from tati.loop import Loop, compile_chunk
 from benchmark import set_threads
 from benchmark_hmc import LEG, gaussian
 from tati.recording.averages import RunningAverages
@@ -80,9 +81,9 @@ def with_line_replaced(function, old, new):
     return namespace[function.__name__]
 
 
-MAKE_CHUNK_NO_VIRIAL = with_line_replaced(
-    tati.loop.make_chunk, "virial = 0.5 * per_walker([v * g for v, g in zip(variables, grads)])",
-    "virial = tf.zeros([walkers] if model.walker_axis else [1], tf.float64)")
+ONE_STEP_NO_VIRIAL = with_line_replaced(
+    GradientKernel.one_step, "virial = 0.5 * self.per_walker([v * g for v, g in zip(model.variables, grads)])",
+    "virial = tf.zeros([model.num_walkers] if model.walker_axis else [1], tf.float64)")
 MOVE_NO_VIRIAL = with_line_replaced(
     HamiltonianMonteCarlo._move, "virial.append(self._walker_sum(chain_q * chain_g))",
     "virial.append(tf.zeros_like(fresh_sq[-1]))")
@@ -141,6 +142,8 @@ def patches(names, virial, sampler):
         stack.enter_context(replaced(SamplerBase, "_normal", _zeros))
     if virial and sampler == "HMC2":
         stack.enter_context(replaced(HamiltonianMonteCarlo, "_move", MOVE_NO_VIRIAL))
+    elif virial:
+        stack.enter_context(replaced(GradientKernel, "one_step", ONE_STEP_NO_VIRIAL))
     return stack
 
 
@@ -156,13 +159,10 @@ def chunk_call(sim, sampler, walkers, jit, names, check_finite, virial, steps):
     """A timed call of the variant's chunk, traced and compiled (first call) under its patches."""
     counter = tf.Variable(tf.constant(0, tf.int64))
     kind = steps_type(sim.sampler)
-    if kind == tf.int32:  # HMC's legs: its virial is patched in the sampler (MOVE_NO_VIRIAL)
-        chunk = tati.loop.make_metropolis_chunk(sim.model, sim.data, sim.sampler, counter, RunningAverages(walkers),
-                                                0, False, NO_ROWS, jit)
-    else:
-        make = MAKE_CHUNK_NO_VIRIAL if virial else tati.loop.make_chunk
-        chunk = make(sim.model, sim.data, sim.sampler, counter, RunningAverages(walkers), 0, False, None,
-                     NO_ROWS, jit, check_finite)
+    # HMC's legs: its virial is patched in the sampler (MOVE_NO_VIRIAL), the others' in one_step
+    loop = Loop(sim.model, sim.data, sim.sampler, counter, RunningAverages(walkers), every_nth=NO_ROWS,
+                jit_compile=jit, check_finite=check_finite and kind != tf.int32)
+    chunk = compile_chunk(loop)  # traced at its first call, under the patches
     n = tf.constant(steps, kind)
 
     def call():

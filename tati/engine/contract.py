@@ -6,15 +6,16 @@ type. The engine, the option checks, the summary and the tests read them from th
 spec (tati/engine/registry.py holds one per kernel) and nowhere else. This module imports no
 TensorFlow, so options are checked before TensorFlow is imported.
 
-A kernel is of one of four kinds, each driven by its compiled loop:
+A kernel is of one of four kinds, each stepped by the one compiled driver (engine/driver.py)
+through the driver kernel of its kind:
 
     GRADIENT     one gradient per step, computed by the loop and given to `apply(grads,
                  variables)`: the Langevin samplers (samplers/base.py SamplerBase) and every
                  optimizer, Keras' own or tati's; all are Keras 3 optimizers that also work in
-                 `model.fit` (loop.make_chunk)
+                 `model.fit` (engine/gradient.py)
     LEGS         HMC1/HMC2 (samplers/hmc.py): where a walker's leg ends, `apply(grads,
                  variables, loss=...)` decides and starts the next leg; between, `integrate`
-                 kicks and drifts with gradients at loop tensors (loop.make_metropolis_chunk)
+                 kicks and drifts with gradients at loop tensors (samplers/hmc_kernel.py)
     PROPOSAL     NUTS and RWMH (samplers/proposal.py): TFP's kernels, which evaluate the target
                  as often as they need through the model (loop_proposal.py)
     FULL_BATCH   L-BFGS for fit() (optimizers/lbfgs.py): TFP's minimiser on the whole dataset

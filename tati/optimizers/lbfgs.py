@@ -10,9 +10,12 @@ calls (TFP's results: position, loss, gradient and the correction pairs) is kept
 so a checkpoint continues it.
 """
 
+from typing import NamedTuple
+
 import tensorflow as tf
 
-from tati.loop import block_rows, written_rows
+from tati.engine.driver import Kernel
+from tati.engine.rows import Rows, row_fields
 
 CORRECTION_PAIRS = 10
 TOLERANCE = 1e-8
@@ -43,34 +46,48 @@ class LBFGS:
         self.started.assign(False)
 
 
-def make_lbfgs_chunk(model, data, lbfgs, step, averages, has_accuracy, every_nth=1):
-    """A tf.function chunk(n): up to n more L-BFGS iterations, a row at every multiple of
-    every_nth and at the last, as a block like loop.make_chunk's; stops early when every walker
-    is done."""
-    import tensorflow_probability as tfp
-    from tensorflow_probability.python.optimizer.lbfgs import LBfgsOptimizerResults as Results
-    features, labels = data.all() if model.uses_data else (None, None)
-    walkers, d = model.num_walkers, model.num_parameters
-    fields = {"loss": [walkers], "parameters": [walkers, d], "scaled_gradient": [walkers], "virial": [walkers],
-              "averages": [4, walkers]}
-    if has_accuracy:
-        fields["accuracy"] = [walkers]
-    rows = block_rows(walkers, d)
+class State(NamedTuple):
+    """What the driver's loops carry: TFP's results and whether every walker is done."""
+    results: object
+    finished: tf.Tensor
 
-    def value_and_gradients(theta):
-        losses, gradient, _ = model.loss_and_gradient(features, labels, theta=theta)
+
+class Info(NamedTuple):
+    """A stretch's report: the iterations it made (0 where every walker was done) and its row."""
+    iterations: tf.Tensor
+    row: dict
+
+
+class LBFGSKernel(Kernel):
+    """L-BFGS on `loop` (tati/loop.py Loop, passed whole) for the driver (tati/engine/driver.py):
+    one driver step is the iterations up to the next multiple of every_nth (or the chunk's
+    end), one call of TFP's minimiser, with its row; the chunk stops early when every walker
+    is done. TFP's results are read from the variables at a chunk's start and written at its end."""
+
+    def __init__(self, loop):
+        self.loop, self.lbfgs, model = loop, loop.kernel, loop.model
+        self.features, self.labels = loop.data.all() if model.uses_data else (None, None)
+        self.rows = Rows(row_fields(model.num_walkers, model.num_parameters, ("scaled_gradient", "virial"),
+                                    loop.has_accuracy), model.num_walkers, model.num_parameters, False)
+
+    def value_and_gradients(self, theta):
+        losses, gradient, _ = self.loop.model.loss_and_gradient(self.features, self.labels, theta=theta)
         return losses, gradient
 
-    def from_model():  # the first call, or after the user set the parameters
-        start = model.flat_parameters()
-        value, gradient = value_and_gradients(start)
-        no = tf.zeros([walkers], tf.bool)
+    def from_model(self):
+        """The first call's results, or after the user set the parameters."""
+        from tensorflow_probability.python.optimizer.lbfgs import LBfgsOptimizerResults as Results  # as in step
+        start = self.loop.model.flat_parameters()
+        value, gradient = self.value_and_gradients(start)
+        no = tf.zeros([self.loop.model.num_walkers], tf.bool)
         return Results(converged=no, failed=no, num_iterations=tf.constant(0), num_objective_evaluations=tf.constant(1),
                        position=start, objective_value=value, objective_gradient=gradient,
-                       position_deltas=tf.zeros_like(lbfgs.position_deltas),
-                       gradient_deltas=tf.zeros_like(lbfgs.gradient_deltas))
+                       position_deltas=tf.zeros_like(self.lbfgs.position_deltas),
+                       gradient_deltas=tf.zeros_like(self.lbfgs.gradient_deltas))
 
-    def stored():
+    def stored(self):
+        from tensorflow_probability.python.optimizer.lbfgs import LBfgsOptimizerResults as Results  # as in step
+        lbfgs = self.lbfgs
         return Results(converged=tf.identity(lbfgs.converged),
                        failed=tf.logical_and(lbfgs.stopped, tf.logical_not(lbfgs.converged)),
                        num_iterations=lbfgs.counts[0], num_objective_evaluations=lbfgs.counts[1],
@@ -79,45 +96,52 @@ def make_lbfgs_chunk(model, data, lbfgs, step, averages, has_accuracy, every_nth
                        position_deltas=tf.identity(lbfgs.position_deltas),
                        gradient_deltas=tf.identity(lbfgs.gradient_deltas))
 
-    def row_of(done):
+    def start(self, n):
+        results = tf.cond(self.lbfgs.started, self.stored, self.from_model)
+        return State(results, tf.reduce_all(results.converged | results.failed)), tf.constant(0, tf.int64)
+
+    def row_of(self, done):
         theta, grad = tf.cast(done.position, tf.float64), tf.cast(done.objective_gradient, tf.float64)
         virial = 0.5 * tf.reduce_sum(theta * grad, axis=1)
         losses = tf.cast(done.objective_value, tf.float64)
-        row = {"loss": losses, "parameters": theta, "scaled_gradient": tf.norm(grad, axis=1), "virial": virial,
-               "averages": tf.stack(averages.values())}
-        if has_accuracy:
-            row["accuracy"] = tf.cast(model.loss_and_accuracy(features, labels, theta=done.position)[1], tf.float64)
+        row = {"loss": losses, "parameters": theta, "scaled_gradient": tf.norm(grad, axis=1), "virial": virial}
+        if self.loop.has_accuracy:
+            row["accuracy"] = tf.cast(self.loop.model.loss_and_accuracy(self.features, self.labels,
+                                                                        theta=done.position)[1], tf.float64)
         return row, losses, virial
 
-    @tf.function(autograph=False)
-    def chunk(n):
-        def stretch(i, written, finished, results, steps, arrays):
-            """L-BFGS iterations up to the next multiple of every_nth (or n), and their row."""
-            k = tf.minimum(every_nth - tf.math.floormod(step, every_nth), n - i)
-            done = tfp.optimizer.lbfgs_minimize(
-                value_and_gradients, None, previous_optimizer_results=results,
-                max_iterations=results.num_iterations + tf.cast(k, tf.int32),
-                num_correction_pairs=CORRECTION_PAIRS, tolerance=TOLERANCE)
-            iterations = tf.cast(done.num_iterations - results.num_iterations, tf.int64)
-            finished = tf.reduce_all(done.converged | done.failed) | tf.equal(iterations, 0)
-            step.assign_add(iterations)
-            row, losses, virial = row_of(done)
-            zero = tf.zeros([walkers], tf.float64)
-            averages.update(losses, virial, zero, None, tf.constant(1.0, tf.float64), iterations > 0)
-            row["averages"] = tf.stack(averages.values())
-            arrays = tuple(array.write(written, tf.cast(row[name], tf.float64)) for array, name in zip(arrays, fields))
-            steps = steps.write(written, step.read_value())
-            return (i + tf.maximum(iterations, 1), written + tf.cast(iterations > 0, tf.int32), finished, done,
-                    steps, arrays)
+    def step(self, state, record, left):
+        """L-BFGS iterations up to the next multiple of every_nth (or the chunk's end)."""
+        import tensorflow_probability as tfp  # its import costs seconds: only where L-BFGS runs
+        loop, results = self.loop, state.results
+        k = tf.minimum(loop.every_nth - tf.math.floormod(loop.step, loop.every_nth), left)
+        done = tfp.optimizer.lbfgs_minimize(
+            self.value_and_gradients, None, previous_optimizer_results=results,
+            max_iterations=results.num_iterations + tf.cast(k, tf.int32),
+            num_correction_pairs=CORRECTION_PAIRS, tolerance=TOLERANCE)
+        iterations = tf.cast(done.num_iterations - results.num_iterations, tf.int64)
+        finished = tf.reduce_all(done.converged | done.failed) | tf.equal(iterations, 0)
+        loop.step.assign_add(iterations)
+        row, losses, virial = self.row_of(done)
+        zero = tf.zeros([loop.model.num_walkers], tf.float64)
+        loop.averages.update(losses, virial, zero, None, tf.constant(1.0, tf.float64), iterations > 0)
+        row["averages"] = tf.stack(loop.averages.values())
+        return State(done, finished), Info(iterations, row)
 
-        def more(i, written, finished, *_):
-            return tf.logical_and(tf.logical_and(i < n, written < rows), tf.logical_not(finished))
+    def trace(self, state, info):
+        return info.row, self.loop.step.read_value()
 
-        results = tf.cond(lbfgs.started, stored, from_model)
-        arrays = tuple(tf.TensorArray(tf.float64, size=rows, element_shape=shape) for shape in fields.values())
-        _, written, _, results, steps, arrays = tf.while_loop(
-            more, stretch, [tf.constant(0, tf.int64), tf.constant(0), tf.reduce_all(results.converged | results.failed),
-                            results, tf.TensorArray(tf.int64, size=rows, element_shape=[]), arrays])
+    def taken(self, info):
+        return tf.maximum(info.iterations, 1)
+
+    def kept(self, info):
+        return info.iterations > 0
+
+    def going(self, state):
+        return tf.logical_not(state.finished)
+
+    def finish(self, state):
+        lbfgs, results = self.lbfgs, state.results
         lbfgs.started.assign(True)
         lbfgs.stopped.assign(results.converged | results.failed)
         lbfgs.converged.assign(results.converged)
@@ -127,10 +151,5 @@ def make_lbfgs_chunk(model, data, lbfgs, step, averages, has_accuracy, every_nth
                                 (lbfgs.position_deltas, results.position_deltas),
                                 (lbfgs.gradient_deltas, results.gradient_deltas)):
             variable.assign(value)
-        model.assign_flat(results.position)
-        block = {name: written_rows(array, written, False) for name, array in zip(fields, arrays)}
-        block.update(step=written_rows(steps, written, False), rows=written, nonfinite_step=tf.constant(-1, tf.int64),
-                     nonfinite_walkers=tf.zeros([walkers], tf.bool))
-        return block
-
-    return chunk
+        self.loop.model.assign_flat(results.position)
+        return {}

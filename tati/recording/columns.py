@@ -52,7 +52,7 @@ SGHMC_ESTIMATING_INFO = LANGEVIN_INFO._replace(run_info=LANGEVIN_INFO.run_info +
 # SGNHT: its thermostat xi too.
 SGNHT_INFO = LANGEVIN_INFO._replace(run_info=LANGEVIN_INFO.run_info + ("thermostat",))
 
-# HMC1/HMC2: the chain's state at evaluations (loop.leg_row).
+# HMC1/HMC2: the chain's state at evaluations (samplers/hmc_kernel.py leg_row).
 HMC_INFO = Info(run_info=("total_energy", "old_total_energy", "kinetic_energy", "scaled_momentum", "scaled_gradient",
                           "virial", "average_rejection_rate", "divergences", "step_width", "gradient_evaluations"),
                 averages=("ensemble_average_loss", "average_kinetic_energy", "average_virials",

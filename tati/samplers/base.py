@@ -274,7 +274,7 @@ class SamplerBase(keras.optimizers.Optimizer):
         """apply(), returning the momenta the step reports (those of its kinetic energy, paired
         with the positions the gradients were taken at) times M^{-1/2}, so that beta |p|^2 is
         chi-square in equilibrium: a float64 tensor [W, d] (walker_axis) or [1, d], the
-        variables' flat order (the table rows of record_momenta, tati/loop.py)."""
+        variables' flat order (the table rows of record_momenta, tati/engine/gradient.py)."""
         self._momentum_readings = []
         try:
             self.apply(grads, trainable_variables)

@@ -135,7 +135,7 @@ class HamiltonianMonteCarlo(LegAdaptation, SamplerBase):
     """HMC with in-graph accept/reject; subclasses choose the integrator by `first_kicks`."""
 
     parameters = ("inverse_temperature", "hamiltonian_dynamics_time")
-    info = HMC_INFO  # the chain's state at evaluations (loop.leg_row delivers these columns)
+    info = HMC_INFO  # the chain's state at evaluations (hmc_kernel.leg_row delivers these columns)
     find_initial_width = False  # set by build()
     # The first kick's fraction c of the step width, one drawn at random per leg.
     first_kicks = (0.5,)

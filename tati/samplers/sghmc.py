@@ -26,9 +26,9 @@ B-hat comes from `gradient_noise_estimator`:
 * `batch` (the source document's): at the first step of each epoch, before its update, the
   gradients g_1 ... g_K of K = `noise_estimation_batches` batches at the current parameters,
       g-bar = (1/K) sum_k g_k,   V-hat = (1 / (K - 1)) sum_k (g_k - g-bar)^2   (per parameter),
-  kept for the steps up to the next estimate. The compiled loop (loop.py) sees `noise_batches`
-  = K > 0 and calls `estimate_noise` with a gradient function over batches of their own
-  (data/pipeline.py `extra_batch`: batch_size distinct points keyed by (seed, step, k)), so
+  kept for the steps up to the next estimate. The gradient step (engine/gradient.py) sees
+  `noise_batches` = K > 0 and calls `estimate_noise` with a gradient function over batches of
+  their own (data/pipeline.py `extra_batch`: batch_size distinct points keyed by (seed, step, k)), so
   V-hat is unbiased for one training batch's gradient variance, independent of the number of
   walkers, and neither the chain nor the training batches move. Relative error: that of a
   sample variance of K draws, sqrt(2 / (K - 1)) for normal gradients. Without mini-batches
@@ -178,7 +178,7 @@ class SGHMC(SamplerBase):
     @property
     def noise_batches(self):
         """K, the gradients `estimate_noise` wants (the batch estimator), else 0: a compiled
-        loop that sees K > 0 calls it at the start of each epoch (loop.py)."""
+        loop that sees K > 0 calls it at the start of each epoch (engine/gradient.py)."""
         return self.noise_estimation_batches if self.gradient_noise_estimator == "batch" else 0
 
     def initial_momentum_scale(self):

@@ -36,7 +36,7 @@ _chunk = threading.local()  # .jit_compile of the chunk being traced in this thr
 
 @contextlib.contextmanager
 def chunk_compiled(jit_compile):
-    """While a chunk's body is traced (tati/loop.py): the series are used if and only if the
+    """While a chunk's body is traced (tati/engine/driver.py): the series are used if and only if the
     chunk is compiled by XLA as a whole, not in the XLA functions that a graph-mode chunk calls
     (HMC's evaluation step), so that graph-mode runs keep their numbers; the series saved
     nothing measurable there (doc/benchmarks.md). Per thread: tf.distribute traces its

@@ -1,0 +1,118 @@
+"""HMC's legs as a kernel of the driver (tati/engine/driver.py): one step is an evaluation
+(where some walker's leg ends: `sampler.apply`, its report, the running averages and the row)
+followed by the leg's inner steps up to the next evaluation, bare kicks and drifts
+(`sampler.integrate`).
+
+Rows and averages see the chain's states at evaluations only (the accepted or the restored
+state, rejected ones repeated), as the samplers reference explains for HMC. A row is written at
+every evaluation and kept where some walker completes a leg whose count is a multiple of
+every_nth (`due` walkers). With the ensemble preconditioner, every phase of `ensemble.every`
+calls starts with an evaluation (the sampler's legs end there, see samplers/hmc.py), where B
+is refreshed from the chain states of the half that now stands. So a step is an apply exactly
+when some walker's leg ends there, however the run is cut into chunks (a restored run
+continues bitwise).
+"""
+
+from typing import NamedTuple
+
+import tensorflow as tf
+
+from tati.engine.driver import Kernel
+from tati.engine.rows import Rows, row_fields
+
+
+class LegInfo(NamedTuple):
+    """An evaluation's report: the walkers whose row is due, the inner steps that followed it,
+    the evaluation's step number and its row."""
+    due: tf.Tensor
+    free: tf.Tensor
+    step: tf.Tensor
+    row: dict
+
+
+def leg_row(sampler, report, averages, due, step, fields):
+    """The row of an evaluation step, float64 per walker (`fields`): the chain's state from
+    `report` (sampler.chain_report(): loss, accuracy, virial 1/2 q_a . g_a, the energies of
+    the redrawn momenta and of the last decision, the rejection rate and divergences), its
+    positions q_a, scaled_gradient h |g_a|, the step width h, the gradients so far (one per
+    step), the running averages, and `due` (1 where the walker's row is kept)."""
+    walkers = fields["loss"][0]
+    positions = tf.concat([tf.reshape(q, [walkers, -1]) for q in sampler.chain_positions()], axis=1)
+    rate = tf.cast(sampler.learning_rate, tf.float64)
+    row = {"loss": report["loss"], "parameters": positions,
+           "scaled_gradient": rate * tf.sqrt(report["gradient_sq"]), "virial": report["virial"],
+           "averages": tf.stack(averages.values()), "kinetic_energy": report["kinetic_energy"],
+           "scaled_momentum": tf.sqrt(report["momentum_sq"]), "total_energy": report["total_energy"],
+           "old_total_energy": report["old_total_energy"],
+           "average_rejection_rate": report["rejection_rate"], "divergences": report["divergences"],
+           "step_width": tf.fill([walkers], rate), "gradient_evaluations": tf.fill([walkers], tf.cast(step, tf.float64)),
+           "due": tf.cast(due, tf.float64)}
+    if "accuracy" in fields:
+        row["accuracy"] = report["accuracy"]
+    return {name: tf.cast(row[name], tf.float64) for name in fields}
+
+
+class LegsKernel(Kernel):
+    """HMC1/HMC2 (samplers/hmc.py) on `loop` (tati/loop.py Loop, passed whole). Its state is
+    the sampler's variables; the chunk's step count is int32 (a loop counter beside the legs'
+    step counts)."""
+
+    def __init__(self, loop):
+        self.loop, model, sampler = loop, loop.model, loop.kernel
+        sampler.build(model.variables)  # free_steps reads its state while the chunk is traced
+        walkers = model.num_walkers
+        self.fields = row_fields(walkers, model.num_parameters, sampler.info.run_info, loop.has_accuracy,
+                                 extra={"due": [walkers]})
+        self.rows = Rows(self.fields, walkers, model.num_parameters, loop.jit_compile)
+        self.evaluation = tf.function(self.evaluate, jit_compile=True, autograph=False)
+
+    def gradients_at(self, positions):
+        """The gradient of the walkers' summed loss at the given positions ([theta], a loop tensor)."""
+        return [self.loop.model.loss_and_gradient(*self.loop.data.next(), theta=positions[0])[1]]
+
+    def integrate(self, steps):
+        self.loop.kernel.integrate(steps, self.gradients_at, self.loop.model.variables)
+        self.loop.step.assign_add(tf.cast(steps, tf.int64))
+
+    def start(self, n):
+        """The inner steps up to the first evaluation (or the chunk's end)."""
+        i = tf.minimum(self.loop.kernel.free_steps(), n)
+        self.integrate(i)
+        return (), i
+
+    def evaluate(self, losses, grads, accuracy, left):
+        """An evaluation step's bookkeeping (the sampler's call, its report, the running
+        averages, the row) as one XLA program, in graph mode too: there, each of its about 170
+        small operations would cost a microsecond or more of executor time. Returns the walkers
+        whose row is due, how many kick-and-drift steps follow (up to the next evaluation, at
+        most `left`) and the row's values."""
+        loop, sampler = self.loop, self.loop.kernel
+        sampler.apply(grads, loop.model.variables, loss=losses, accuracy=accuracy)
+        loop.step.assign_add(1)
+        report = sampler.chain_report()
+        evaluated = report["evaluated"] > 0
+        loop.averages.update(report["loss"], report["virial"], report["kinetic_energy"],
+                             None, sampler.inverse_temperature,
+                             evaluated & (loop.step > loop.burn_in_steps))
+        due = evaluated & tf.equal(tf.math.floormod(report["legs"], float(loop.every_nth)), 0.0)
+        row = leg_row(sampler, report, loop.averages, due, loop.step, self.fields)
+        return tf.reduce_any(due), tf.minimum(sampler.free_steps(), left), row
+
+    def step(self, state, record, left):
+        loop = self.loop
+        if loop.ensemble is not None:
+            loop.ensemble.maybe_refresh(loop.kernel.chain_positions()[0], loop.kernel.iterations)
+        losses, gradient, accuracy = loop.model.loss_and_gradient(*loop.data.next(), with_accuracy=loop.has_accuracy)
+        due, free, row = self.evaluation(losses, [gradient], accuracy, left - 1)
+        at = tf.convert_to_tensor(loop.step)  # the evaluation's step, read before the inner steps
+        self.integrate(free)
+        return state, LegInfo(due, free, at, row)
+
+    def trace(self, state, info):
+        return info.row, info.step
+
+    def taken(self, info):
+        return info.free + 1
+
+    def kept(self, info):
+        return info.due
