@@ -39,7 +39,7 @@ setup(
             "tati-lossfunction-sampler=tati.cli.lossfunction:main",
             "tati-predictive=tati.cli.predictive:main",
             "tati-dataset-writer=tati.cli.dataset_writer:main",
-            # the original TATi's names (tati/original.py, doc/migration.md)
+            # the original TATi's names (tati/config/original.py, doc/migration.md)
             "TATiSampler=tati.cli.sample:main",
             "TATiOptimizer=tati.cli.optimize:main",
             "TATiAnalyser=tati.cli.analyse:main",

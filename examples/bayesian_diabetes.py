@@ -26,13 +26,13 @@ NUTS (whose cost grows with the parameters' number, here 67) to about a minute.
 - MAP: gradient descent with the essay's exponentially decaying learning rate;
 - deep ensemble: the same from 6 independent initialisations (6 walkers of fit());
 - SWAG: SGD from the MAP with mini-batches of 32 at the constant rate 5e-4 (half the MAP
-  schedule's starting rate), rank 20 (tati.swag);
+  schedule's starting rate), rank 20 (tati.bayes.swag);
 - HMC2 (4 walkers) and NUTS (2 walkers): nothing set but burn_in_steps and max_steps; step
   width and diagonal metric adapt during burn-in.
 
 Printed and written (--table): per method the number of parameter draws the predictive
 averages over (at most 1000), test MSE of the predictive mean, test log predictive density per
-point (LogSumExp over the draws - log n, tati.predictive), the fraction of test points inside
+point (LogSumExp over the draws - log n, tati.bayes.predictive), the fraction of test points inside
 the 95% predictive band, and seconds; also the baseline N(training mean, training variance).
 With --plot PREFIX (matplotlib): PREFIX_traces.png and PREFIX_autocorrelation.png (NUTS's
 walkers, else HMC2's, by tati.analysis.traces and .autocorrelation), PREFIX_marginals.png
@@ -53,7 +53,7 @@ except ImportError:
     sys.exit("bayesian_diabetes.py needs scikit-learn for its data: pip install tati[examples]")
 
 import tati
-from tati.swag import swag
+from tati.bayes.swag import swag
 
 METHODS = ("MAP", "ensemble", "SWAG", "HMC2", "NUTS")
 # Shown in the figures: the output biases of the mean (bias5) and of the raw variance (bias6),
@@ -61,7 +61,7 @@ METHODS = ("MAP", "ensemble", "SWAG", "HMC2", "NUTS")
 # the mean (weight50), which flips sign with the unit: one mode per sign.
 SHOWN = ["bias5", "bias6", "weight50"]
 TEST_FRACTION = 0.2
-DRAWS = 1000  # parameter draws of the predictive, thinned evenly (tati.predictive)
+DRAWS = 1000  # parameter draws of the predictive, thinned evenly (tati.bayes.predictive)
 Z95 = 1.959964
 TRACE_ROWS = 500  # rows per walker drawn in the traces figure, thinned evenly
 

@@ -14,7 +14,7 @@ heteroscedastic_gaussian), prior N(0, s^2) on every parameter (s = 1), in Bayesi
 
 - MAP: gradient descent with the essay's exponentially decaying learning rate;
 - deep ensemble: the same from 6 independent initialisations (6 walkers of fit());
-- SWAG: SGD from the MAP with mini-batches of 10 and a constant rate, rank 20 (tati.swag);
+- SWAG: SGD from the MAP with mini-batches of 10 and a constant rate, rank 20 (tati.bayes.swag);
 - RWMH, HMC2, NUTS: 4 walkers (NUTS 2), step widths and metric adapted during burn-in.
 
 Printed: per method, the 95% band's width averaged over the data's x range and at x = -2, 0
@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 import tati
-from tati.swag import swag
+from tati.bayes.swag import swag
 
 GRID = np.linspace(-2.0, 2.0, 81)[:, None]
 FAR = [-2.0, 0.0, 2.0]  # beyond both ends of the data and in the gap between its clusters

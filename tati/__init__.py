@@ -24,9 +24,12 @@ from tati.errors import InputError, Interrupted, SamplingError
 
 __version__ = "0.1.0"
 _LAZY = {"Simulation": "tati.simulation", "Result": "tati.simulation",
-         "samplers": "tati.samplers", "optimizers": "tati.optimizers", "callbacks": "tati.callbacks",
+         "samplers": "tati.samplers", "optimizers": "tati.optimizers", "callbacks": "tati.keras.callbacks",
          "diagnostics": "tati.diagnostics", "convergence": "tati.diagnostics.convergence",
          "load_run": "tati.analysis.runs", "analysis": "tati.analysis"}
+# Public names that are modules (tati.callbacks lives in tati/keras/, beside the rest of the Keras
+# integration).
+_MODULES = ("samplers", "optimizers", "callbacks", "diagnostics", "analysis")
 __all__ = ["InputError", "Interrupted", "Result", "SamplingError", "Simulation", "analysis", "callbacks", "convergence",
            "diagnostics", "load_run", "optimizers", "samplers", "__version__"]
 
@@ -35,7 +38,7 @@ def __getattr__(name):
     if name not in _LAZY:
         raise AttributeError(f"module 'tati' has no attribute '{name}'")
     module = importlib.import_module(_LAZY[name])
-    return module if module.__name__ == f"tati.{name}" else getattr(module, name)
+    return module if name in _MODULES else getattr(module, name)
 
 
 @contextlib.contextmanager

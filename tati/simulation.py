@@ -28,18 +28,18 @@ import warnings
 import numpy as np
 import tensorflow as tf
 
-from tati import building
-from tati import options as option_table
-from tati import preflight
-from tati import checkpoint
-from tati import warm_start
+from tati.config import building
+from tati.config import options as option_table
+from tati.config import preflight
+from tati.engine import checkpoint
+from tati.adaptation import warm_start
 from tati.errors import InputError, Interrupted, SamplingError
 from tati.engine.contract import load_kernel
 from tati.engine.registry import optimizer_spec, spec_of, spec_of_kernel
-from tati.kernels import FULL_BATCH, kind_of
+from tati.engine.kernels import FULL_BATCH, kind_of
 from tati.optimizers import make_optimizer
 from tati.recording.recorder import Recorder
-from tati.running import Run, drive
+from tati.engine.running import Run, drive
 from tati.samplers import get_sampler
 
 
@@ -110,11 +110,11 @@ class Result:
 class Simulation:
     """Sample or optimise a network, a Keras model or a potential; see the module docstring.
 
-    Every option of `tati.options.OPTIONS` is a keyword argument; `Simulation.help(name)`
+    Every option of `tati.config.options.OPTIONS` is a keyword argument; `Simulation.help(name)`
     returns one option's help as a string.
     """
 
-    # A shard of a distributed run (tati/distribute.py): its walkers' first index in the whole
+    # A shard of a distributed run (tati/engine/distribute.py): its walkers' first index in the whole
     # run and the run's walker count.
     _first_walker, _total_walkers = 0, None
 
@@ -123,11 +123,11 @@ class Simulation:
         for note in notes:
             warnings.warn(note, stacklevel=2)
         if self.options["xla_cache_directory"] is not None:
-            from tati import xla_cache
+            from tati.engine import xla_cache
             xla_cache.use(self.options["xla_cache_directory"])
         self._strategy, self._writes = None, True
         if self.options["distribution"] != "none":  # multi_worker: before TensorFlow runs anything
-            from tati.distribute import is_chief, make_strategy
+            from tati.engine.distribute import is_chief, make_strategy
             self._strategy = make_strategy(self.options["distribution"], self.options["devices"])
             self._writes = is_chief(self._strategy)
         self._build()
@@ -135,7 +135,7 @@ class Simulation:
     def shard(self, first_walker, walkers):
         """A Simulation of walkers first_walker ... first_walker + walkers - 1 of this one, at
         their current parameters, that writes no files: one replica's share of a distributed
-        run (tati/distribute.py)."""
+        run (tati/engine/distribute.py)."""
         shard = Simulation.__new__(Simulation)
         # Its walkers' rows of the whole run's parameters (fixed ones included, which the shard
         # fixes again): as given, drawn, read or dispersed.
@@ -152,7 +152,7 @@ class Simulation:
         return shard
 
     def _build(self):
-        """The data, model and ensemble (tati/building.py); the sampler and optimizer when first used."""
+        """The data, model and ensemble (tati/config/building.py); the sampler and optimizer when first used."""
         o = self.options
         parts = building.build(o)
         self.data, self.model, self.ensemble = parts.data, parts.model, parts.ensemble
@@ -168,7 +168,7 @@ class Simulation:
         self._optimizer = make_optimizer(o["optimizer"], learning_rate_of(o))
         self._run = None
         self._last_sample = None  # the last sample() call's Result: predictive's default draws
-        self.warm_start = None  # what the warm start did (tati/warm_start.py), once it ran
+        self.warm_start = None  # what the warm start did (tati/adaptation/warm_start.py), once it ran
         self._ensemble_failures = 0
 
     @property
@@ -202,7 +202,7 @@ class Simulation:
         return self._go("sample", self.sampler)
 
     def _start_warm(self):
-        """The warm start (tati/warm_start.py) before the first sample() call; a warning names
+        """The warm start (tati/adaptation/warm_start.py) before the first sample() call; a warning names
         the walkers it restarted."""
         self.warm_start = warm_start.warm_start(self.model, self.data, self.options["inverse_temperature"])
         self.parameters = self.warm_start.positions
@@ -221,7 +221,7 @@ class Simulation:
                 warnings.warn(note, stacklevel=3)  # at the user's sample()
             self._run = Run(method, optimizer, self)
             if self._strategy is not None and method == "sample":  # fit() keeps every walker here
-                from tati.distribute import Shards
+                from tati.engine.distribute import Shards
                 self._run.shards = Shards(self, self._run, self._strategy)
         run = self._run
         # Files: the chief's (the only worker but with distribution=multi_worker).
@@ -297,11 +297,11 @@ class Simulation:
         return building.network_inputs(self.options, features)
 
     def predictive(self, features, labels=None, trajectory=None, burn_in=None, draws=1000, level=0.95):
-        """The posterior predictive at `features` from a trajectory's draws (tati/predictive.py):
+        """The posterior predictive at `features` from a trajectory's draws (tati/bayes/predictive.py):
         (DataFrame of mean_k, lower_k, upper_k per point, and log_predictive_density with
         labels; the summed log predictive density or None). `trajectory` defaults to the last
         sample() call's."""
-        from tati.predictive import predictive
+        from tati.bayes.predictive import predictive
         if trajectory is None and self._last_sample is not None:
             trajectory = self._last_sample.trajectory
         return predictive(self, features, labels, trajectory, burn_in, draws, level)

@@ -1,4 +1,4 @@
-"""Runs of tests/test_distribute.py in a process of their own: the CPU must be split into
+"""Runs of tests/engine/test_distribute.py in a process of their own: the CPU must be split into
 logical devices before TensorFlow initialises them, which the test process has done long before.
 
     python tests/distributed_runs.py DIRECTORY
@@ -23,7 +23,7 @@ import json
 import os
 
 import tati
-from tati.distribute import split_cpu
+from tati.engine.distribute import split_cpu
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "samplers"))
 from test_walker_randomness import MODELS, keras_options  # the same models as the walker-count test
 
@@ -123,7 +123,7 @@ def resumed(case, sampler, save_devices, restore_devices, directory, **extra):
 
 
 def worker_options(directory):
-    """The run of tests/test_distribute.py's two workers (and of its one process)."""
+    """The run of tests/engine/test_distribute.py's two workers (and of its one process)."""
     return dict(options(potential, "BAOAB"), run_file=f"{directory}/run.csv",
                 trajectory_file=f"{directory}/trajectory.csv", averages_file=f"{directory}/averages.csv")
 

@@ -28,14 +28,14 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import tati
-from tati import checkpoint
+from tati.engine import checkpoint
 from tati.cli import common
 from tati.cli.optimize import GROUPS as OPTIMIZE_GROUPS
 from tati.cli.sample import GROUPS as SAMPLE_GROUPS
 from tati.data.csv import read_csv_files
 from tati.errors import InputError, SamplingError
 from tati.models.start import parameters_from_trajectory
-from tati.options import ACTIVATION_NAMES, BY_NAME, LOSS_NAMES, OPTIONS, Boolean, ListOf, Number, resolve
+from tati.config.options import ACTIVATION_NAMES, BY_NAME, LOSS_NAMES, OPTIONS, Boolean, ListOf, Number, resolve
 from tati.recording.averages import RunningAverages
 from tati.engine.registry import sampler_names, samplers_where
 
@@ -265,7 +265,7 @@ def edges(name):
 # Options that a Simulation does not use before sample() or fit(): their kinds alone check them
 # (test_resolve); the rest get examples of their own here.
 # xla_cache_directory too: a Simulation creates it and names it in this process's TF_XLA_FLAGS,
-# which every later subprocess of the test worker would inherit (tests/test_xla_cache.py).
+# which every later subprocess of the test worker would inherit (tests/engine/test_xla_cache.py).
 LATER = {"run_file", "trajectory_file", "averages_file", "save_model", "restore_model", "progress", "max_steps",
          "every_nth", "burn_in_steps", "on_nan", "dataset_seed", "xla_cache_directory"}
 BUILT = [name for name in ALL_NAMES if name not in LATER]

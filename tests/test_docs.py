@@ -27,7 +27,7 @@ def test_options_doc_is_up_to_date():
 
 
 def test_options_doc_lists_every_option():
-    from tati.options import OPTIONS
+    from tati.config.options import OPTIONS
     rendered = load_tool().render()
     for option in OPTIONS:
         assert f"| `{option.name}` |" in rendered

@@ -10,7 +10,7 @@ import tati
 from stats import read_csv, seed, t_critical
 from tati.errors import InputError
 from tati.recording.columns import OPTIMIZER_INFO, averages_columns, run_info_columns
-from tati.options import default
+from tati.config.options import default
 from tati.samplers import get_sampler
 
 
@@ -171,7 +171,7 @@ def test_summary_of_a_continued_hmc_call_without_a_row():
 def test_tables_do_not_depend_on_how_a_call_is_cut_into_compiled_calls(sampler, monkeypatch):
     """The loop sizes its compiled calls by time (CALL_SECONDS); with calls of one step, or of
     one row, the tables are the same, and the call ends at max_steps with its last row."""
-    import tati.running as running
+    import tati.engine.running as running
     options = dict(potential=lambda x: 0.5 * tf.reduce_sum(x ** 2), initial_parameters=[0.5, -0.5],
                    sampler=sampler, step_width=0.2, max_steps=25, every_nth=10, seed=4, number_walkers=2)
     whole = tati.Simulation(**options).sample()

@@ -1,7 +1,7 @@
 """Sampler overhead: time of one sampler step / time of one bare gradient evaluation, for
 every Langevin sampler (issue targets: BAOAB <= 1.5 on case a, every sampler <= 1.10 on b).
 
-Both loops are `tati.loop.compile_chunk` loops (tati/engine/gradient.py) on the same model,
+Both loops are `tati.engine.loop.compile_chunk` loops (tati/engine/gradient.py) on the same model,
 loss and batches: the bare loop (optimizer None) does batch, loss, gradient, virial and
 running averages; the sampled loop adds the sampler's update. So the ratio is what the sampler costs on top of a gradient step.
 
@@ -35,7 +35,7 @@ import tensorflow as tf
 
 import tati
 from tati.diagnostics import convergence
-from tati.loop import Loop, compile_chunk
+from tati.engine.loop import Loop, compile_chunk
 from tati.recording.averages import RunningAverages
 from tati.engine.contract import GRADIENT
 from tati.engine.registry import samplers_where

@@ -39,7 +39,7 @@ import benchmark_rows
 import tati
 from benchmark import set_threads
 from benchmark_bookkeeping import steps_type
-from tati.loop import Loop, compile_chunk
+from tati.engine.loop import Loop, compile_chunk
 from tati.recording.averages import RunningAverages
 
 

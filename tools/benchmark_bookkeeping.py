@@ -10,7 +10,7 @@ it has, less one thing:
 
     as is          sample()'s chunk (tati/engine/gradient.py, with its check for non-finite values)
     XLA's sin, cos as is, but Box-Muller's sin and cos by XLA's own functions, not tati's series
-                   (samplers/turns.py): what the series save (XLA only; graph mode uses
+                   (random/turns.py): what the series save (XLA only; graph mode uses
                    TensorFlow's own in both)
     - averages     RunningAverages.update a no-op
     - virial       the virial 1/2 q . grad U replaced by zeros (BAOAB: in GradientKernel.one_step;
@@ -53,12 +53,13 @@ import tensorflow as tf
 
 import tati
 from tati.engine.gradient import GradientKernel
-from tati.loop import Loop, compile_chunk
+from tati.engine.loop import Loop, compile_chunk
 from benchmark import set_threads
 from benchmark_hmc import LEG, gaussian
 from tati.recording.averages import RunningAverages
-from tati.samplers.base import SamplerBase, box_muller, packed_pairs
-from tati.samplers import turns
+from tati.random.streams import box_muller, packed_pairs
+from tati.samplers.base import SamplerBase
+from tati.random import turns
 from tati.samplers.hmc import HamiltonianMonteCarlo
 
 NO_ROWS = 10 ** 12
@@ -98,7 +99,7 @@ def _report_on_rows_only(self, position, momentum, noise, mass=1.0):
 def steps_type(sampler):
     """The dtype of a chunk's step count: int32 for HMC's chunk (legs), else int64."""
     try:
-        from tati.loop import steps_dtype
+        from tati.engine.loop import steps_dtype
     except ImportError:  # before the kernel contract (commit 894d395 and earlier)
         return tf.int32 if getattr(sampler, "metropolis", False) else tf.int64
     return steps_dtype(sampler)

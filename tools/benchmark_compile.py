@@ -20,8 +20,8 @@ CHILD = r"""
 import json, sys, time
 import tensorflow as tf
 import tati
-from tati.loop import steps_dtype
-from tati.running import Run
+from tati.engine.loop import steps_dtype
+from tati.engine.running import Run
 sampler, walkers, jit = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "XLA"
 if sampler == "NUTS":
     sim = tati.Simulation(potential=lambda q: 0.5 * tf.reduce_sum(q * q, axis=-1), potential_batched=True,

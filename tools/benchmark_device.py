@@ -37,7 +37,7 @@ import benchmark_hmc
 import tati
 from benchmark import set_threads
 from benchmark_bookkeeping import steps_type
-from tati.loop import Loop, compile_chunk
+from tati.engine.loop import Loop, compile_chunk
 from tati.recording.averages import RunningAverages
 
 NO_ROWS = 10 ** 9  # every_nth of the timed chunks: no rows in between

@@ -1,8 +1,8 @@
-"""Walkers over devices (distribution=mirrored, tati/distribute.py): the cost of the strategy.
+"""Walkers over devices (distribution=mirrored, tati/engine/distribute.py): the cost of the strategy.
 
 Runs BAOAB on the built-in 2-[8,8]-1 network (two_clusters, full batch of 500 points) with 16
 walkers, through Simulation.sample(), in four layouts: no strategy, and MirroredStrategy over
-1, 2 and 4 logical CPU devices (the CPU split by tati.distribute.split_cpu). Each layout runs
+1, 2 and 4 logical CPU devices (the CPU split by tati.engine.distribute.split_cpu). Each layout runs
 in a process of its own (TensorFlow allows one strategy's collectives per process), which
 builds its Simulation and warms it up (tracing) once; then sample() calls of `--steps` steps
 (one row per call) are timed interleaved, one process at a time, `--repeats` times, and the
@@ -29,7 +29,7 @@ LAYOUTS = {"no strategy": {}, "1 device": dict(distribution="mirrored", devices=
 def serve(layout, steps, walkers):
     """One layout's process: after warming up, one timed sample() call per line read."""
     import time
-    from tati.distribute import split_cpu
+    from tati.engine.distribute import split_cpu
     split_cpu(4)
     import tati
     simulation = tati.Simulation(hidden_dimension=[8, 8], dataset="two_clusters", sampler="BAOAB", step_width=0.01,

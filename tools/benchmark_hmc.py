@@ -27,7 +27,7 @@ import tensorflow_probability as tfp
 
 import tati
 from benchmark import set_threads
-from tati.loop import Loop, compile_chunk
+from tati.engine.loop import Loop, compile_chunk
 from tati.recording.averages import RunningAverages
 
 LEG = 10

@@ -6,7 +6,7 @@
 On the d-D Gaussian U = sum_i c_i x_i^2 / 2 (c from 1 to 10, float64), in graph mode and under
 XLA: microseconds per step of one sample() call of --steps steps, and of the compiled loop
 alone run for as many steps (with the same rows, and with only its last row; a call returns at
-most `tati.loop.block_rows` rows, so it is called again until the steps are done). Median
+most `tati.engine.loop.block_rows` rows, so it is called again until the steps are done). Median
 of --repeats, after the first call. HMC2 takes legs of 0.6 time units (about 12 steps of
 0.05), a row per leg with every_nth 1. `--files` also writes the three CSV files (to a
 temporary directory): their text costs about a microsecond per number.
@@ -26,7 +26,7 @@ import numpy as np
 import tensorflow as tf
 
 import tati
-from tati.loop import Loop, compile_chunk, steps_dtype
+from tati.engine.loop import Loop, compile_chunk, steps_dtype
 from tati.recording.averages import RunningAverages
 
 NO_ROWS = 10 ** 12

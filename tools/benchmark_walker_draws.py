@@ -1,4 +1,4 @@
-"""NUTS and RWMH with draws keyed per walker (samplers/walker_draws.py, and the step on the
+"""NUTS and RWMH with draws keyed per walker (random/walker_draws.py, and the step on the
 walkers padded to whole SIMD packets) against TensorFlow Probability's own draws for all
 walkers at once: time per step of Simulation.sample() calls.
 

@@ -178,7 +178,7 @@ def run_tfp(name, burn_in, steps, seed, walkers=8, start_at_mode=False):
     potential, dimension, constrained, reference = load(name)
     start = np.random.default_rng(seed).uniform(-2.0, 2.0, size=(walkers, dimension))
     if start_at_mode:
-        from tati import warm_start
+        from tati.adaptation import warm_start
 
         def evaluate(theta):
             value, gradient = tfp.math.value_and_gradient(lambda x: tf.vectorized_map(potential, x),

@@ -195,7 +195,7 @@ def calls(spec, save_model=None):
 
 def saved(spec):
     """The run's tables and its checkpoint's arrays."""
-    from tati import checkpoint
+    from tati.engine import checkpoint
     with tempfile.TemporaryDirectory() as directory:
         path = os.path.join(directory, "state.npz")
         out = table_arrays(calls(spec, save_model=path))
@@ -208,7 +208,7 @@ def resumed(spec):
     spec["resume"] names: both calls' tables ("saved_" the first), the files and both
     checkpoints' arrays."""
     import tati
-    from tati import checkpoint
+    from tati.engine import checkpoint
     with tempfile.TemporaryDirectory() as directory:
         files = {name: os.path.join(directory, f"{name}.csv") for name in spec["resume"]}
         path = os.path.join(directory, "state.npz")
@@ -333,7 +333,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     os.environ.update(ENVIRONMENT)  # before TensorFlow starts (tati is imported by the runs)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    from tati.distribute import split_cpu
+    from tati.engine.distribute import split_cpu
     split_cpu(4)  # before TensorFlow initialises its devices: the mirrored run's 4 replicas
     parts = args.part or list(PARTS)
     arrays, names = record(parts, args.verbose)

@@ -174,7 +174,7 @@ def model_options(train, hidden, seed):
 def draws_of(name, train, hidden, seed, quick):
     """(Simulation, the parameter draws as trajectory rows) of one method."""
     import tati
-    from tati.swag import swag
+    from tati.bayes.swag import swag
     s = settings(name, quick)
     options = model_options(train, hidden, seed)
     if "fit" in s:

@@ -11,6 +11,6 @@ Each algorithm has a typed state (a NamedTuple of float64 tensors with named fie
 `update` and its read-outs, all pure functions of tensors, usable inside tf.function and XLA.
 The users keep the states in variables (the checkpoint's, by name, as one float64 vector each
 where they always were) and convert at the boundary with the module's `pack` / `unpack`:
-NUTS and RWMH (loop_proposal.py, samplers/proposal.py), HMC1/HMC2 (samplers/hmc_adaptation.py)
+NUTS and RWMH (samplers/proposal_kernel.py, samplers/proposal.py), HMC1/HMC2 (samplers/hmc_adaptation.py)
 and the Langevin samplers' adapt_mass (samplers/mass.py).
 """

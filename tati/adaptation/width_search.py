@@ -4,7 +4,7 @@ At the first step of burn-in, probes of one step each from the chain's state wit
 momenta (or, for RWMH, one proposal) at the user's width, doubled while the walkers' mean
 one-step acceptance min(1, exp(-beta dH)) stays above 1/2 or halved while it stays below,
 until it crosses; dual averaging (dual_averaging.py) starts from the width found. The probes
-themselves are the sampler's (loop_proposal.py for NUTS/RWMH, samplers/hmc_adaptation.py for
+themselves are the sampler's (samplers/proposal_kernel.py for NUTS/RWMH, samplers/hmc_adaptation.py for
 HMC); this module is the rule that reads their acceptance.
 """
 

@@ -1,5 +1,5 @@
 """Writing an analysis's CSV files under the project's rule: an existing file is replaced only
-when overwrite is given (tati/preflight.py's check_output_file), and two outputs may not name
+when overwrite is given (tati/config/preflight.py's check_output_file), and two outputs may not name
 the same file. Everything is checked before anything is computed or written."""
 
 import os
@@ -7,7 +7,7 @@ import os
 import pandas as pd
 
 from tati.errors import InputError
-from tati.preflight import check_output_file
+from tati.config.preflight import check_output_file
 
 
 def check_outputs(paths, overwrite):

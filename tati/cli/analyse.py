@@ -14,8 +14,8 @@ import sys
 
 from tati.cli.common import EPILOG, Parser, add_option, run_command
 from tati.errors import InputError
-from tati.options import Boolean, ListOf, Number, Optional, Text
-from tati.original import aliases_of, analysis
+from tati.config.options import Boolean, ListOf, Number, Optional, Text
+from tati.config.original import aliases_of, analysis
 
 PROG = "tati-analyse"
 NONNEGATIVE_INT = Number(integer=True, minimum=0)
@@ -126,7 +126,7 @@ def make_parser():
 
 
 def convert(command, values):
-    """The options' values, converted and checked by the option kinds of tati/options.py."""
+    """The options' values, converted and checked by the option kinds of tati/config/options.py."""
     options = {}
     for option, kind, default, *_ in _options(command):
         value = values.get(option, default)

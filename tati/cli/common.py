@@ -1,6 +1,6 @@
 """Shared machinery of the command-line tools.
 
-The parser is generated from `tati.options.OPTIONS`, so `--help` shows each option's true
+The parser is generated from `tati.config.options.OPTIONS`, so `--help` shows each option's true
 default and help text. Only options given on the command line reach the Simulation; the rest
 keep the table's defaults. Every input error is one line on stderr and exit status 2.
 """
@@ -14,7 +14,7 @@ import warnings
 
 from tati.errors import InputError, Interrupted, SamplingError
 from tati.engine.registry import canonical_sampler
-from tati.options import OPTIONS
+from tati.config.options import OPTIONS
 
 
 # The option groups each tool takes from the option table, so that a flag of another tool
@@ -82,7 +82,7 @@ class Parser(argparse.ArgumentParser):
         fail(self.prog, message)
 
     def _hint(self, flag):
-        from tati.original import RETIRED_OPTIONS
+        from tati.config.original import RETIRED_OPTIONS
         if flag in RETIRED_OPTIONS:
             return f"an option of the original TATi: {RETIRED_OPTIONS[flag]}"
         parsers = [self] + [parser for action in self._actions
@@ -117,7 +117,7 @@ def _flag_name(word):
 
 
 def add_option(container, name, kind, help, **extra):
-    """--name taking a value of `kind` (tati/options.py), which converts it later; a kind's habits
+    """--name taking a value of `kind` (tati/config/options.py), which converts it later; a kind's habits
     (a boolean flag alone, a list in separate words) are read by Parser.normalise. Its help shows
     [VALUE] for a flag that may stand alone."""
     alone = {"nargs": "?", "const": kind.bare} if kind.bare is not None else {}
@@ -128,8 +128,8 @@ def add_option(container, name, kind, help, **extra):
 
 
 def add_renamed(parser, prog):
-    """The original TATi's names of this tool's options (tati/original.py), hidden from --help."""
-    from tati.original import RENAMED_OPTIONS
+    """The original TATi's names of this tool's options (tati/config/original.py), hidden from --help."""
+    from tati.config.original import RENAMED_OPTIONS
     kinds = {a.dest: a.kind for a in parser._actions if hasattr(a, "kind")}
     for old, new in RENAMED_OPTIONS.get(prog, {}).items():
         add_option(parser, old, kinds[new], argparse.SUPPRESS, dest=new)
@@ -219,16 +219,16 @@ def run_command(prog, work):
 
 
 def run_tool(prog, options, method, body):
-    """Check the options and files (tati/preflight.py) before TensorFlow is imported, then run
+    """Check the options and files (tati/config/preflight.py) before TensorFlow is imported, then run
     body(). InputError becomes one line and exit status 2, a failed sampling (non-finite values)
     status 1, SIGINT or SIGTERM (stopped at a row boundary, files flushed) 128 + the signal's
     number. Warnings are one line each."""
     shown, warnings.showwarning = warnings.showwarning, _show_warning(prog)
     try:
-        from tati.preflight import check
+        from tati.config.preflight import check
         check(options, method)
         if options.get("xla_cache_directory") is not None:  # before TensorFlow's runtime starts
-            from tati import xla_cache
+            from tati.engine import xla_cache
             xla_cache.use(options["xla_cache_directory"])
             # TensorFlow logs an "Error parsing text-format" line at every program it loads from
             # the cache (it tries the binary file as text first); the tool's stderr stays its own.

@@ -16,7 +16,7 @@ import sys
 
 from tati.cli.common import EPILOG, Parser, add_option, add_renamed, fail
 from tati.errors import InputError
-from tati.options import BY_NAME, Boolean, Number, Optional, Text
+from tati.config.options import BY_NAME, Boolean, Number, Optional, Text
 
 PROG = "tati-dataset-writer"
 TABLE_OPTIONS = ("dataset", "dataset_size", "dataset_noise", "dataset_seed")
@@ -78,7 +78,7 @@ def split(size, test_fraction):
 
 
 def check_outputs(values):
-    from tati.preflight import check_output_file
+    from tati.config.preflight import check_output_file
     for name in ("train_file", "test_file"):
         check_output_file(name, values[name], False, values["overwrite"], resumable=False)
     if values["test_file"] is not None and os.path.realpath(values["train_file"]) == os.path.realpath(values["test_file"]):

@@ -21,8 +21,8 @@ import warnings
 from tati.cli.common import TOOL_GROUPS, add_option, add_renamed, import_tensorflow_quietly, run_command
 from tati.cli.common import make_parser as tool_parser
 from tati.errors import InputError
-from tati.options import BY_NAME, Boolean, ListOf, Number, Optional, Text
-from tati.original import LANDSCAPE_MODES, RETIRED_MODES
+from tati.config.options import BY_NAME, Boolean, ListOf, Number, Optional, Text
+from tati.config.original import LANDSCAPE_MODES, RETIRED_MODES
 
 PROG = "tati-lossfunction-sampler"
 MODES = {
@@ -159,7 +159,7 @@ def run(mode, o, simulation_options):
     from tati.analysis import figures
     from tati.analysis.output import check_inputs_not_outputs, check_outputs, write_csv
     from tati.landscape.points import select_rows
-    from tati.preflight import check
+    from tati.config.preflight import check
     _saved_run_options(simulation_options)
     values, _ = check(simulation_options)  # its notes name the sampler's tunables, which do not matter here
     if o["plot"] is not None:
@@ -212,11 +212,11 @@ def run(mode, o, simulation_options):
 
 def _saved_run_options(options):
     """With restore_model, the options of this tool's network, data, prior and walkers that are
-    not given take the checkpoint's values (tati/checkpoint.py records them)."""
+    not given take the checkpoint's values (tati/engine/checkpoint.py records them)."""
     if options.get("restore_model") in (None, "none", ""):
         return
-    from tati.checkpoint import load
-    from tati.options import OPTIONS
+    from tati.engine.checkpoint import load
+    from tati.config.options import OPTIONS
     meta, _ = load(options["restore_model"])
     accepted = {o.name for o in OPTIONS if o.group in SIMULATION_GROUPS and o.on_command_line} | set(SIMULATION_EXTRA)
     for name, value in meta.get("options", {}).items():
@@ -240,8 +240,8 @@ def _read(option, path):
 
 
 def _restore_parameters(simulation, path):
-    """The walkers' parameters from a checkpoint (tati/checkpoint.py) of this network."""
-    from tati.checkpoint import load
+    """The walkers' parameters from a checkpoint (tati/engine/checkpoint.py) of this network."""
+    from tati.engine.checkpoint import load
     meta, arrays = load(path)
     model = [key for key in arrays if key.startswith("model/")]
     shape = (simulation.num_walkers, simulation.num_parameters)

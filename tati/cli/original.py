@@ -1,9 +1,9 @@
 """The original TATi's tools that tati has no counterpart for, installed under their old names
 so that a script calling one gets one line saying what to do instead (exit status 2). Those with
-a counterpart are installed as aliases of it (setup.py; tati/original.py's TOOLS)."""
+a counterpart are installed as aliases of it (setup.py; tati/config/original.py's TOOLS)."""
 
 from tati.cli.common import fail
-from tati.original import RETIRED_TOOLS
+from tati.config.original import RETIRED_TOOLS
 
 
 def retired(name):

@@ -9,7 +9,7 @@ a run's trajectory (or the SWAG Gaussian of an optimizer's trajectory), as a CSV
 The network is described by the options of the run (data and network groups, as tati-sample);
 without a data option the held-out file gives the shapes. The held-out file has the layout of
 batch_data_files: features, then labels; labels are optional, and with them and a likelihood
-each point's log predictive density is a column and their sum is printed (tati/predictive.py).
+each point's log predictive density is a column and their sum is printed (tati/bayes/predictive.py).
 Options and files are checked before TensorFlow is imported where possible; every bad input is
 one line and exit status 2.
 """
@@ -19,7 +19,7 @@ import sys
 
 from tati.cli.common import TOOL_GROUPS, add_option, fail, make_parser, parse, run_tool
 from tati.errors import InputError
-from tati.options import Boolean, Number, Optional, Text
+from tati.config.options import Boolean, Number, Optional, Text
 
 PROG = "tati-predictive"
 GROUPS = TOOL_GROUPS["tati-predictive"]
@@ -32,7 +32,7 @@ OWN = [
      "after burn-in of all walkers thinned evenly"),
     ("swag_rank", Optional(Number(integer=True, minimum=0)), None, "draw the parameters from the SWAG "
      "Gaussian of the trajectory's rows after burn-in (per walker, this many deviation columns; "
-     "tati/swag.py) instead of taking the rows; none means the rows"),
+     "tati/bayes/swag.py) instead of taking the rows; none means the rows"),
     ("level", Number(minimum=0, strict=True), 0.95, "probability of the central predictive band, below 1"),
     ("test_data_files", Optional(Text()), None, "the held-out points: a CSV file in batch_data_files' "
      "layout, features then labels (without label columns: no log predictive density)"),
@@ -174,7 +174,7 @@ def predict(sim_options, own, trajectory, points):
     kept = trajectory[trajectory["step"] > burn_in]
     walkers = kept["id"].nunique()
     if own["swag_rank"] is not None:
-        from tati.swag import swag
+        from tati.bayes.swag import swag
         posterior = swag(trajectory, rank=own["swag_rank"], burn_in=burn_in, parameters=sim.model.parameter_names)
         draws = posterior.sample(math.ceil(own["draws"] / walkers), seed=own["seed"])
         burn_in = posterior.last_step

@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from tati.clock import duration
+from tati.engine.clock import duration
 from tati.diagnostics.equipartition import equipartition_verdict, table_batch_means
 from tati.diagnostics.momentum import momentum_test
 from tati.diagnostics.outliers import walker_outliers

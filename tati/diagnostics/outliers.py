@@ -30,7 +30,7 @@ loss 2388 while the run ended with exit status 0). Two checks, each walker by id
 * far out (every sampler): the walker's median loss after burn-in above the other walkers'
   UPPER quantile (the median over the others of each one's quantile, so that a second walker far
   out does not hide the first) by more than the typical set's width (d/2 + 4 sqrt(d/2)) / beta,
-  the warm start's rule for a stuck walker (tati/warm_start.py threshold), and by more than
+  the warm start's rule for a stuck walker (tati/adaptation/warm_start.py threshold), and by more than
   SPREADS of the others' spreads (interquartile range / 1.349, which mini-batch noise widens).
   Walkers that sample one distribution have their medians below each other's 99% quantiles; a
   margin of the typical set's whole width on top is not a statistical test but the meaning of
@@ -59,7 +59,7 @@ FACTOR = 2.0
 PEAK_FACTOR = 10.0
 UPPER = 0.99
 SPREADS = 5.0
-TAIL_SDS = 4.0  # also the warm start's threshold for a stuck walker (tati/warm_start.py)
+TAIL_SDS = 4.0  # also the warm start's threshold for a stuck walker (tati/adaptation/warm_start.py)
 MIN_ROWS = 10  # a walker's loss rows after burn-in, fewer: not compared
 MIN_INDEPENDENT = 50  # a walker's independent kinetic energies after burn-in, fewer: not judged
 IQR_PER_SD = 1.349  # interquartile range of a normal distribution in standard deviations

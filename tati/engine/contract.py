@@ -17,7 +17,7 @@ through the driver kernel of its kind:
                  variables, loss=...)` decides and starts the next leg; between, `integrate`
                  kicks and drifts with gradients at loop tensors (samplers/hmc_kernel.py)
     PROPOSAL     NUTS and RWMH (samplers/proposal.py): TFP's kernels, which evaluate the target
-                 as often as they need through the model (loop_proposal.py)
+                 as often as they need through the model (samplers/proposal_kernel.py)
     FULL_BATCH   L-BFGS for fit() (optimizers/lbfgs.py): TFP's minimiser on the whole dataset
 
 A kernel's *state* is its variables (checkpointed by name, checkpoint.py); its *info*, what its
@@ -42,7 +42,7 @@ class Spec:
     kernel: "module:Class", loaded on demand (`load_kernel`), so that naming needs no TensorFlow;
     kind: how the engine drives it (above);
     samples: a sampler (step_width, inverse temperature), else an optimizer of fit();
-    options: the options of tati/options.py that it alone (with others of its kind) takes, by
+    options: the options of tati/config/options.py that it alone (with others of its kind) takes, by
         name, or new `options.Option`s that it declares (merged into the option table); the
         options of every sampler (step_width, inverse_temperature, seed) are not listed;
     persistent_momenta: its momenta carry over from step to step (record_momenta, the summary's
@@ -94,7 +94,7 @@ class Spec:
 
     @property
     def declared_options(self):
-        """Its own Option objects, which tati/options.py adds to the table."""
+        """Its own Option objects, which tati/config/options.py adds to the table."""
         return tuple(option for option in self.options if not isinstance(option, str))
 
     @property

@@ -27,12 +27,12 @@ import functools
 
 import tensorflow as tf
 
-from tati.samplers.turns import chunk_compiled
+from tati.random.turns import chunk_compiled
 
 
 def compiled_chunk(jit_compile):
     """tf.function(autograph=False, jit_compile=jit_compile) of a chunk(n), whose body is traced
-    knowing whether the chunk is compiled by XLA as a whole (samplers/turns.py)."""
+    knowing whether the chunk is compiled by XLA as a whole (random/turns.py)."""
     def compile(body):
         @functools.wraps(body)
         def chunk(n):

@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from tati.engine.driver import Kernel
 from tati.engine.rows import Rows, row_fields
-from tati.kernels import info_of, is_sampler
+from tati.engine.kernels import info_of, is_sampler
 
 
 class Finite(NamedTuple):
@@ -33,7 +33,7 @@ class Info(NamedTuple):
 
 
 class GradientKernel(Kernel):
-    """One gradient per step of `loop` (tati/loop.py Loop, passed whole). `ensemble`
+    """One gradient per step of `loop` (tati/engine/loop.py Loop, passed whole). `ensemble`
     (samplers/ensemble.py) refreshes the walkers' preconditioner before the steps it is due.
     `check_finite` stops the chunk after the first step whose loss or gradient is not finite
     for some walker; the block then carries that step and the walkers (`nonfinite_step`,

@@ -24,7 +24,7 @@ def block_rows(walkers, parameters):
 
 def written_rows(array, written, jit_compile):
     """A block's TensorArray as one tensor: its first `written` elements. Under XLA, and in a
-    replica of tf.distribute (tati/distribute.py packs the replicas' blocks by their static
+    replica of tf.distribute (tati/engine/distribute.py packs the replicas' blocks by their static
     shapes), all of them: the caller reads the first `written`. Elsewhere stacking the whole
     array would fill every unwritten row with zeros, a copy of the block's full size at every
     call however few rows it holds."""

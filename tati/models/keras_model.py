@@ -130,7 +130,7 @@ class KerasNetwork(FlatModel):
         # The features broadcast to every walker: with them shared, the vectorised map would
         # make one matrix product of all walkers' weights, whose columns beyond whole SIMD
         # packets TensorFlow's CPU kernel sums another way, so a walker's outputs would depend
-        # on the number of walkers (tests/samplers/test_walker_randomness.py, tati/distribute.py).
+        # on the number of walkers (tests/samplers/test_walker_randomness.py, tati/engine/distribute.py).
         batched = tf.broadcast_to(features[None], tf.concat([[rows], tf.shape(features)], 0))
         return tf.vectorized_map(lambda args: self._network(*args), (theta, batched))
 

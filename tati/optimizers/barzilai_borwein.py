@@ -28,7 +28,7 @@ variables, so a checkpoint resumes the run bitwise.
 import keras
 import tensorflow as tf
 
-from tati.options import check, default
+from tati.config.options import check, default
 
 
 @keras.saving.register_keras_serializable(package="tati")

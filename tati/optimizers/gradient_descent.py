@@ -2,7 +2,7 @@
 
 import keras
 
-from tati.options import check, default
+from tati.config.options import check, default
 
 
 @keras.saving.register_keras_serializable(package="tati")

@@ -59,7 +59,7 @@ class Info(NamedTuple):
 
 
 class LBFGSKernel(Kernel):
-    """L-BFGS on `loop` (tati/loop.py Loop, passed whole) for the driver (tati/engine/driver.py):
+    """L-BFGS on `loop` (tati/engine/loop.py Loop, passed whole) for the driver (tati/engine/driver.py):
     one driver step is the iterations up to the next multiple of every_nth (or the chunk's
     end), one call of TFP's minimiser, with its row; the chunk stops early when every walker
     is done. TFP's results are read from the variables at a chunk's start and written at its end."""

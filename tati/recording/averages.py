@@ -11,6 +11,8 @@ large beta never overflow. Every quantity is kept per walker (vectors of length 
 
 import tensorflow as tf
 
+from tati.random.streams import PACKET
+
 
 # The rows of RunningAverages.state, one column per walker: the count of steps averaged, the
 # sums of kinetic energy, virial and inertia change, the log of the largest Boltzmann weight
@@ -22,7 +24,6 @@ def _exp(values):
     """exp of a [W] vector as within whole SIMD packets: TensorFlow's CPU kernel computes the
     elements that do not fill a packet by a scalar path that may differ in the last bit, so
     walker w's value would depend on the number of walkers (samplers/base.py, _walkerwise)."""
-    from tati.samplers.base import PACKET
     walkers = values.shape[0]
     return tf.exp(tf.pad(values, [[0, -walkers % PACKET]]))[:walkers]
 

@@ -3,7 +3,7 @@
 Every table starts with the same columns; the rest of a run-info and an averages row is what
 its kernel reports: its `Info`, declared here (this module imports no TensorFlow, so tools
 that read tables back know every column without it) and named by the kernel's class as its
-`info` (tati/kernels.py). The compiled loops deliver a kernel's run-info columns under these
+`info` (tati/engine/kernels.py). The compiled loops deliver a kernel's run-info columns under these
 names, so a new sampler adds columns by declaring them, without touching the loop's callers,
 the recorder or the readers of tables.
 """
@@ -59,7 +59,7 @@ HMC_INFO = Info(run_info=("total_energy", "old_total_energy", "kinetic_energy", 
                           "average_rejection_rate"),
                 integers=("divergences", "gradient_evaluations"))
 
-# The proposal kernels (loop_proposal.py): one row per transition.
+# The proposal kernels (samplers/proposal_kernel.py): one row per transition.
 NUTS_INFO = Info(run_info=("total_energy", "kinetic_energy", "virial", "step_width", "tree_depth", "leapfrog_steps",
                            "gradient_evaluations", "average_rejection_rate", "divergences"),
                  averages=("ensemble_average_loss", "average_kinetic_energy", "average_virials",

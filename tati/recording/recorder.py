@@ -2,13 +2,13 @@
 CSV streams and TensorBoard.
 
 Every file is checked before any is opened (a call never loses what a file holds unless the
-user allows it, tati/preflight.py); the run-info and averages columns are the common ones and
-the kernel's own (its Info, tati/kernels.py), which the chunk delivers under their names.
+user allows it, tati/config/preflight.py); the run-info and averages columns are the common ones and
+the kernel's own (its Info, tati/engine/kernels.py), which the chunk delivers under their names.
 """
 
 import numpy as np
 
-from tati import preflight
+from tati.config import preflight
 from tati.recording.columns import (RUNNING_AVERAGES, averages_columns, momenta_columns, run_info_columns,
                                     trajectory_columns)
 from tati.recording.table import Table, check_continues, check_header

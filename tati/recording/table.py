@@ -102,7 +102,7 @@ def _cut_partial_line(file):
 class Table:
     def __init__(self, columns, path=None, append=False):
         """A file is opened for appending or replaced as the caller says; the caller checked
-        beforehand (tati/preflight.py, check_header) that this loses nothing."""
+        beforehand (tati/config/preflight.py, check_header) that this loses nothing."""
         self.columns = list(columns)
         integers = integer_columns()
         integer = [name in integers for name in self.columns]

@@ -29,8 +29,8 @@ p being the whitened momentum (target exp(-beta (U(q) + |p|^2 / 2)) still).
 import keras
 import tensorflow as tf
 
-from tati.options import default
-from tati.samplers import splitting
+from tati.config.options import default
+from tati.dynamics import splitting
 from tati.samplers.base import SamplerBase, parameter_property
 from tati.samplers.mass import AdaptedMass
 

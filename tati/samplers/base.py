@@ -7,7 +7,7 @@ for the second-order samplers, its momentum slot (p) by a composition of the spl
 * the user's parameters: `step_width` (Keras' `learning_rate`, so schedules work) and the
   names in the class's `parameters` (e.g. `inverse_temperature` beta, `friction_constant`
   gamma), kept in optimizer variables so that changing them does not retrace a compiled
-  loop; their defaults and checks come from the option table (`tati.options`);
+  loop; their defaults and checks come from the option table (`tati.config.options`);
 * momentum slots, drawn from N(0, M / beta) at build time with the sampler's seed;
 * seeded noise: standard normals by Box-Muller from one Philox draw of uniforms keyed by
   (seed, iteration, variable index, stream), walker-major, so that a walker's numbers do not
@@ -21,16 +21,15 @@ for the second-order samplers, its momentum slot (p) by a composition of the spl
   are refused.
 """
 
-import functools
 import math
 
 import keras
 import tensorflow as tf
 
-from tati import options as option_table
+from tati.config import options as option_table
 from tati.errors import InputError
 from tati.recording.columns import LANGEVIN_INFO
-from tati.samplers.turns import sin_cos_of_turns
+from tati.random.streams import BOX_MULLER_SIZE, NOISE_STREAMS, PACKET, box_muller, packed_pairs
 
 # Base-optimizer options that would silently change the sampled dynamics.
 _REFUSED = ("weight_decay", "clipnorm", "clipvalue", "global_clipnorm", "use_ema",
@@ -39,53 +38,6 @@ _REFUSED = ("weight_decay", "clipnorm", "clipvalue", "global_clipnorm", "use_ema
 _IGNORED = ("ema_momentum", "ema_overwrite_frequency")
 
 INFO_NAMES = ("kinetic_energy", "momentum_sq", "inertia", "noise_sq")
-
-# Random streams per (iteration, variable index): `_philox(..., index, stream)` takes stream < NOISE_STREAMS.
-NOISE_STREAMS = 64
-# From this many numbers on, Box-Muller on Philox uniforms beats TensorFlow's normal kernel
-# (0.53-0.67 of its time for 118,282); below, its ten operations cost more than they save, so
-# a variable without walkers uses the kernel.
-BOX_MULLER_SIZE = 4096
-# Numbers in the widest SIMD packet (16 floats of AVX-512), see _normal and walkerwise.
-PACKET = 16
-
-
-@functools.cache
-def _register_bytes():
-    """The widest SIMD register of this CPU in bytes: 64 with AVX-512, 32 with AVX; 64 where the
-    CPU does not say (no padding is too wide, only slower)."""
-    try:
-        with open("/proc/cpuinfo") as info:
-            flags = next((line for line in info if line.startswith("flags")), "").split()
-    except OSError:
-        return 64
-    return 64 if "avx512f" in flags or "avx" not in flags else 32
-
-
-def values_per_register(dtype):
-    """Values of `dtype` in one of this CPU's widest SIMD registers: TensorFlow's CPU kernels
-    compute the elements of an array that fill whole registers by one code path and a tail by a
-    scalar one, so arrays of whole registers compute each element the same way whatever their
-    length (proposal.py pads its walkers to such a count, as TFP's arithmetic runs on every
-    padded walker). PACKET stays fixed where the padding must not depend on the machine (the
-    Box-Muller pairs, hence the random numbers) or costs nothing (tati's own [W] vectors)."""
-    return _register_bytes() // tf.as_dtype(dtype).size
-
-
-def packed_pairs(numbers):
-    """Pairs of uniforms per walker for `numbers` normals, rounded up to whole SIMD packets."""
-    return -(-((numbers + 1) // 2) // PACKET) * PACKET
-
-
-def box_muller(uniforms):
-    """[W, 2k] uniforms in [0, 1) -> [W, 2k] standard normals (Box-Muller): the first k of a
-    row give the radii, the last k the angles. With k a multiple of PACKET, log, cos and sin
-    compute every element by the same code path, wherever the row ends."""
-    half = uniforms.shape[1] // 2
-    radius = tf.sqrt(-2.0 * tf.math.log(1.0 - uniforms[:, :half]))  # 1 - u in (0, 1] exactly
-    sine, cosine = sin_cos_of_turns(uniforms[:, half:])  # of the angle 2 pi u
-    return tf.concat([radius * cosine, radius * sine], 1)
-
 
 def parameter_property(name, doc=""):
     """A property reading the parameter's variable (once built) and assigning it on set."""
@@ -110,7 +62,7 @@ class SamplerBase(keras.optimizers.Optimizer):
 
     parameters = ("inverse_temperature",)
     has_momentum = True
-    # Its run-info and averages columns (tati/kernels.py): what row_info delivers, and the loop
+    # Its run-info and averages columns (tati/engine/kernels.py): what row_info delivers, and the loop
     # delivers scaled_gradient, virial and gradient_evaluations.
     info = LANGEVIN_INFO
     # Whether update_step also measures |noise|^2, which only table rows need; the compiled
@@ -125,7 +77,7 @@ class SamplerBase(keras.optimizers.Optimizer):
     # keep their positions, momenta and `_walker_state()` through the step.
     moving = None
     # This sampler's walkers as part of a larger run (a replica's share of a distributed run,
-    # tati/distribute.py): its first walker's index there and the run's walker count (None: its
+    # tati/engine/distribute.py): its first walker's index there and the run's walker count (None: its
     # own). Every draw is then this part of the whole run's draw.
     first_walker = 0
     total_walkers = None
@@ -145,7 +97,7 @@ class SamplerBase(keras.optimizers.Optimizer):
             kwargs.pop(option, None)
         values = {p: kwargs.pop(p) for p in self.parameters}
         # The walkers' layout, not configuration (get_config leaves it out): given by whoever
-        # lays the walkers out (tati/building.py), read when the sampler is built.
+        # lays the walkers out (tati/config/building.py), read when the sampler is built.
         layout = {name: kwargs.pop(name) for name in ("walker_axis", "preconditioner", "first_walker", "total_walkers")
                   if name in kwargs}
         if not callable(step_width):
@@ -244,7 +196,7 @@ class SamplerBase(keras.optimizers.Optimizer):
 
     def _backend_update_step(self, grads, trainable_variables, learning_rate):
         """Each variable's update_step, as Keras does without a tf.distribute strategy: in a
-        distributed run (tati/distribute.py) a replica's gradients are its own walkers', not
+        distributed run (tati/engine/distribute.py) a replica's gradients are its own walkers', not
         parts of one gradient for Keras to sum over the replicas."""
         if self.total_walkers is None and tf.distribute.has_strategy() and \
                 tf.distribute.get_strategy().num_replicas_in_sync > 1:  # a user's strategy, not tati's

@@ -37,8 +37,8 @@ import math
 import keras
 import tensorflow as tf
 
-from tati.options import default
-from tati.samplers import splitting
+from tati.config.options import default
+from tati.dynamics import splitting
 from tati.samplers.base import SamplerBase, parameter_property
 from tati.samplers.mass import AdaptedMass
 

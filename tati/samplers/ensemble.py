@@ -70,7 +70,7 @@ class Ensemble:
         self.eta = tf.Variable(tf.constant(eta, tf.float64), trainable=False, name="covariance_blending")
         self.failures = tf.Variable(tf.constant(0, tf.int64), trainable=False, name="cholesky_failures")
         # False for a replica's share of a distributed run: the whole run's ensemble is refreshed
-        # between the replicas' calls (tati/distribute.py), and each share takes its part.
+        # between the replicas' calls (tati/engine/distribute.py), and each share takes its part.
         self.refresh_in_loop = True
 
     def _apply(self, equation, values):

@@ -28,8 +28,8 @@ GLA1 and GLA2 take an adapted diagonal mass (samplers/mass.py): kicks s grad U, 
 import keras
 import tensorflow as tf
 
-from tati.options import default
-from tati.samplers import splitting
+from tati.config.options import default
+from tati.dynamics import splitting
 from tati.samplers.base import SamplerBase, parameter_property
 from tati.samplers.mass import AdaptedMass
 

@@ -2,7 +2,7 @@
 (leapfrog), with the accept/reject step inside the compiled graph.
 
 Target exp(-beta H), H(q, p) = U(q) + |p|^2 / 2. One *leg* from the chain's state q_0, with
-the split steps of samplers/splitting.py (B: kick, A: drift):
+the split steps of dynamics/splitting.py (B: kick, A: drift):
 
     p_0 ~ N(0, I / beta)                                        (fresh_momentum)
     L steps of width h' of a volume-preserving integrator:
@@ -10,13 +10,13 @@ the split steps of samplers/splitting.py (B: kick, A: drift):
         HMC1 (symplectic Euler): BA (p <- p - h' grad U(q); q <- q + h' p) or AB, each with
                                  probability 1/2 per leg
     accept (q_L, p_L) with probability min(1, exp(-beta (H(q_L, p_L) - H(q_0, p_0))))
-    (samplers/metropolis.py), otherwise the chain stays at q_0.
+    (dynamics/metropolis.py), otherwise the chain stays at q_0.
 
 HMC1: symplectic Euler is not time-reversible, but BA and AB are each other's time reverse,
 so choosing one of them at random per leg makes the proposal reversible and the chain exact
 (the original TATi always used BA).
 
-Legs (samplers/hmc_legs.py): h' uniform in [0.7, 1.3] h per walker and L = max(1, round(u T / h)),
+Legs (dynamics/hmc_legs.py): h' uniform in [0.7, 1.3] h per walker and L = max(1, round(u T / h)),
 u uniform in [0.9, 1.1], one per leg for all walkers (T = `hamiltonian_dynamics_time`): seeded,
 independent of the state, so every chain stays exact, and randomised against the resonances
 that make fixed-length HMC non-ergodic. With L shared, all walkers end their legs at the same
@@ -91,16 +91,16 @@ import tensorflow as tf
 from tati.adaptation import windows
 from tati.errors import InputError
 from tati.engine.registry import target_acceptance
-from tati import options as option_table
-from tati.options import default
+from tati.config import options as option_table
+from tati.config.options import default
 from tati.recording.columns import HMC_INFO
-from tati.samplers import splitting
+from tati.dynamics import splitting
 from tati.samplers.base import SamplerBase, parameter_property
 from tati.samplers.hmc_adaptation import LegAdaptation
-from tati.samplers.hmc_legs import (FIRST, LEG_LENGTH_JITTER, PROBE, STEP_WIDTH_JITTER,  # noqa: F401 (the jitters: API)
+from tati.dynamics.hmc_legs import (FIRST, LEG_LENGTH_JITTER, PROBE, STEP_WIDTH_JITTER,  # noqa: F401 (the jitters: API)
                                     Kinds, PackedState, ensemble_phases, first_kick, leg_steps, leg_width, schedule)
 # `metropolis` by this name: tests switch the decision off here (a negative control).
-from tati.samplers.metropolis import energy_error, metropolis, reported_energy
+from tati.dynamics.metropolis import energy_error, metropolis, reported_energy
 
 
 def evaluation_report(s, kinds, loss, accuracy, accepted, divergent, error, total_energy, accept, after_burn_in,

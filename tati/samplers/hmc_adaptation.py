@@ -33,7 +33,7 @@ from tati.adaptation import chees, width_search, windows
 from tati.adaptation import dual_averaging as averaging
 from tati.adaptation import metric as moments
 from tati.errors import InputError
-from tati.samplers.metropolis import acceptance_probability
+from tati.dynamics.metropolis import acceptance_probability
 from tati.samplers.proposal import check_dense_size
 
 

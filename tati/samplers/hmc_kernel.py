@@ -53,7 +53,7 @@ def leg_row(sampler, report, averages, due, step, fields):
 
 
 class LegsKernel(Kernel):
-    """HMC1/HMC2 (samplers/hmc.py) on `loop` (tati/loop.py Loop, passed whole). Its state is
+    """HMC1/HMC2 (samplers/hmc.py) on `loop` (tati/engine/loop.py Loop, passed whole). Its state is
     the sampler's variables; the chunk's step count is int32 (a loop counter beside the legs'
     step counts)."""
 

@@ -44,7 +44,7 @@ are neither variables nor operations: the steps are exactly the unit-mass ones.
 import numpy as np
 import tensorflow as tf
 
-from tati import options as option_table
+from tati.config import options as option_table
 from tati.adaptation import metric as moments
 from tati.adaptation import windows
 

@@ -27,10 +27,10 @@ search (doubling or halving `step_width` until the walkers' mean one-step accept
 State (checkpointed): z, log p(z) and its gradient (NUTS) per walker, eps, s, the adaptation
 state and the counters. The random numbers of step n are drawn from the key (seed, n): a
 resumed run continues bitwise. TFP draws the numbers of all walkers at once; tati makes it draw
-each walker's from counters of its own (samplers/walker_draws.py), so that walker w's numbers
+each walker's from counters of its own (random/walker_draws.py), so that walker w's numbers
 depend on (seed, step, w) only, and computes the kernel's step of several walkers on them
 padded to whole SIMD registers of the CPU (`transition`): walker w's step is then the same
-bits whatever the number of walkers and wherever they run (tati/distribute.py), as the
+bits whatever the number of walkers and wherever they run (tati/engine/distribute.py), as the
 Langevin samplers' are.
 """
 
@@ -43,10 +43,10 @@ from tati.adaptation import dual_averaging as averaging
 from tati.adaptation import windows
 from tati.errors import InputError
 from tati.engine.registry import target_acceptance
-from tati.options import check, default
+from tati.config.options import check, default
 from tati.recording.columns import NUTS_INFO, RWMH_INFO
-from tati.samplers.base import values_per_register
-from tati.samplers.walker_draws import keyed_per_walker
+from tati.random.streams import values_per_register
+from tati.random.walker_draws import keyed_per_walker
 
 # The per-walker counters: sum of acceptance statistics and of transitions since the end of
 # burn-in (during burn-in: since the start), divergent transitions in the same span, and the
@@ -70,14 +70,14 @@ def check_dense_size(d):
 
 
 class ProposalKernel:
-    """A TFP kernel run by the Simulation's proposal loop (tati/loop_proposal.py)."""
+    """A TFP kernel run by the Simulation's proposal loop (tati/samplers/proposal_kernel.py)."""
 
     has_momentum = False
     uses_gradient = True
     parameters = ("inverse_temperature", "adapt_step_width", "target_acceptance_rate", "adapt_mass", "metric")
     name = None  # the short name
-    info = None  # its columns (tati/kernels.py): loop_proposal.py delivers them
-    # This kernel's walkers as part of a larger run (a replica's share, tati/distribute.py): its
+    info = None  # its columns (tati/engine/kernels.py): samplers/proposal_kernel.py delivers them
+    # This kernel's walkers as part of a larger run (a replica's share, tati/engine/distribute.py): its
     # first walker's index there, which keys its walkers' random numbers, and the run's walker
     # count (None: its own).
     first_walker = 0

@@ -36,7 +36,7 @@ import keras
 import tensorflow as tf
 
 from tati.errors import InputError
-from tati.options import default
+from tati.config.options import default
 from tati.recording.columns import SGLD_INFO
 from tati.samplers.base import SamplerBase, parameter_property
 

@@ -87,9 +87,9 @@ import keras
 import tensorflow as tf
 
 from tati.errors import InputError
-from tati.options import default
+from tati.config.options import default
 from tati.recording.columns import LANGEVIN_INFO, SGHMC_ESTIMATING_INFO
-from tati.samplers import splitting
+from tati.dynamics import splitting
 from tati.samplers.base import SamplerBase, parameter_property
 
 ESTIMATORS = ("none", "batch", "adam", "adam_centered")

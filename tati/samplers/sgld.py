@@ -16,9 +16,9 @@ q^{n+1} = q^n - h M grad U(q^n) + sqrt(2 h / beta) B G^n.
 import keras
 import tensorflow as tf
 
-from tati.options import default
+from tati.config.options import default
 from tati.recording.columns import SGLD_INFO
-from tati.samplers import splitting
+from tati.dynamics import splitting
 from tati.samplers.base import SamplerBase
 
 

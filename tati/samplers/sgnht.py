@@ -53,9 +53,9 @@ import math
 import keras
 import tensorflow as tf
 
-from tati.options import default
+from tati.config.options import default
 from tati.recording.columns import SGNHT_INFO
-from tati.samplers import splitting
+from tati.dynamics import splitting
 from tati.samplers.base import SamplerBase, parameter_property
 
 

@@ -15,7 +15,7 @@ from stats import for_sampler, seed
 from tati.cli.summary import summarise
 from tati.diagnostics.equipartition import (MIN_BATCHES, batch_means, equipartition_verdict,
                                             table_batch_means)
-from tati.options import OPTIONS
+from tati.config.options import OPTIONS
 from tati.engine.registry import samplers_where
 
 NUMBER = r"(-?[0-9.]+(?:e[-+]?[0-9]+)?)"
@@ -488,7 +488,7 @@ def test_nuts_and_rwmh_summaries_say_acceptance_width_and_stans_warnings():
 
 def test_the_fit_header_states_the_learning_rate_schedule():
     from tati.cli.summary import _schedule
-    from tati.options import resolve
+    from tati.config.options import resolve
     assert _schedule(resolve({"learning_rate": 0.1})) == "0.1"
     assert _schedule(resolve({"learning_rate": 0.1, "learning_rate_decay_rate": 0.5})) == \
         "0.1, times 0.5 every 1000 steps"
@@ -577,7 +577,7 @@ def test_python_users_get_the_burn_in_warning_and_an_adapted_width_in_the_header
 
     import tensorflow as tf
     import tati
-    from tati.options import resolve
+    from tati.config.options import resolve
     from tati.simulation import _burn_in_notes
     settings = dict(potential=lambda x: 0.5 * tf.reduce_sum(x ** 2), initial_parameters=[0.5, -0.5],
                     dtype="float64", sampler="NUTS", max_tree_depth=4, every_nth=1, seed=1)

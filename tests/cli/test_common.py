@@ -95,7 +95,7 @@ def test_a_list_takes_separate_words(name, parser):
 
 
 def test_hidden_dimension_in_separate_words_runs_the_same_network():
-    from tati.options import check
+    from tati.config.options import check
     values = parsed(tool("tati-sample"), ["--hidden_dimension", "8", "8", "--seed", "2"])
     assert check("hidden_dimension", values["hidden_dimension"]) == [8, 8] and values["seed"] == "2"
     values = parsed(tool("tati-sample"), ["--input_columns", "x1", "x2^2", "sin(x1)"])

@@ -39,8 +39,8 @@ def test_the_file_reads_back_as_the_in_memory_dataset(tmp_path, name, dtype):
 
 def data_of(**options):
     """The data arrays (features, labels) a Simulation with these options trains on."""
-    from tati.building import make_data
-    from tati.options import resolve
+    from tati.config.building import make_data
+    from tati.config.options import resolve
     batches, _ = make_data(resolve(options), {})
     return [np.asarray(array) for array in batches.all()]
 

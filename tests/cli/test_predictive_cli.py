@@ -13,7 +13,7 @@ import tati
 from stats import read_csv, seed
 from tati.cli.predictive import main
 from tati.data.csv import write_csv_file
-from tati.swag import swag
+from tati.bayes.swag import swag
 
 NETWORK = dict(hidden_dimension=[], output_activation="linear", likelihood="gaussian",
                noise_standard_deviation=0.3, dtype="float64")

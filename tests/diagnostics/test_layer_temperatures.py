@@ -18,7 +18,7 @@ from stats import seed, z_critical
 from tati.cli.summary import summarise
 from tati.diagnostics import layer_temperatures
 from tati.errors import InputError
-from tati.preflight import check
+from tati.config.preflight import check
 from tati.recording.columns import momenta_columns
 
 NAMES = [f"weight{i}" for i in range(6)] + ["bias0", "bias1", "bias2"]

@@ -13,7 +13,7 @@ from stats import seed
 from tati.diagnostics import outliers
 from tati.diagnostics.outliers import (Outlier, kinetic_outliers, loss_outliers, peak_outliers, typical_set_width,
                                        walker_outliers)
-from tati.options import OPTIONS
+from tati.config.options import OPTIONS
 
 D, BETA = 10, 1.0  # equipartition d / (2 beta) = 5
 
@@ -181,6 +181,6 @@ def test_a_walker_thrown_out_once_blew_up():
 
 
 def test_the_typical_set_is_the_warm_starts():
-    from tati.warm_start import threshold
+    from tati.adaptation.warm_start import threshold
     assert typical_set_width(33, 2.0) == threshold(33, 2.0)
     assert isinstance(Outlier(0, "hot", 1.0, 1.0, 0.1), tuple)

@@ -23,11 +23,11 @@ import tati
 from tati.engine import registry
 from tati.engine.contract import FULL_BATCH, GRADIENT, KINDS, Spec, kernel_path, load_kernel
 from tati.errors import InputError
-from tati.kernels import is_sampler, kind_of
-from tati.options import BY_NAME, POSITIVE, Option
+from tati.engine.kernels import is_sampler, kind_of
+from tati.config.options import BY_NAME, POSITIVE, Option
 from tati.engine.registry import every_info
 from tati.recording.columns import SGLD_INFO, Info
-from tati.samplers import splitting
+from tati.dynamics import splitting
 from tati.samplers.base import SamplerBase
 
 
@@ -170,7 +170,7 @@ def test_the_toy_runs_mirrored_as_on_one_device():
 
 def mirrored_run():
     """Split the CPU, register the toy, compare the tables of one device with 2 replicas'."""
-    from tati.distribute import split_cpu
+    from tati.engine.distribute import split_cpu
     split_cpu(2)
     registry.register(TOY)
     options = dict(RUN, sampler="Toy", toy_drift_factor=0.5)

@@ -184,7 +184,7 @@ def test_mixture_quantile_is_exact():
     a mixture's quantile has CDF exactly p (float64 rounding)."""
     from scipy import special, stats as scipy_stats
 
-    from tati.predictive import mixture_quantile
+    from tati.bayes.predictive import mixture_quantile
     mu, sd = np.array([[0.3, -2.0]]), np.array([[0.5, 1e-3]])
     for p in (0.025, 0.5, 0.975):
         np.testing.assert_allclose(mixture_quantile(mu, sd, p), mu[0] + scipy_stats.norm.ppf(p) * sd[0],

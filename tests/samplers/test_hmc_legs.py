@@ -1,13 +1,13 @@
 """HMC's named parts, each against its rule: the legs' draws and the ensemble's phases
-(tati/samplers/hmc_legs.py), the packed per-walker state, the decision's energy error
-(tati/samplers/metropolis.py). All exact."""
+(tati/dynamics/hmc_legs.py), the packed per-walker state, the decision's energy error
+(tati/dynamics/metropolis.py). All exact."""
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from tati.samplers.hmc_legs import LEG, PAUSE, PackedState, ensemble_phases, first_kick, leg_steps, leg_width
-from tati.samplers.metropolis import energy_error, metropolis, reported_energy
+from tati.dynamics.hmc_legs import LEG, PAUSE, PackedState, ensemble_phases, first_kick, leg_steps, leg_width
+from tati.dynamics.metropolis import energy_error, metropolis, reported_energy
 
 F64 = tf.float64
 

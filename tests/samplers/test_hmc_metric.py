@@ -72,7 +72,7 @@ def test_hmc2_dense_metric_needs_no_tuning_on_a_correlated_gaussian_and_resumes_
 
     The run is cut at step 1200, after the first metric window and inside a later one (at seed
     43 the third, holding 320 draws), and a new Simulation restored from the checkpoint gives
-    the rows the first one gives when it goes on (as a whole run would: tests/test_checkpoint.py):
+    the rows the first one gives when it goes on (as a whole run would: tests/engine/test_checkpoint.py):
     L, the window's draws, the width and the leg length continue bitwise."""
     covariance, potential = badly_scaled("correlated 10-D")
     d, burn_in, cut = len(covariance), 3000, 1200

@@ -17,7 +17,7 @@ from stats import chain_mean_and_error, seed, t_critical, z_critical
 from tati.diagnostics import independent_readings, walker_outliers
 from tati.errors import InputError
 from tati.samplers import SGHMC
-from tati.samplers.base import values_per_register
+from tati.random.streams import values_per_register
 
 ESTIMATORS = ("adam", "adam_centered")
 
@@ -391,7 +391,7 @@ def test_batch_estimates_do_not_depend_on_the_walker_count():
 
 
 def test_batch_estimator_resumes_bitwise(tmp_path):
-    """As tests/test_checkpoint.py's bitwise resume: 23 steps equal 12 steps (mid-epoch),
+    """As tests/engine/test_checkpoint.py's bitwise resume: 23 steps equal 12 steps (mid-epoch),
     save_model, restore_model in a new Simulation, 11 steps; V-hat (in the state) included."""
     checkpoint = str(tmp_path / "state.npz")
     options = dict(NETWORK, number_walkers=3)

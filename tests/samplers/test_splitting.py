@@ -1,4 +1,4 @@
-"""The pure split steps of tati/samplers/splitting.py, each against its formula, and the
+"""The pure split steps of tati/dynamics/splitting.py, each against its formula, and the
 properties the samplers rely on: the O step keeps N(0, 1/beta) exactly, and the leapfrog
 B(h/2) A(h) B(h/2) built from kick and drift is symplectic and time-reversible (checked on a
 harmonic oscillator, where one step is a linear map known in closed form)."""
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tati.samplers import splitting
+from tati.dynamics import splitting
 
 F64 = tf.float64
 

@@ -1,10 +1,10 @@
-"""sin and cos of 2 pi u as Box-Muller computes them under XLA (tati/samplers/turns.py)."""
+"""sin and cos of 2 pi u as Box-Muller computes them under XLA (tati/random/turns.py)."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from tati.samplers.turns import sin_cos_of_turns
+from tati.random.turns import sin_cos_of_turns
 
 PI = np.longdouble("3.14159265358979323846264338327950288")
 

@@ -28,7 +28,7 @@ MODELS = {
     "potential": dict(potential=quartic, initial_parameters=[0.3, -0.2, 0.1, 0.4], dtype="float64"),
     "network": dict(hidden_dimension=[3], batch_size=100),
 }
-# Under XLA, Box-Muller's sin and cos are tati's own series (samplers/turns.py).
+# Under XLA, Box-Muller's sin and cos are tati's own series (random/turns.py).
 MODELS["potential under XLA"] = dict(
     MODELS["potential"], jit_compile=True, potential_batched=True,
     potential=lambda q: 0.5 * tf.reduce_sum(q ** 2, axis=-1) + 0.1 * tf.reduce_sum(q ** 4, axis=-1))
@@ -58,7 +58,7 @@ def assert_same(few, many):
 
 
 # Every sampler on the potential (NUTS and RWMH: TensorFlow Probability's kernels, their draws
-# keyed per walker by samplers/walker_draws.py); on the network (mini-batches, float32) one of
+# keyed per walker by random/walker_draws.py); on the network (mini-batches, float32) one of
 # each kind (NUTS on the whole dataset); on a Keras model (walkers through a vectorised
 # stateless call) one Langevin sampler and one proposal kernel.
 CASES = ([(sampler, "potential") for sampler in sampler_names()]
@@ -79,7 +79,7 @@ def test_first_walkers_do_not_depend_on_the_walker_count(sampler, model):
 
 def test_large_variables_box_muller_noise_is_keyed_per_walker():
     """Above BOX_MULLER_SIZE numbers per walker the noise is Box-Muller on Philox uniforms."""
-    from tati.samplers.base import BOX_MULLER_SIZE
+    from tati.random.streams import BOX_MULLER_SIZE
     d = BOX_MULLER_SIZE + 3  # odd: a pair's second number is dropped
     options = dict(potential=lambda q: 0.5 * tf.reduce_sum(q ** 2), initial_parameters=np.zeros(d),
                    dtype="float32", sampler="BAOAB", max_steps=3)
@@ -92,7 +92,7 @@ def test_large_variables_box_muller_noise_is_keyed_per_walker():
 @pytest.mark.parametrize("sampler", ["NUTS", "RWMH", "BAOAB", "SGNHT", "pSGLD"])
 def test_a_share_of_the_walkers_moves_as_in_the_whole_run(sampler):
     """Walkers 3-5 of 8 run alone as a share of the run (first_walker 3, as one replica of a
-    distributed run holds them, tati/distribute.py) are bitwise walkers 3-5 of the whole run."""
+    distributed run holds them, tati/engine/distribute.py) are bitwise walkers 3-5 of the whole run."""
     options = for_sampler(sampler, **MODELS["potential"], sampler=sampler, number_walkers=8, every_nth=1, seed=3,
                           step_width=0.05, max_steps=24, max_tree_depth=3, burn_in_steps=0)
     simulation = tati.Simulation(**options)

@@ -21,7 +21,7 @@ import math
 
 import tensorflow as tf
 
-from tati.samplers.base import box_muller, packed_pairs
+from tati.random.streams import box_muller, packed_pairs
 
 _PHILOX = 1  # tf.random.Algorithm.PHILOX: the same numbers on every device
 

@@ -124,7 +124,7 @@ class ProposalSteps(Kernel):
 
 
 def make_proposal_chunk(loop):
-    """The compiled chunk of the proposal kernel of `loop` (tati/loop.py Loop, passed whole)."""
+    """The compiled chunk of the proposal kernel of `loop` (tati/engine/loop.py Loop, passed whole)."""
     model, data, kernel, step, burn_in_steps = loop.model, loop.data, loop.kernel, loop.step, loop.burn_in_steps
     walkers, d = model.num_walkers, model.num_parameters
     dtype = model.dtype
@@ -223,7 +223,7 @@ def make_proposal_chunk(loop):
         doubled or halved until the walkers' mean one-step acceptance crosses 0.5 (pooled: one
         width for all walkers, as dual averaging's). Probe k draws its numbers from the key
         (seed, -1 - k), for all walkers at once: the search pools them anyway (a distributed
-        run does its adapting burn-in on one device, tati/distribute.py). Returns (width, probes)."""
+        run does its adapting burn-in on one device, tati/engine/distribute.py). Returns (width, probes)."""
         target = log_prob_at(metric)
 
         def one_probe(state):

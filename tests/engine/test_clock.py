@@ -1,8 +1,8 @@
-"""Durations in words and the line a long call prints without a progress bar (tati/clock.py)."""
+"""Durations in words and the line a long call prints without a progress bar (tati/engine/clock.py)."""
 
 import io
 
-from tati.clock import Heartbeat, duration
+from tati.engine.clock import Heartbeat, duration
 
 
 def test_durations_in_words():

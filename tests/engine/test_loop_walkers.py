@@ -1,5 +1,5 @@
 """Walkers at the cost of batched chains (issue #23, item 3): the compiled chunk that sample()
-runs (tati/loop.py, tati/loop_proposal.py) is the same graph whatever the number of walkers.
+runs (tati/engine/loop.py, tati/samplers/proposal_kernel.py) is the same graph whatever the number of walkers.
 The walker axis is a dimension of its tensors, never a Python loop that adds operations per
 walker.
 
@@ -20,9 +20,9 @@ import pytest
 import tensorflow as tf
 
 import tati
-from tati.loop import steps_dtype
-from tati.running import Run
-from tati.samplers.base import values_per_register
+from tati.engine.loop import steps_dtype
+from tati.engine.running import Run
+from tati.random.streams import values_per_register
 
 
 def gaussian(theta):

@@ -3,7 +3,7 @@
 What has a counterpart is accepted as an alias (the tools' parsers and the option kinds read
 these tables); for the rest the tools and `Simulation` answer in one line what tati does
 instead. The sampler names are in tati/engine/registry.py (each Spec's aliases). doc/migration.md tabulates
-all of it; tests/test_migration.py runs every spelling.
+all of it; tests/config/test_migration.py runs every spelling.
 """
 
 # TATiDatasetWriter's --data_type codes, accepted by the option dataset.

@@ -1,6 +1,6 @@
 """Running a call: the run's state (step counter, running averages, compiled chunk) and the
 loop of compiled calls that drives it, with signals, progress (a bar, or a line now and then
-on a long call: tati/clock.py) and non-finite stops.
+on a long call: tati/engine/clock.py) and non-finite stops.
 
 A *run* is a sequence of sample() (or fit()) calls on one Simulation (`Run`); `drive` makes
 one call's steps in compiled calls of about CALL_SECONDS each, handing each call's block of
@@ -16,11 +16,11 @@ import warnings
 import numpy as np
 import tensorflow as tf
 
-from tati import checkpoint
-from tati.clock import Heartbeat
-from tati.kernels import LEGS, info_of, is_sampler, kind_of
-from tati.loop import Loop, compile_chunk, steps_dtype
-from tati.preflight import appended_files
+from tati.engine import checkpoint
+from tati.engine.clock import Heartbeat
+from tati.engine.kernels import LEGS, info_of, is_sampler, kind_of
+from tati.engine.loop import Loop, compile_chunk, steps_dtype
+from tati.config.preflight import appended_files
 from tati.recording.averages import RunningAverages
 
 # Seconds one compiled call should take: interruption waits at most for the call under way.
@@ -33,7 +33,7 @@ class Run:
     def __init__(self, method, optimizer, simulation):
         self.method = method
         self.optimizer = optimizer
-        self.kind = kind_of(optimizer)  # tati/kernels.py
+        self.kind = kind_of(optimizer)  # tati/engine/kernels.py
         self.info = info_of(optimizer)
         self.is_sampler = is_sampler(optimizer)
         self.step = tf.Variable(tf.constant(0, tf.int64), trainable=False, name="step")
@@ -65,7 +65,7 @@ def drive(run, recorder, max_steps, every_nth, progress=False, shards=None, nonf
     """max_steps steps of the run in compiled calls, every call's rows to the recorder, which is
     closed at the end. Returns the signal (SIGINT, SIGTERM) that stopped the call early, or None.
 
-    shards: a distributed run's replicas (tati/distribute.py), whose chunk runs instead and which
+    shards: a distributed run's replicas (tati/engine/distribute.py), whose chunk runs instead and which
     gather the whole run's state at the end; nonfinite(block): the error to raise after a block
     with a non-finite step; after_call(): after each compiled call."""
     bar = progress_bar(progress, max_steps)

@@ -1,4 +1,4 @@
-"""Walkers over several devices (tati/distribute.py): the same tables as on one device.
+"""Walkers over several devices (tati/engine/distribute.py): the same tables as on one device.
 
 The comparisons run in a process of their own (tests/distributed_runs.py), which splits the
 CPU into 4 logical devices before TensorFlow starts. 8 walkers on 4 replicas against one
@@ -24,7 +24,7 @@ import pytest
 
 import tati
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/
 CASES = ["BAOAB-preconditioner", "HMC2-set-between-calls", "BAOAB-keras", "fit-then-sample",
          "RWMH-adapted-burn-in", "HMC2-adapted-burn-in", "HMC2-four-to-one", "GLA2-one-to-four"]
 

@@ -1,6 +1,6 @@
 """Everything about a run's options that can be checked before TensorFlow is imported.
 
-`check(options)` converts every value (tati/options.py), applies the rules that combine
+`check(options)` converts every value (tati/config/options.py), applies the rules that combine
 options, looks at the files (inputs exist, outputs are not replaced by mistake) and compares
 restore_model's checkpoint with the options. The command-line tools call it first, so a bad
 option or file answers in well under a second; `Simulation(...)` calls it too, so Python users
@@ -9,7 +9,7 @@ get the same answers. Nothing here writes or opens a file for writing.
 
 import os
 
-from tati import options as option_table
+from tati.config import options as option_table
 from tati.errors import InputError
 from tati.data.csv import check_file, header_columns
 from tati.engine.registry import canonical_optimizer, canonical_sampler, optimizer_spec, samplers_where, spec_of
@@ -41,7 +41,7 @@ def check(options, method=None):
     option_table.check_sampler_options(options, values["sampler"])
     meta = None
     if values["restore_model"] is not None:
-        from tati.checkpoint import load
+        from tati.engine.checkpoint import load
         meta, _ = load(values["restore_model"])
     values["burn_in_steps"] = burn_in_steps(values, meta)
     _check_combinations(values)
@@ -160,7 +160,7 @@ def records_momenta(o):
 def pools_walkers_in_burn_in(o):
     """Whether the sampler adapts during burn_in_steps from all walkers at once (HMC's and NUTS's
     and RWMH's step width, metric and leg length; the Langevin samplers' adapt_mass=True): a
-    distributed run does that part on one device (tati/distribute.py)."""
+    distributed run does that part on one device (tati/engine/distribute.py)."""
     if o["burn_in_steps"] == 0:
         return False
     spec = spec_of(o["sampler"])

@@ -1,10 +1,10 @@
 """The loop's interface: what a compiled chunk runs (`Loop`) and `compile_chunk`, which makes
-the loop's kernel a kernel of the driver by its kind (tati/kernels.py) and compiles the
+the loop's kernel a kernel of the driver by its kind (tati/engine/kernels.py) and compiles the
 driver's chunk (tati/engine/driver.py):
 
     one gradient per step    tati/engine/gradient.py GradientKernel
     HMC's legs               samplers/hmc_kernel.py LegsKernel
-    NUTS and RWMH            loop_proposal.py, the proposal kernels' chunk
+    NUTS and RWMH            samplers/proposal_kernel.py, the proposal kernels' chunk
     L-BFGS                   optimizers/lbfgs.py LBFGSKernel
 """
 
@@ -14,8 +14,8 @@ import tensorflow as tf
 
 from tati.engine.driver import compile_driver
 from tati.engine.gradient import GradientKernel
-from tati.kernels import FULL_BATCH, LEGS, PROPOSAL, kind_of
-from tati.loop_proposal import make_proposal_chunk
+from tati.engine.kernels import FULL_BATCH, LEGS, PROPOSAL, kind_of
+from tati.samplers.proposal_kernel import make_proposal_chunk
 from tati.optimizers.lbfgs import LBFGSKernel
 from tati.samplers.hmc_kernel import LegsKernel
 
@@ -49,7 +49,7 @@ def steps_dtype(kernel):
 
 
 def compile_chunk(loop):
-    """The compiled chunk of the loop's kernel, by its kind (tati/kernels.py): chunk(n) runs up
+    """The compiled chunk of the loop's kernel, by its kind (tati/engine/kernels.py): chunk(n) runs up
     to n steps and returns their rows as a block (tati/engine/rows.py)."""
     kind = kind_of(loop.kernel)
     if kind == PROPOSAL:

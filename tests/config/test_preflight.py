@@ -20,10 +20,10 @@ import pytest
 import tati
 from processes import tool_here
 from stats import read_csv
-from tati import preflight
+from tati.config import preflight
 from tati.errors import InputError
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def run_cli(runs, cwd, monkeypatch):
@@ -213,7 +213,7 @@ def test_progress_without_tqdm_warns_once_and_runs(monkeypatch):
     sys.modules) and the once-per-process note is not yet given. tati imports tqdm only where a
     bar is asked for (running.progress_bar): no tati module holds it from its own import, which
     would also break `import tati` without it. (Not a new process: ~7 s of CPU less.)"""
-    from tati import running
+    from tati.engine import running
     tati.Simulation  # every module a run needs imported, for the check below
     assert tati_modules_holding_tqdm() == []
     for name in {"tqdm"} | {name for name in sys.modules if name.startswith("tqdm.")}:

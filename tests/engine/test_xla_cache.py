@@ -1,4 +1,4 @@
-"""XLA's persistent cache (option xla_cache_directory, tati/xla_cache.py): a first process
+"""XLA's persistent cache (option xla_cache_directory, tati/engine/xla_cache.py): a first process
 fills the directory with the programs it compiled; a second, with the same options, loads them
 and writes the same tables. In processes of their own, since TensorFlow reads its XLA flags
 once per process, at the first compilation."""
@@ -10,7 +10,7 @@ import sys
 import pandas as pd
 import pytest
 
-from tati import xla_cache
+from tati.engine import xla_cache
 
 
 def sample(directory, cache):

@@ -1,7 +1,7 @@
 """Every spelling of the original TATi in doc/migration.md's tables runs: an alias is taken to
 its counterpart (parse-level: the parsers, option kinds and names, without a sampler), an entry
 without a counterpart is refused in one line that says what to do instead (exit status 2), and
-the tables list every alias and refusal the code has (tati/original.py, tati/engine/registry.py). Two tiny
+the tables list every alias and refusal the code has (tati/config/original.py, tati/engine/registry.py). Two tiny
 end-to-end runs use the original's spellings."""
 
 import pathlib
@@ -10,16 +10,16 @@ import re
 import pytest
 
 import tati
-from tati import original
+from tati.config import original
 from tati.cli import analyse, dataset_writer, lossfunction, optimize, sample
 from tati.cli import original as retired_tools
 from tati.cli.common import TOOL_GROUPS, make_parser
 from tati.engine.registry import canonical_optimizer, canonical_sampler, specs
-from tati.options import check
-from tati.preflight import check as simulation_options  # what Simulation(**options) checks first
+from tati.config.options import check
+from tati.config.preflight import check as simulation_options  # what Simulation(**options) checks first
 from tests.processes import tool_here
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOC = (ROOT / "doc" / "migration.md").read_text(encoding="utf-8")
 
 

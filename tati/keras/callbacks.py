@@ -19,9 +19,9 @@ import keras
 import numpy as np
 
 from tati.errors import InputError
-from tati.kernels import is_sampler
+from tati.engine.kernels import is_sampler
 from tati.models.keras_model import KerasModel
-from tati.preflight import check_distinct_outputs, check_output_file
+from tati.config.preflight import check_distinct_outputs, check_output_file
 from tati.recording.table import Table
 
 _SAMPLER_COLUMNS = ["kinetic_energy", "scaled_momentum", "scaled_noise"]
@@ -30,7 +30,7 @@ _SAMPLER_COLUMNS = ["kinetic_energy", "scaled_momentum", "scaled_noise"]
 class TrajectoryRecorder(keras.callbacks.Callback):
     def __init__(self, every_nth=1, run_file=None, trajectory_file=None, walker=0, overwrite=False):
         super().__init__()
-        from tati.options import check
+        from tati.config.options import check
         self.every_nth = check("every_nth", every_nth)
         self.files = (run_file, trajectory_file)
         self.overwrite = check("overwrite", overwrite)

@@ -1,4 +1,4 @@
-"""StopSignals (tati/running.py): the first SIGINT only asks the loop to stop at its next row;
+"""StopSignals (tati/engine/running.py): the first SIGINT only asks the loop to stop at its next row;
 a second one, while the first still waits (a call tracing or compiling), interrupts at once."""
 
 import os
@@ -6,7 +6,7 @@ import signal
 
 import pytest
 
-from tati.running import StopSignals
+from tati.engine.running import StopSignals
 
 
 def test_a_second_signal_interrupts_at_once():

@@ -158,7 +158,7 @@ class Dataset(Kind):
     metavar = "{two_clusters,two_circles,four_squares,two_spirals}"
 
     def __call__(self, option, value):
-        from tati.original import DATASET_CODES
+        from tati.config.original import DATASET_CODES
         if isinstance(value, numbers.Integral) and not isinstance(value, bool) or (
                 isinstance(value, str) and value.strip().isdigit()):
             code = int(value)
@@ -478,7 +478,7 @@ OPTIONS = [
            "walkers) runs on one device; fit() keeps every walker in one process."),
     Option("devices", None, Optional(ListOf(Text())), "walkers",
            "The devices of distribution=mirrored, e.g. GPU:0,GPU:1; none means every GPU, or "
-           "every CPU device when there is no GPU (tati.distribute.split_cpu makes several "
+           "every CPU device when there is no GPU (tati.engine.distribute.split_cpu makes several "
            "logical ones)."),
     # run
     Option("max_steps", 1000, POSITIVE_INT, "run", "Number of steps of one sample() or fit() call."),
@@ -564,7 +564,7 @@ registry.watch(_declare)
 
 
 def unknown_option(name):
-    from tati.original import RETIRED_OPTIONS
+    from tati.config.original import RETIRED_OPTIONS
     if name in RETIRED_OPTIONS:  # the original TATi's option with no counterpart
         return InputError(f"option '{name}' is the original TATi's: {RETIRED_OPTIONS[name]}")
     close = difflib.get_close_matches(name, list(BY_NAME), n=1)

@@ -7,11 +7,11 @@ import inspect
 import pytest
 
 import tati
-from tati.building import ADAPTATION
+from tati.config.building import ADAPTATION
 from tati.cli.sample import main
 from tati.engine.registry import sampler_names, spec_of
 from tati.errors import InputError
-from tati.options import OPTIONS
+from tati.config.options import OPTIONS
 from tati.samplers import get_sampler
 
 GENERAL = {"inverse_temperature"}  # every sampler takes it: not declared per sampler
@@ -20,8 +20,8 @@ GENERAL = {"inverse_temperature"}  # every sampler takes it: not declared per sa
 @pytest.mark.parametrize("sampler", sampler_names())
 def test_the_table_declares_what_each_sampler_takes(sampler):
     """Its spec lists what its class takes: its parameters, the burn-in adaptations that its
-    constructor takes by name (tati/building.py) and, for a Metropolis sampler, the
-    Simulation's warm start before its burn-in (tati/warm_start.py)."""
+    constructor takes by name (tati/config/building.py) and, for a Metropolis sampler, the
+    Simulation's warm start before its burn-in (tati/adaptation/warm_start.py)."""
     cls = get_sampler(sampler)
     takes = set(cls.parameters) - GENERAL
     takes |= {name for name in ADAPTATION if name in inspect.signature(cls).parameters}

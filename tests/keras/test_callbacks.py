@@ -1,4 +1,4 @@
-"""TrajectoryRecorder (tati/callbacks.py) in model.fit: its columns follow the optimizer (SGLD
+"""TrajectoryRecorder (tati/keras/callbacks.py) in model.fit: its columns follow the optimizer (SGLD
 has no momentum to report), it reads the sampler inside Keras' loss scaling, and what it cannot
 record truly is refused in one line before anything is written."""
 

@@ -3,7 +3,7 @@ parameters, prior and start), the walkers' ensemble, the sampler and the optimiz
 
 The options are read, never written: what the data implies (the network's input and output
 widths) is returned beside them (`Parts.implied_options`). The cross-option rules that need
-no data are tati/preflight.py's; the ones here need the data or the model.
+no data are tati/config/preflight.py's; the ones here need the data or the model.
 """
 
 from dataclasses import dataclass, field

@@ -23,7 +23,7 @@ import zipfile
 import numpy as np
 
 from tati.errors import InputError
-from tati.preflight import compare_checkpoint, saved_options
+from tati.config.preflight import compare_checkpoint, saved_options
 
 FORMAT = 2
 READS = (1, 2)

@@ -84,9 +84,9 @@ def test_restore_continues_mini_batches_and_refuses_other_options(tmp_path):
 
 def first_release_layout(path, simulation):
     """Rewrite a checkpoint as the first release stored it: format 1, each group's arrays by
-    position in the order the run lists them (tati.checkpoint.state_groups of `simulation`, the
+    position in the order the run lists them (tati.engine.checkpoint.state_groups of `simulation`, the
     run that saved it: the order is that of its options, which the restoring run shares)."""
-    from tati import checkpoint as module
+    from tati.engine import checkpoint as module
     with np.load(path) as file:
         arrays = {key: file[key] for key in file.files}
     meta = json.loads(str(arrays.pop("meta")))

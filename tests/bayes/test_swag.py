@@ -1,4 +1,4 @@
-"""SWAG (tati/swag.py): its moments are the running moments of fit()'s iterates, and its draws
+"""SWAG (tati/bayes/swag.py): its moments are the running moments of fit()'s iterates, and its draws
 have the SWAG covariance.
 
 False-failure budget of the statistical test: 1e-3, split (Bonferroni) over its assertions."""
@@ -11,7 +11,7 @@ import pytest
 
 import tati
 from stats import seed, z_critical
-from tati.swag import swag
+from tati.bayes.swag import swag
 
 U = 2.0 ** -53  # unit roundoff of float64
 

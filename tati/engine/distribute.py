@@ -6,7 +6,7 @@ replica at once, each replica advancing its own share of the walkers: replica r 
 r W/R ... (r+1) W/R - 1 in a shard of its own (model, data, sampler, step counter and running
 averages, all on its device). Nothing crosses replicas during a call: every draw is keyed by
 (seed, walker, step, stream) (the sampler's `first_walker`, samplers/base.py, and for NUTS and
-RWMH samplers/walker_draws.py), so a shard's walkers are bitwise those of the same walkers on
+RWMH random/walker_draws.py), so a shard's walkers are bitwise those of the same walkers on
 one device; the replicas' blocks of rows are gathered (a collective, so every worker has them)
 and joined along the walker axis.
 
@@ -26,7 +26,7 @@ import tensorflow as tf
 
 from tati.engine.rows import block_rows
 from tati.errors import InputError
-from tati.preflight import pools_walkers_in_burn_in
+from tati.config.preflight import pools_walkers_in_burn_in
 
 
 def split_cpu(devices):
@@ -86,7 +86,7 @@ def make_strategy(distribution, devices):
                 _STRATEGIES[distribution, names] = tf.distribute.MultiWorkerMirroredStrategy()
             except RuntimeError:  # "Collective ops must be configured at program startup"
                 raise InputError("distribution=multi_worker must start before TensorFlow runs anything: create "
-                                 "the Simulation first, or call tati.distribute.make_strategy('multi_worker') "
+                                 "the Simulation first, or call tati.engine.distribute.make_strategy('multi_worker') "
                                  "at the start of the program") from None
     return _STRATEGIES[distribution, names]
 
@@ -114,7 +114,7 @@ class Shards:
     worker, and the collective calls that join all workers' shards."""
 
     def __init__(self, simulation, run, strategy):
-        from tati.checkpoint import state_groups  # the named state of a run, as the checkpoint holds it
+        from tati.engine.checkpoint import state_groups  # the named state of a run, as the checkpoint holds it
         self._groups = state_groups
         self.simulation, self.run, self.strategy = simulation, run, strategy
         walkers = simulation.model.num_walkers

@@ -1,4 +1,4 @@
-"""The warm start of the adapting samplers (tati/warm_start.py): L-BFGS from every walker's
+"""The warm start of the adapting samplers (tati/adaptation/warm_start.py): L-BFGS from every walker's
 start, stuck walkers restarted at the best one's point, before burn-in adapts anything.
 
 The posteriordb test is statistical: |z| < 4 for each of its 6 means and sds is a two-sided
@@ -16,9 +16,9 @@ import tensorflow as tf
 
 import tati
 from stats import seed
-from tati import warm_start
+from tati.adaptation import warm_start
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def posteriordb_check():

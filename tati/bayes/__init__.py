@@ -1,0 +1,1 @@
+"""Bayesian tools on a run: the posterior predictive and SWAG."""

@@ -1,0 +1,1 @@
+"""Keras integration: the callbacks that record a sampler run inside model.fit."""
