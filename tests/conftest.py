@@ -15,6 +15,15 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
 os.environ.setdefault("TF_NUM_INTEROP_THREADS", "1")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# XLA's persistent cache is on by default in the user's cache directory (tati/engine/xla_cache.py):
+# the suite keeps its own, one per session (the workers inherit the controller's), so that no
+# run of the tests loads programs an earlier run or another checkout compiled.
+if not os.environ.get("TATI_TEST_CACHE"):
+    import atexit
+    import shutil
+    import tempfile
+    os.environ["XDG_CACHE_HOME"] = os.environ["TATI_TEST_CACHE"] = tempfile.mkdtemp(prefix="tati-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["XDG_CACHE_HOME"], True)
 
 # The longest files first (measured with --durations, about 80-210 s each against 30 s or less
 # for the rest): with one file per worker (--dist loadfile), a long file handed out near the end

@@ -226,10 +226,10 @@ def run_tool(prog, options, method, body):
     shown, warnings.showwarning = warnings.showwarning, _show_warning(prog)
     try:
         from tati.config.preflight import check
-        check(options, method)
-        if options.get("xla_cache_directory") is not None:  # before TensorFlow's runtime starts
-            from tati.engine import xla_cache
-            xla_cache.use(options["xla_cache_directory"])
+        cache = check(options, method)[0]["xla_cache_directory"]
+        from tati.engine import xla_cache
+        xla_cache.apply(cache)  # before TensorFlow's runtime starts (default: the user's cache directory)
+        if cache is not None:
             # TensorFlow logs an "Error parsing text-format" line at every program it loads from
             # the cache (it tries the binary file as text first); the tool's stderr stays its own.
             if os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2") == "2":  # those lines are errors: level 3 hides them

@@ -494,15 +494,16 @@ OPTIONS = [
            "small networks, at a few seconds of compile time per run; not with mini-batches "
            "(batch_size), whose varying batch shapes XLA cannot compile; a potential with several "
            "walkers must be potential_batched."),
-    Option("xla_cache_directory", None, Optional(Text()), "run",
+    Option("xla_cache_directory", "auto", Optional(Text()), "run",
            "Directory where XLA keeps the programs it compiles (TensorFlow's persistent cache), "
            "so that a later process running the same loop (the same options) loads them "
            "instead of compiling again: the first sample() call of an XLA run (jit_compile, or "
-           "HMC, whose evaluation step is always compiled) takes about a second less. Created if "
-           "missing. TensorFlow reads it when its runtime starts: in Python, give it to the "
-           "process's first Simulation before any TensorFlow operation runs. TensorFlow logs a "
-           "harmless 'Error parsing text-format' line for each program it loads (the tools hide "
-           "it)."),
+           "HMC, whose evaluation step is always compiled) takes seconds less. auto: the user's "
+           "cache directory, $XDG_CACHE_HOME/tati/xla or ~/.cache/tati/xla; none: no cache. "
+           "Created if missing. TensorFlow reads it when its runtime starts: in Python, give it "
+           "to the process's first Simulation before any TensorFlow operation runs. TensorFlow "
+           "logs a harmless 'Error parsing text-format' line for each program it loads (the tools "
+           "and `import tati` before TensorFlow hide it)."),
     Option("on_nan", "stop", Text(("stop", "continue")), "run",
            "What a sampler or optimizer (not HMC, which rejects such proposals) does at the "
            "first non-finite loss or gradient: stop with a message naming step and walker, "

@@ -2,10 +2,13 @@
 XLA compiles in the directory, keyed by the program and the compiler, and a later process that
 compiles the same program loads it instead (TensorFlow's --tf_xla_persistent_cache_directory).
 
+On by default ("auto"): the user's cache directory, $XDG_CACHE_HOME/tati/xla or
+~/.cache/tati/xla (`default_directory`); "none" turns it off, a path moves it.
+
 TensorFlow reads its XLA flags once per process, when its runtime starts, so the directory
 takes effect only if it is named before TensorFlow runs its first operation: the command-line
 tools name it before they start TensorFlow; in Python, the first Simulation of a fresh process
-does (otherwise a warning says how to set it).
+does (otherwise a directory the user named warns how to set it; the default stays quiet).
 """
 
 import os
@@ -15,6 +18,30 @@ import warnings
 from tati.errors import InputError
 
 FLAG = "--tf_xla_persistent_cache_directory"
+AUTO = "auto"
+
+
+def default_directory():
+    """The user's cache directory for XLA's programs: $XDG_CACHE_HOME/tati/xla, else ~/.cache/tati/xla."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "tati", "xla")
+
+
+def apply(value):
+    """The option's value at work before TensorFlow's runtime starts: "auto" the default directory
+    (quietly none where it cannot be made or named), None no cache (an inherited flag removed),
+    a path that directory (`use`)."""
+    if value is None:
+        _set_flags([flag for flag in _flags() if not flag.startswith(FLAG + "=")], "none", stacklevel=4)
+    elif value == AUTO:
+        if _runtime_started() or any(flag.startswith(FLAG + "=") for flag in _flags()):
+            return  # too late, or the user's own TF_XLA_FLAGS names a directory
+        try:
+            use(default_directory())
+        except InputError:  # a home without a writable cache: run uncached, as before
+            pass
+    else:
+        use(value)
 
 
 def use(directory):
@@ -28,13 +55,28 @@ def use(directory):
     except OSError as error:
         raise InputError(f"xla_cache_directory '{directory}' cannot be created: {error.strerror}") from None
     wanted = f"{FLAG}={os.path.abspath(directory)}"
-    flags = os.environ.get("TF_XLA_FLAGS", "").split()
+    flags = _flags()
     if wanted in flags:
         return
+    _set_flags([flag for flag in flags if not flag.startswith(FLAG + "=")] + [wanted], directory, wanted, stacklevel=5)
+
+
+def _flags():
+    return os.environ.get("TF_XLA_FLAGS", "").split()
+
+
+def _set_flags(flags, directory, wanted=None, stacklevel=4):
+    """TF_XLA_FLAGS = flags, with a warning (at the user's Simulation) where TensorFlow already read them."""
+    if flags == _flags():
+        return
     if _runtime_started():
+        how = f"TF_XLA_FLAGS={wanted}" if wanted else f"TF_XLA_FLAGS without {FLAG}"
         warnings.warn(f"xla_cache_directory '{directory}' has no effect: TensorFlow already ran in this process "
-                      f"(start Python with TF_XLA_FLAGS={wanted})", stacklevel=3)
-    os.environ["TF_XLA_FLAGS"] = " ".join([flag for flag in flags if not flag.startswith(FLAG + "=")] + [wanted])
+                      f"(start Python with {how})", stacklevel=stacklevel)
+    if flags:
+        os.environ["TF_XLA_FLAGS"] = " ".join(flags)
+    else:
+        os.environ.pop("TF_XLA_FLAGS", None)
 
 
 def _runtime_started():

@@ -6,6 +6,7 @@ once per process, at the first compilation."""
 import os
 import subprocess
 import sys
+import warnings
 
 import pandas as pd
 import pytest
@@ -63,3 +64,35 @@ def test_a_directory_that_cannot_be_made_or_named_is_one_line(tmp_path):
         xla_cache.use("/dev/null/xla")
     with pytest.raises(InputError, match=r"^xla_cache_directory '.*a b' has white space in its path"):
         xla_cache.use(str(tmp_path / "a b"))
+
+
+def test_the_cache_is_on_by_default_in_the_user_cache_directory_and_can_be_turned_off(tmp_path, monkeypatch):
+    """The option's default, auto, names $XDG_CACHE_HOME/tati/xla (made if missing); none removes the
+    flag, as another directory moves it. Before TensorFlow's runtime starts (pretended here)."""
+    from tati.config.preflight import check
+    monkeypatch.setattr(xla_cache, "_runtime_started", lambda: False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("TF_XLA_FLAGS", "--tf_xla_auto_jit=0")
+    assert check({})[0]["xla_cache_directory"] == xla_cache.AUTO
+    xla_cache.apply(xla_cache.AUTO)
+    assert os.environ["TF_XLA_FLAGS"] == f"--tf_xla_auto_jit=0 {xla_cache.FLAG}={tmp_path / 'cache' / 'tati' / 'xla'}"
+    assert (tmp_path / "cache" / "tati" / "xla").is_dir()
+    xla_cache.apply(check({"xla_cache_directory": "none"})[0]["xla_cache_directory"])
+    assert os.environ["TF_XLA_FLAGS"] == "--tf_xla_auto_jit=0"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert xla_cache.default_directory() == str(tmp_path / "home" / ".cache" / "tati" / "xla")
+
+
+def test_the_default_keeps_a_directory_the_user_named_and_is_quiet_when_too_late(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(xla_cache, "_runtime_started", lambda: False)
+    monkeypatch.setenv("TF_XLA_FLAGS", f"{xla_cache.FLAG}=/mine")
+    xla_cache.apply(xla_cache.AUTO)
+    assert os.environ["TF_XLA_FLAGS"] == f"{xla_cache.FLAG}=/mine"
+    monkeypatch.setattr(xla_cache, "_runtime_started", lambda: True)
+    monkeypatch.setenv("TF_XLA_FLAGS", "")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        xla_cache.apply(xla_cache.AUTO)
+    assert os.environ["TF_XLA_FLAGS"] == "" and not (tmp_path / "cache").exists()
