@@ -23,6 +23,7 @@ naming step and walker (on_nan="stop"); every row written before stays.
 """
 
 import signal
+import time
 import warnings
 
 import numpy as np
@@ -34,6 +35,7 @@ from tati.config import preflight
 from tati.engine import checkpoint
 from tati.adaptation import warm_start
 from tati.errors import InputError, Interrupted, SamplingError
+from tati.engine.clock import FirstStep
 from tati.engine.contract import load_kernel
 from tati.engine.registry import optimizer_spec, spec_of, spec_of_kernel
 from tati.engine.kernels import FULL_BATCH, kind_of
@@ -56,6 +58,15 @@ class Result:
     def __init__(self, run_info, trajectory, averages, momenta=None, parameter_groups=None):
         self._tables = dict(zip(self.TABLES, (run_info, trajectory, averages, momenta)))
         self.parameter_groups = parameter_groups
+        # A run's first call: where the time to its first row went (tati/engine/clock.py FirstStep:
+        # seconds, tracing, compiling, warm_start; .line()); None for a later call or a table read back.
+        self.first_step = None
+
+    @property
+    def first_step_seconds(self):
+        """Seconds from Simulation(...) (or this run's first call) to the end of the first compiled
+        call, tracing and compiling included; None where this call did not start the run."""
+        return None if self.first_step is None else self.first_step.seconds
 
     def _table(self, name):
         table = self._tables[name]
@@ -117,20 +128,24 @@ class Simulation:
     # A shard of a distributed run (tati/engine/distribute.py): its walkers' first index in the whole
     # run and the run's walker count.
     _first_walker, _total_walkers = 0, None
+    # Seconds to the first step (Result.first_step): the set-up's, until a run's first call counted
+    # it, and the warm start's (a shard has neither).
+    _setup_seconds, _warm_start_seconds = 0.0, None
 
     def __init__(self, **options):
+        began = time.perf_counter()
         self.options, notes = preflight.check(options)
         for note in notes:
             warnings.warn(note, stacklevel=2)
-        if self.options["xla_cache_directory"] is not None:
-            from tati.engine import xla_cache
-            xla_cache.use(self.options["xla_cache_directory"])
+        from tati.engine import xla_cache
+        xla_cache.apply(self.options["xla_cache_directory"])
         self._strategy, self._writes = None, True
         if self.options["distribution"] != "none":  # multi_worker: before TensorFlow runs anything
             from tati.engine.distribute import is_chief, make_strategy
             self._strategy = make_strategy(self.options["distribution"], self.options["devices"])
             self._writes = is_chief(self._strategy)
         self._build()
+        self._setup_seconds = time.perf_counter() - began  # the first run's first step counts from Simulation(...)
 
     def shard(self, first_walker, walkers):
         """A Simulation of walkers first_walker ... first_walker + walkers - 1 of this one, at
@@ -196,10 +211,12 @@ class Simulation:
     # -- running -------------------------------------------------------------------------------
     def sample(self):
         """Run max_steps sampler steps; returns a Result with this call's table rows."""
+        began = time.perf_counter()
         if self._run is None and self.warm_start is None and self.options["restore_model"] is None \
                 and warm_start.applies(self.options, self.model.num_walkers):
             self._start_warm()
-        return self._go("sample", self.sampler)
+            self._warm_start_seconds = time.perf_counter() - began
+        return self._go("sample", self.sampler, began)
 
     def _start_warm(self):
         """The warm start (tati/adaptation/warm_start.py) before the first sample() call; a warning names
@@ -211,9 +228,9 @@ class Simulation:
 
     def fit(self):
         """Run max_steps optimizer steps; returns a Result with this call's table rows."""
-        return self._go("fit", self.optimizer)
+        return self._go("fit", self.optimizer, time.perf_counter())
 
-    def _go(self, method, optimizer):
+    def _go(self, method, optimizer, began):
         o = self.options
         preflight.check_method(o, method)
         if self._run is None or self._run.method != method:
@@ -224,6 +241,7 @@ class Simulation:
                 from tati.engine.distribute import Shards
                 self._run.shards = Shards(self, self._run, self._strategy)
         run = self._run
+        first_call = run.first_call is None
         # Files: the chief's (the only worker but with distribution=multi_worker).
         paths = {name: o[name] if self._writes else None for name in preflight.OUTPUT_FILES + ("summaries_path",)}
         paths["save_model"] = (o["save_model"] or run.updated_checkpoint) if self._writes else None
@@ -247,9 +265,19 @@ class Simulation:
                               f"{step}{saved}")
         groups = self.model.parameter_groups() if hasattr(self.model, "parameter_groups") else None
         result = Result(*(table.frame for table in recorder.tables), parameter_groups=groups)
+        if first_call:
+            result.first_step = self._first_step(run, began)
         if method == "sample":
             self._last_sample = result
         return result
+
+    def _first_step(self, run, began):
+        """The run's FirstStep (tati/engine/clock.py): from this call's start, and from Simulation(...)
+        for the Simulation's first run (the one that paid for its set-up)."""
+        ended, tracing, compiling = run.first_call
+        setup, self._setup_seconds = self._setup_seconds, 0.0
+        warm, self._warm_start_seconds = self._warm_start_seconds, None
+        return FirstStep(ended - began + setup, tracing, compiling, warm)
 
     def _nonfinite(self, row, run):
         row = dict(row, nonfinite_step=int(row["nonfinite_step"]))

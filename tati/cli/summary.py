@@ -4,6 +4,7 @@ whether the sampling looks right, and which files hold the tables. For example:
     tati-sample: 5000 steps of BAOAB (step_width 0.05) at inverse temperature 1
       model: network 2-8-1 (33 parameters: hidden layer of 8 relu, output 1 tanh) on two_clusters
       took 6.59 s: 759 steps per second (includes compiling the loop)
+      first step after 1.37 s (tracing 0.612 s, compiling 0.301 s)
       final loss 2, accuracy 0.5000
       average kinetic energy 16.41 +- 0.23 (equipartition d/(2 beta) = 16.5: consistent)
       average virial -0.005605 (theta . grad U / 2; equals d/(2 beta) only if U confines theta)
@@ -62,6 +63,8 @@ def summarise(prog, simulation, result, sampler, seconds=None):
     lines = [_header(prog, o, steps, walkers, sampler, width), "  " + _model(simulation)]
     if seconds is not None:
         lines.append(_timing(seconds, steps, walkers, _first_call(o, run_info)))
+    if getattr(result, "first_step", None) is not None:
+        lines.append("  " + result.first_step.line())
     if run_info.empty:  # HMC writes rows at the ends of legs only; none ended in this call
         lines.append(f"  no leg ended in these {o['max_steps']} steps, so no row was written")
         return "\n".join(lines + [_files(o)])

@@ -3,6 +3,7 @@ when no progress bar was asked for, so that a run of minutes is seen to be alive
 
 import sys
 import time
+from typing import NamedTuple
 
 
 def duration(seconds):
@@ -12,6 +13,25 @@ def duration(seconds):
     if seconds < 3600:
         return f"{int(seconds // 60)} min {int(seconds % 60):02d} s"
     return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d} min"
+
+
+class FirstStep(NamedTuple):
+    """Where a run's time to its first row went, in seconds: from Simulation(...) (its set-up
+    and, for the first call of its first run, the warm start) to the end of the first compiled
+    call, with the parts spent tracing the loop into a graph and compiling it (TensorFlow's graph
+    optimisation, XLA; the first call less its steps at the next call's rate). None: not measured
+    (a distributed run's calls are not traced apart; no warm start)."""
+    seconds: float
+    tracing: float = None
+    compiling: float = None
+    warm_start: float = None
+
+    def line(self):
+        """'first step after 2.1 s (tracing 0.8 s, compiling 1.0 s)'."""
+        parts = [f"{name} {duration(value)}" for name, value in (
+            ("warm start", self.warm_start), ("tracing", self.tracing), ("compiling", self.compiling))
+            if value is not None]
+        return f"first step after {duration(self.seconds)}" + (f" ({', '.join(parts)})" if parts else "")
 
 
 class Heartbeat:

@@ -39,6 +39,8 @@ class Run:
         self.step = tf.Variable(tf.constant(0, tf.int64), trainable=False, name="step")
         self.averages = RunningAverages(simulation.model.num_walkers)
         self.calls = 0
+        # The first compiled call, timed (drive): (its end on time.perf_counter, tracing, compiling).
+        self.first_call = None
         o = simulation.options
         self.burn_in_steps = o["burn_in_steps"] if method == "sample" else 0  # for the progress line
         # Continuing a restored run in files that exist: the restored checkpoint, which each
@@ -76,6 +78,7 @@ def drive(run, recorder, max_steps, every_nth, progress=False, shards=None, nonf
         # A run's first call: one row's steps (it also compiles); a later sample() or fit() call
         # starts at the size its predecessor reached (each call has a fixed cost of a few ms).
         done, budget = 0, getattr(run, "budget", every_nth)
+        first_steps = None  # the run's first call, until the next one tells its steps' time
         while done < max_steps and stop.signal is None:
             first = int(run.step.numpy())
             n = min(max_steps - done, budget)
@@ -86,12 +89,21 @@ def drive(run, recorder, max_steps, every_nth, progress=False, shards=None, nonf
                 n = min(max((first + n) // every_nth * every_nth - first, every_nth - first % every_nth),
                         max_steps - done)
             n = tf.constant(n, steps_dtype(run.optimizer))
+            tracing = None
             if shards is not None:  # every replica's walkers, as one block
                 block = shards.chunk(n)
             else:
+                if run.first_call is None:  # traced apart, to tell tracing from compiling
+                    run.chunk.get_concrete_function(n)
+                    tracing = time.perf_counter() - start
                 block = {k: np.asarray(v) for k, v in run.chunk(n).items()}
             elapsed = time.perf_counter() - start  # np.asarray: read-only views, no copy of the block
             step = int(run.step.numpy())
+            if run.first_call is None:
+                run.first_call, first_steps = [time.perf_counter(), tracing, elapsed - (tracing or 0.0)], step - first
+            elif first_steps is not None:  # compiling: the first call less its steps at this call's rate
+                run.first_call[2] = max(0.0, run.first_call[2] - first_steps * elapsed / max(step - first, 1))
+                first_steps = None
             recorder.append(block, first, step, elapsed)
             if step == first:  # nothing left to do (L-BFGS converged)
                 break

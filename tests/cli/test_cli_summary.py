@@ -348,7 +348,8 @@ def test_network_fit_summary(tmp_path):
                         "on two_clusters")
     assert sim.num_parameters == 17
     last = result.run_info.iloc[-1]
-    assert lines[3] == f"  final loss {last['loss']:.6g}, accuracy {last['accuracy']:.4f}"
+    assert lines[3].startswith("  first step after ")  # fit()'s first call starts the run
+    assert lines[4] == f"  final loss {last['loss']:.6g}, accuracy {last['accuracy']:.4f}"
     assert "kinetic" not in text and "virial" not in text
     assert lines[-1] == f"  wrote run info to {tmp_path / 'run.csv'}"
 
@@ -630,3 +631,26 @@ def test_a_network_is_judged_on_its_loss_and_output_biases():
     assert _identified(o, keras) == ["loss", "bias1", "bias2"]
     assert _identified(o, {"output/weights": ["weight0", "weight1"], "output/biases": ["bias0"]}) is None
     assert _identified(options(potential=lambda x: x), keras) is None
+
+
+def test_a_runs_first_call_says_when_its_first_step_came_and_a_later_call_does_not():
+    """Result.first_step: from Simulation(...) to the first compiled call's end, its parts named
+    (tati/engine/clock.py FirstStep); the summary prints its line after the timing."""
+    sim = gaussian(sampler="BAOAB", step_width=0.1, max_steps=3)
+    first = sim.sample()
+    parts = first.first_step
+    assert parts.tracing > 0.0 and parts.compiling >= 0.0 and parts.warm_start is None
+    assert first.first_step_seconds >= parts.tracing + parts.compiling
+    lines = check_layout(summarise("tati-sample", sim, first, sampler=True, seconds=1.0))
+    assert re.fullmatch(rf"  first step after {NUMBER} s \(tracing {NUMBER} s, compiling {NUMBER} s\)", lines[3]), lines
+    later = sim.sample()
+    assert later.first_step is None and later.first_step_seconds is None
+    assert "first step" not in summarise("tati-sample", sim, later, sampler=True, seconds=1.0)
+
+
+def test_the_first_step_line_names_the_warm_start_and_parts_it_knows():
+    from tati.engine.clock import FirstStep
+    assert FirstStep(2.125, 0.8, 1.0).line() == "first step after 2.12 s (tracing 0.8 s, compiling 1 s)"
+    assert FirstStep(3.0, 0.5, 1.5, 0.25).line() == ("first step after 3 s (warm start 0.25 s, tracing 0.5 s, "
+                                                     "compiling 1.5 s)")
+    assert FirstStep(4.0, None, 3.5).line() == "first step after 4 s (compiling 3.5 s)"
