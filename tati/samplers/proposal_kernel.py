@@ -9,6 +9,8 @@ averages; and a row at every multiple of every_nth and at the chunk's last step.
 state as tensors (`ChainState`: z, log p(z) and its gradient, the step, the width, the metric
 and its adaptation, the counters, the running averages); the variables are read at a chunk's
 start and written at its end, where the model's parameters are set to theta = s z.
+`Metric` is the change of coordinates (diagonal or dense) and `BurnIn` the adaptation;
+`ProposalSteps` calls them, and searches the initial width, around TFP's transition.
 """
 
 from typing import NamedTuple
