@@ -215,7 +215,7 @@ def _saved_run_options(options):
     not given take the checkpoint's values (tati/engine/checkpoint.py records them)."""
     if options.get("restore_model") in (None, "none", ""):
         return
-    from tati.engine.checkpoint import load
+    from tati.engine.checkpoint_file import load
     from tati.config.options import OPTIONS
     meta, _ = load(options["restore_model"])
     accepted = {o.name for o in OPTIONS if o.group in SIMULATION_GROUPS and o.on_command_line} | set(SIMULATION_EXTRA)
@@ -241,7 +241,7 @@ def _read(option, path):
 
 def _restore_parameters(simulation, path):
     """The walkers' parameters from a checkpoint (tati/engine/checkpoint.py) of this network."""
-    from tati.engine.checkpoint import load
+    from tati.engine.checkpoint_file import load
     meta, arrays = load(path)
     model = [key for key in arrays if key.startswith("model/")]
     shape = (simulation.num_walkers, simulation.num_parameters)

@@ -12,6 +12,7 @@ import os
 from tati.config import options as option_table
 from tati.errors import InputError
 from tati.data.csv import check_file, header_columns
+from tati.engine.checkpoint_file import load as load_checkpoint
 from tati.engine.registry import canonical_optimizer, canonical_sampler, optimizer_spec, samplers_where, spec_of
 
 OUTPUT_FILES = ("run_file", "trajectory_file", "averages_file", "momenta_file")
@@ -41,8 +42,7 @@ def check(options, method=None):
     option_table.check_sampler_options(options, values["sampler"])
     meta = None
     if values["restore_model"] is not None:
-        from tati.engine.checkpoint import load
-        meta, _ = load(values["restore_model"])
+        meta, _ = load_checkpoint(values["restore_model"])
     values["burn_in_steps"] = burn_in_steps(values, meta)
     _check_combinations(values)
     _check_record_momenta(values, method)

@@ -7,7 +7,8 @@ preconditioner, and the position of the mini-batches (data/pipeline.py). A resto
 therefore continues bitwise on the same machine and versions. The file is written to a temporary name and renamed,
 so an interruption during the write leaves the previous checkpoint intact. A restored run that
 appends to its files without save_model updates the restored file so (running.Run). Reading a file's
-description (`load`) needs no TensorFlow, so the tools check a checkpoint before importing it.
+description (`load`, engine/checkpoint_file.py) needs no TensorFlow, so the tools check a checkpoint before
+importing it.
 
 Format 2 stores each variable under "group/name": the variable's own name (a Keras
 optimizer's without its prefix) for the model and the optimizer, the attribute name for the
@@ -17,17 +18,13 @@ checkpoints readable. Format 1 (the first release) stored them by position and s
 
 import json
 import os
-import re
-import zipfile
 
 import numpy as np
 
 from tati.errors import InputError
 from tati.config.preflight import compare_checkpoint, saved_options
+from tati.engine.checkpoint_file import FORMAT, load  # noqa: F401 (load: the file's reader, also from here)
 
-FORMAT = 2
-READS = (1, 2)
-_META_FIELDS = {"method": str, "sampler": str, "optimizer": str, "walkers": int, "parameters": list}
 
 
 def object_variables(obj):
@@ -86,33 +83,6 @@ def save(path, simulation, run, option="save_model"):
         os.replace(temporary, path)
     except OSError as error:
         raise InputError(f"{option}: cannot write '{path}': {error.strerror}") from None
-
-
-def load(path):
-    """(meta, arrays) of a checkpoint file; InputError naming it if it is not one."""
-    try:
-        with open(path, "rb") as handle:  # np.load would leave the file open when it is no zip file
-            file = np.load(handle, allow_pickle=False)
-            if not isinstance(file, np.lib.npyio.NpzFile):  # a single array (.npy)
-                raise ValueError("not an .npz archive")
-            with file:
-                arrays = {key: file[key] for key in file.files}
-        meta = json.loads(str(arrays.pop("meta")))
-    except FileNotFoundError:
-        raise InputError(f"restore_model '{path}' does not exist") from None
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
-        raise InputError(f"restore_model '{path}' is not a tati checkpoint ({type(error).__name__})") from None
-    if not isinstance(meta, dict) or "format" not in meta:
-        raise InputError(f"restore_model '{path}' is not a tati checkpoint")
-    if meta["format"] not in READS:
-        raise InputError(f"restore_model '{path}' has checkpoint format {meta['format']!r:.20}; this "
-                         f"version of tati reads formats {' and '.join(map(str, READS))}")
-    # What restore reads: the fields of meta and state arrays named group/name (format 1: group/index).
-    key = r"[A-Za-z_]+/[0-9]+" if meta["format"] == 1 else r"[A-Za-z_]+/[A-Za-z0-9_./-]+"
-    if any(not isinstance(meta.get(field), kind) for field, kind in _META_FIELDS.items()) or not all(
-            re.fullmatch(key, name) for name in arrays):
-        raise InputError(f"restore_model '{path}' is a damaged tati checkpoint")
-    return meta, arrays
 
 
 def _difference(saved, wanted, group):

@@ -7,7 +7,7 @@ spec (tati/engine/registry.py holds one per kernel) and nowhere else. This modul
 TensorFlow, so options are checked before TensorFlow is imported.
 
 A kernel is of one of four kinds, each stepped by the one compiled driver (engine/driver.py)
-through the driver kernel of its kind:
+through the driver kernel that its spec names (`driver`, "module:Class", loaded on demand):
 
     GRADIENT     one gradient per step, computed by the loop and given to `apply(grads,
                  variables)`: the Langevin samplers (samplers/base.py SamplerBase) and every
@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 GRADIENT, LEGS, PROPOSAL, FULL_BATCH = "gradient", "legs", "proposal", "full_batch"
 KINDS = (GRADIENT, LEGS, PROPOSAL, FULL_BATCH)
+# The driver kernel of one gradient per step: every optimizer's, Keras' own included.
+GRADIENT_DRIVER = "tati.engine.gradient:GradientKernel"
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,8 @@ class Spec:
         one is accepted in any case;
     kernel: "module:Class", loaded on demand (`load_kernel`), so that naming needs no TensorFlow;
     kind: how the engine drives it (above);
+    driver: the driver kernel (engine/driver.py Kernel) that steps it, "module:Class", made as
+        driver(loop) (engine/loop.py); one gradient per step unless it says;
     samples: a sampler (step_width, inverse temperature), else an optimizer of fit();
     options: the options of tati/config/options.py that it alone (with others of its kind) takes, by
         name, or new `options.Option`s that it declares (merged into the option table); the
@@ -56,7 +60,8 @@ class Spec:
     target_acceptance: the acceptance rate its step width adapts to unless the option says;
     infos: the recording.columns.Info its rows may have (its class's `info`, one per variant),
         so that the readers of tables know every column without TensorFlow;
-    walker_steps: an optimizer with a step width per walker (needs the model's walker axis);
+    walker_steps: an optimizer with a step width per walker (needs the model's walker axis); its
+        rows' scaled_gradient is its own, from `scaled_gradients(gradients)`;
     takes_learning_rate: an optimizer that steps by learning_rate (L-BFGS chooses its steps);
     summary_header: an optimizer's summary line, a format of steps, name (its short name),
         optimizer (as given), learning_rate (with its schedule), first_learning_rate (the number)
@@ -66,6 +71,7 @@ class Spec:
     full_name: str
     kernel: str
     kind: str = GRADIENT
+    driver: str = GRADIENT_DRIVER
     samples: bool = True
     options: tuple = ()
     aliases: tuple = ()
@@ -84,8 +90,9 @@ class Spec:
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"Spec {self.name}: kind '{self.kind}' is not one of {', '.join(KINDS)}")
-        if ":" not in self.kernel:
-            raise ValueError(f"Spec {self.name}: kernel '{self.kernel}' is not 'module:Class'")
+        for field in ("kernel", "driver"):
+            if ":" not in getattr(self, field):
+                raise ValueError(f"Spec {self.name}: {field} '{getattr(self, field)}' is not 'module:Class'")
 
     @property
     def option_names(self):
@@ -103,10 +110,21 @@ class Spec:
         return (self.name, self.full_name) + tuple(self.aliases)
 
 
-def load_kernel(spec):
-    """The kernel class that `spec.kernel` names (imports its module: TensorFlow, usually)."""
-    module, _, attribute = spec.kernel.partition(":")
+def load_class(path):
+    """The class that "module:Class" names (imports its module: TensorFlow, usually)."""
+    module, _, attribute = path.partition(":")
     return getattr(importlib.import_module(module), attribute)
+
+
+def load_kernel(spec):
+    """The kernel class that `spec.kernel` names."""
+    return load_class(spec.kernel)
+
+
+def load_driver(spec):
+    """The driver kernel class that steps the spec's kernel (`spec.driver`; spec None: a Keras
+    optimizer, one gradient per step)."""
+    return load_class(GRADIENT_DRIVER if spec is None else spec.driver)
 
 
 def kernel_path(cls):

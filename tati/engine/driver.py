@@ -5,6 +5,7 @@ trace_fn, the driver steps a kernel and asks it, at a row's step, for the row's 
 kernel the driver steps (`Kernel` below; its defaults suit a kernel of one step per call):
 
     rows                        its block of rows (tati/engine/rows.py Rows)
+    steps_dtype                 the dtype of chunk(n)'s n (int64; HMC's legs: int32)
     start(n) -> (state, i)      before a chunk's steps: the State the loops carry (a NamedTuple
                                 of tensors, () where the kernel keeps its state in variables)
                                 and the steps taken before the first row's stretch (HMC: up to
@@ -46,6 +47,7 @@ class Kernel:
     """The defaults of a kernel the driver steps (see the module's docstring)."""
 
     rows = None
+    steps_dtype = tf.int64
 
     def start(self, n):
         return (), tf.constant(0, n.dtype)

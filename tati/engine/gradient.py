@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from tati.engine.driver import Kernel
 from tati.engine.rows import Rows, row_fields
-from tati.engine.kernels import info_of, is_sampler
+from tati.engine.kernels import has_walker_steps, info_of, is_sampler
 
 
 class Finite(NamedTuple):
@@ -45,7 +45,9 @@ class GradientKernel(Kernel):
         self.loop, model, optimizer = loop, loop.model, loop.kernel
         self.sampling = is_sampler(optimizer)
         self.columns = info_of(optimizer).run_info
-        self.noise_batches = getattr(optimizer, "noise_batches", 0)  # SGHMC's batch estimator: K gradients
+        # A sampler's own estimator of the gradient noise (SGHMC's): K gradients of batches of its own
+        self.noise_batches = optimizer.noise_batches if self.sampling else 0
+        self.own_step_widths = has_walker_steps(optimizer)  # Barzilai-Borwein: a step width per walker
         walkers, d = model.num_walkers, model.num_parameters
         extra = dict(momenta=[walkers, d], gradients=[walkers, d]) if loop.record_momenta else None
         fields = row_fields(walkers, d, self.columns, loop.has_accuracy, extra)
@@ -151,8 +153,7 @@ class GradientKernel(Kernel):
             rate = 1.0 if optimizer is None else optimizer.learning_rate
             scaled_gradient = tf.cast(rate, tf.float64) * gradient_norm
         momenta = self.update(grads, record)
-        if record and not self.sampling and hasattr(optimizer, "scaled_gradients"):
-            # Barzilai-Borwein: its own step width
+        if record and self.own_step_widths:  # the optimizer's own step widths times the gradients
             scaled_gradient = tf.sqrt(self.per_walker([tf.square(x) for x in optimizer.scaled_gradients(grads)]))
         loop.step.assign_add(1)
         self.average(losses, virial)

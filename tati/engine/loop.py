@@ -1,23 +1,17 @@
 """The loop's interface: what a compiled chunk runs (`Loop`) and `compile_chunk`, which makes
-the loop's kernel a kernel of the driver by its kind (tati/engine/kernels.py) and compiles the
-driver's chunk (tati/engine/driver.py):
+the loop's kernel a kernel of the driver, the one its spec names (`Spec.driver`,
+tati/engine/registry.py), and compiles the driver's chunk (tati/engine/driver.py):
 
-    one gradient per step    tati/engine/gradient.py GradientKernel
+    one gradient per step    tati/engine/gradient.py GradientKernel (the default)
     HMC's legs               samplers/hmc_kernel.py LegsKernel
-    NUTS and RWMH            samplers/proposal_kernel.py, the proposal kernels' chunk
+    NUTS and RWMH            samplers/proposal_kernel.py ProposalSteps
     L-BFGS                   optimizers/lbfgs.py LBFGSKernel
 """
 
 from dataclasses import dataclass
 
-import tensorflow as tf
-
 from tati.engine.driver import compile_driver
-from tati.engine.gradient import GradientKernel
-from tati.engine.kernels import FULL_BATCH, LEGS, PROPOSAL, kind_of
-from tati.samplers.proposal_kernel import make_proposal_chunk
-from tati.optimizers.lbfgs import LBFGSKernel
-from tati.samplers.hmc_kernel import LegsKernel
+from tati.engine.kernels import driver_of
 
 
 @dataclass(frozen=True)
@@ -43,16 +37,12 @@ class Loop:
 
 
 def steps_dtype(kernel):
-    """The dtype of a chunk's step count n: int32 for HMC's legs (a loop counter beside the
-    legs' step counts), int64 for the other kinds."""
-    return tf.int32 if kind_of(kernel) == LEGS else tf.int64
+    """The dtype of a chunk's step count n: its driver kernel's (int32 for HMC's legs, a loop
+    counter beside the legs' step counts; int64 for the others)."""
+    return driver_of(kernel).steps_dtype
 
 
 def compile_chunk(loop):
-    """The compiled chunk of the loop's kernel, by its kind (tati/engine/kernels.py): chunk(n) runs up
-    to n steps and returns their rows as a block (tati/engine/rows.py)."""
-    kind = kind_of(loop.kernel)
-    if kind == PROPOSAL:
-        return make_proposal_chunk(loop)
-    kernels = {FULL_BATCH: LBFGSKernel, LEGS: LegsKernel}
-    return compile_driver(kernels.get(kind, GradientKernel)(loop))
+    """The compiled chunk of the loop's kernel, stepped by the driver kernel its spec names:
+    chunk(n) runs up to n steps and returns their rows as a block (tati/engine/rows.py)."""
+    return compile_driver(driver_of(loop.kernel)(loop))

@@ -22,6 +22,8 @@ _HMC = ("hamiltonian_dynamics_time",) + _ADAPTING + ("adapt_trajectory_length",)
 _SGHMC = ("friction_constant", "mass", "noise_estimate", "gradient_noise_estimator", "noise_estimation_batches",
           "noise_estimation_steps", "first_moment_decay", "second_moment_decay", "mass_rescaling_steps",
           "mass_safety_factor")
+_LEGS = "tati.samplers.hmc_kernel:LegsKernel"
+_PROPOSALS = "tati.samplers.proposal_kernel:ProposalSteps"
 _WHOLE_DATA = "evaluates the whole dataset at every step (a mini-batch would change the target within a step)"
 
 _SPECS = [
@@ -41,28 +43,30 @@ _SPECS = [
          options=("friction_constant", "mass"), persistent_momenta=True, infos=(SGNHT_INFO,)),
     Spec("pSGLD", "PreconditionedStochasticGradientLangevinDynamics", "tati.samplers.psgld:PSGLD",
          options=("rmsprop_decay", "rmsprop_epsilon"), infos=(SGLD_INFO,)),
-    Spec("HMC1", "HamiltonianMonteCarlo_1stOrder", "tati.samplers.hmc:HMC1", kind=LEGS, options=_HMC,
+    Spec("HMC1", "HamiltonianMonteCarlo_1stOrder", "tati.samplers.hmc:HMC1", kind=LEGS, driver=_LEGS, options=_HMC,
          aliases=("HMC_1stOrder",), metropolis=True, redraws_momenta=True, target_acceptance=0.8, infos=(HMC_INFO,)),
-    Spec("HMC2", "HamiltonianMonteCarlo_2ndOrder", "tati.samplers.hmc:HMC2", kind=LEGS, options=_HMC,
+    Spec("HMC2", "HamiltonianMonteCarlo_2ndOrder", "tati.samplers.hmc:HMC2", kind=LEGS, driver=_LEGS, options=_HMC,
          aliases=("HMC_2ndOrder",), metropolis=True, redraws_momenta=True, target_acceptance=0.8, infos=(HMC_INFO,)),
-    Spec("NUTS", "NoUTurnSampler", "tati.samplers.proposal:NUTS", kind=PROPOSAL, options=_ADAPTING + ("max_tree_depth",),
-         metropolis=True, redraws_momenta=True, evaluates_target=True, full_batch=True, why_full_batch=_WHOLE_DATA,
-         target_acceptance=0.8, infos=(NUTS_INFO,)),
+    Spec("NUTS", "NoUTurnSampler", "tati.samplers.proposal:NUTS", kind=PROPOSAL, driver=_PROPOSALS,
+         options=_ADAPTING + ("max_tree_depth",), metropolis=True, redraws_momenta=True, evaluates_target=True,
+         full_batch=True, why_full_batch=_WHOLE_DATA, target_acceptance=0.8, infos=(NUTS_INFO,)),
     # 0.234: optimal as d -> infinity (Roberts, Gelman & Gilks 1997); 0.8 above: Stan's delta
-    Spec("RWMH", "RandomWalkMetropolisHastings", "tati.samplers.proposal:RWMH", kind=PROPOSAL, options=_ADAPTING,
-         metropolis=True, evaluates_target=True, full_batch=True, why_full_batch=_WHOLE_DATA, target_acceptance=0.234,
-         infos=(RWMH_INFO,)),
+    Spec("RWMH", "RandomWalkMetropolisHastings", "tati.samplers.proposal:RWMH", kind=PROPOSAL, driver=_PROPOSALS,
+         options=_ADAPTING, metropolis=True, evaluates_target=True, full_batch=True, why_full_batch=_WHOLE_DATA,
+         target_acceptance=0.234, infos=(RWMH_INFO,)),
     Spec("GradientDescent", "GradientDescent", "tati.optimizers.gradient_descent:GradientDescent", samples=False,
-         aliases=("GD",)),
+         aliases=("GD",), infos=(OPTIMIZER_INFO,)),
     Spec("BarzilaiBorweinGradientDescent", "BarzilaiBorweinGradientDescent",
          "tati.optimizers.barzilai_borwein:BarzilaiBorweinGradientDescent", samples=False,
          aliases=("BarzilaiBorwein", "BB"), walker_steps=True, full_batch=True,
          why_full_batch="needs the whole dataset (its step compares the gradients of two steps, which "
                         "mini-batches make gradients of different functions)",
-         summary_header="{steps} steps of {name} (first step learning_rate {first_learning_rate})"),
-    Spec("L-BFGS", "L-BFGS", "tati.optimizers.lbfgs:LBFGS", kind=FULL_BATCH, samples=False, aliases=("LBFGS",),
+         summary_header="{steps} steps of {name} (first step learning_rate {first_learning_rate})",
+         infos=(OPTIMIZER_INFO,)),
+    Spec("L-BFGS", "L-BFGS", "tati.optimizers.lbfgs:LBFGS", kind=FULL_BATCH,
+         driver="tati.optimizers.lbfgs:LBFGSKernel", samples=False, aliases=("LBFGS",),
          takes_learning_rate=False, full_batch=True, why_full_batch="minimises on the whole dataset (its line search needs one function)",
-         summary_header="{steps} iterations of {name}{stopped}"),
+         summary_header="{steps} iterations of {name}{stopped}", infos=(OPTIMIZER_INFO,)),
 ]
 _WATCHERS = []
 

@@ -29,6 +29,7 @@ import keras
 import tensorflow as tf
 
 from tati.config.options import check, default
+from tati.recording.columns import OPTIMIZER_INFO
 
 
 @keras.saving.register_keras_serializable(package="tati")
@@ -37,6 +38,7 @@ class BarzilaiBorweinGradientDescent(keras.optimizers.Optimizer):
     learning_rate is the first step's and the fallback's width."""
 
     walker_axis = False
+    info = OPTIMIZER_INFO  # its rows' columns (tati/engine/kernels.py info_of)
 
     def __init__(self, learning_rate=default("learning_rate"), name=None, **kwargs):
         if not callable(learning_rate):

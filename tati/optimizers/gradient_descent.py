@@ -3,12 +3,15 @@
 import keras
 
 from tati.config.options import check, default
+from tati.recording.columns import OPTIMIZER_INFO
 
 
 @keras.saving.register_keras_serializable(package="tati")
 class GradientDescent(keras.optimizers.Optimizer):
     """Plain (stochastic) gradient descent with no momentum. `learning_rate`: a positive number
     or a Keras LearningRateSchedule of the iteration count (tati/optimizers/schedules.py)."""
+
+    info = OPTIMIZER_INFO  # its rows' columns (tati/engine/kernels.py info_of)
 
     def __init__(self, learning_rate=default("learning_rate"), name=None, **kwargs):
         if not callable(learning_rate):

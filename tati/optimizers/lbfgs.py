@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from tati.engine.driver import Kernel
 from tati.engine.rows import Rows, row_fields
+from tati.recording.columns import OPTIMIZER_INFO
 
 CORRECTION_PAIRS = 10
 TOLERANCE = 1e-8
@@ -23,6 +24,8 @@ TOLERANCE = 1e-8
 
 class LBFGS:
     """The state of tfp's L-BFGS between compiled calls; `variables` are checkpointed."""
+
+    info = OPTIMIZER_INFO  # its rows' columns (tati/engine/kernels.py info_of)
 
     def __init__(self, model):
         walkers, d, dtype = model.num_walkers, model.num_parameters, model.dtype

@@ -68,6 +68,9 @@ class SamplerBase(keras.optimizers.Optimizer):
     # Whether update_step also measures |noise|^2, which only table rows need; the compiled
     # loop turns it off (while tracing) for the steps between rows to save a pass over q.
     report_details = True
+    # Batches of its own whose gradients estimate the gradient noise at an epoch's start (SGHMC's
+    # estimator; tati/engine/gradient.py then calls estimate_noise and reads noise_evaluations).
+    noise_batches = 0
     # Whether the leading axis of the variables is the walker: reports are then kept per walker.
     walker_axis = False
     # Ensemble preconditioner (ensemble.Ensemble: force(g) = B^T g, velocity(p) = B p, per

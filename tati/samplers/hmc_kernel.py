@@ -57,6 +57,8 @@ class LegsKernel(Kernel):
     the sampler's variables; the chunk's step count is int32 (a loop counter beside the legs'
     step counts)."""
 
+    steps_dtype = tf.int32
+
     def __init__(self, loop):
         self.loop, model, sampler = loop, loop.model, loop.kernel
         sampler.build(model.variables)  # free_steps reads its state while the chunk is traced

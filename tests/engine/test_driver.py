@@ -1,16 +1,12 @@
 """The compiled driver (tati/engine/driver.py): a toy kernel's steps, rows, strides, stops and
-multi-step steps; and the engine's size limits (no function over 80 lines, no signature over
-8 parameters)."""
+multi-step steps. The engine's size limits are tests/engine/test_architecture.py's."""
 
-import ast
-import pathlib
 from typing import NamedTuple
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-import tati
 from tati.engine.driver import Kernel, compile_driver
 from tati.engine.rows import Rows
 
@@ -83,22 +79,3 @@ def test_steps_of_several_steps_and_rows_kept_or_not():
     steps, x = run(Counter(by=2, keep=lambda x: tf.equal(tf.math.floormod(x, 4.0), 0.0)), 9)
     np.testing.assert_array_equal(steps, [4, 8])  # calls at 0, 2, 4, 6, 8: steps 2..10, kept at 4, 8
 
-
-ENGINE = pathlib.Path(tati.__file__).parent / "engine"
-
-
-def functions():
-    for path in sorted(ENGINE.glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                yield f"{path.name}:{node.name}", node
-
-
-def test_engine_functions_are_short_with_few_parameters():
-    found = list(functions())
-    assert found
-    long = {name: node.end_lineno - node.lineno + 1 for name, node in found if node.end_lineno - node.lineno >= 80}
-    assert long == {}
-    wide = {name: len(node.args.args) + len(node.args.kwonlyargs) for name, node in found
-            if len([a for a in node.args.args if a.arg != "self"]) + len(node.args.kwonlyargs) > 8}
-    assert wide == {}

@@ -21,7 +21,8 @@ import tensorflow as tf
 
 import tati
 from tati.engine import registry
-from tati.engine.contract import FULL_BATCH, GRADIENT, KINDS, Spec, kernel_path, load_kernel
+from tati.engine.contract import FULL_BATCH, GRADIENT, KINDS, Spec, kernel_path, load_driver, load_kernel
+from tati.engine.driver import Kernel
 from tati.errors import InputError
 from tati.engine.kernels import is_sampler, kind_of
 from tati.config.options import BY_NAME, POSITIVE, Option
@@ -91,6 +92,8 @@ def test_every_spec_names_its_kernel_and_known_options(spec):
     if isinstance(getattr(cls, "info", None), Info):  # what its rows have is declared (SGHMC's: a property)
         assert cls.info in spec.infos and set(spec.infos) <= set(every_info())
     assert not [name for name in spec.option_names if name not in BY_NAME]
+    driver = load_driver(spec)  # the driver kernel it names, made on the loop's interface
+    assert issubclass(driver, Kernel) and driver.steps_dtype in (tf.int32, tf.int64)
     assert registry.spec_of(spec.name.lower(), kinds="kernel") is spec
     assert all(registry.find(spelling.upper()) is spec for spec in registry.specs() for spelling in spec.spellings)
 
