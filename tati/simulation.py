@@ -37,7 +37,7 @@ from tati.adaptation import warm_start
 from tati.errors import InputError, Interrupted, SamplingError
 from tati.engine.clock import FirstStep
 from tati.engine.contract import load_kernel
-from tati.engine.registry import optimizer_spec, spec_of, spec_of_kernel
+from tati.engine.registry import optimizer_spec, samplers_taking, spec_of, spec_of_kernel
 from tati.engine.kernels import FULL_BATCH, kind_of
 from tati.optimizers import make_optimizer
 from tati.recording.recorder import Recorder
@@ -413,7 +413,7 @@ def _burn_in_notes(o):
         return []
     adapting = [name for name, option in (("step_width", "adapt_step_width"), ("metric", "adapt_mass"),
                                           ("hamiltonian_dynamics_time", "adapt_trajectory_length"))
-                if o[option] and o["sampler"] in option_table.BY_NAME[option].samplers]  # auto: on for these
+                if o[option] and o["sampler"] in samplers_taking(option)]  # auto: on for these
     if not adapting:
         return []
     steps = max(1, min(1000, o["max_steps"] // 2))

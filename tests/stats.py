@@ -45,9 +45,9 @@ def for_sampler(name, **options):
     """The options without those of other samplers than `name` (the option table's declaration),
     which the Simulation refuses: for tests that give one set of options to several samplers."""
     from tati.engine.registry import canonical_sampler
-    from tati.config.options import BY_NAME
+    from tati.config.options import BY_NAME, takes
     short = canonical_sampler(name)
-    return {name: value for name, value in options.items() if name not in BY_NAME or BY_NAME[name].takes(short)}
+    return {name: value for name, value in options.items() if name not in BY_NAME or takes(name, short)}
 
 
 def dkwm_distance(samples):

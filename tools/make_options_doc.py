@@ -62,6 +62,7 @@ def render():
     try:
         from tati.cli import optimize, sample
         from tati.config.options import OPTIONS
+        from tati.engine.registry import samplers_taking
     finally:
         sys.path.remove(str(ROOT))
     groups = {}
@@ -76,9 +77,10 @@ def render():
         lines.append("| option | default | command line | help |")
         lines.append("|---|---|---|---|")
         for option in options:
+            samplers = samplers_taking(option.name)
             lines.append(f"| `{option.name}` | {_default(option.default)} | "
                          f"{'yes' if option.on_command_line else 'no'} | {_cell(option.help)}"
-                         + (f" (samplers: {', '.join(option.samplers)})" if option.samplers else "") + " |")
+                         + (f" (samplers: {', '.join(samplers)})" if samplers else "") + " |")
         lines.append("")
     return "\n".join(lines)
 

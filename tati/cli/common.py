@@ -14,7 +14,7 @@ import warnings
 
 from tati.errors import InputError, Interrupted, SamplingError
 from tati.engine.registry import canonical_sampler
-from tati.config.options import OPTIONS
+from tati.config.options import OPTIONS, takes
 
 
 # The option groups each tool takes from the option table, so that a flag of another tool
@@ -150,7 +150,7 @@ def make_parser(prog, description, groups, argv=()):
     for option in OPTIONS:
         if not option.on_command_line or option.group not in groups:
             continue
-        if sampler is not None and not option.takes(sampler):
+        if sampler is not None and not takes(option.name, sampler):
             add_option(parser, option.name, option.kind, argparse.SUPPRESS)
             continue
         if option.group not in sections:

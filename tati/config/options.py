@@ -1,156 +1,21 @@
 """The one table of every option: name, default, kind (parse and check), group and help.
 
 `Simulation(**options)`, the command-line tools and doc/options.md are all generated from
-`OPTIONS`, so a default or a help text can only be stated here. A kind converts a Python value
-or a command-line string into the option's value, or raises an InputError naming the option.
+`OPTIONS`, so a default or a help text can only be stated here, or, for an option of one
+sampler alone, in that sampler's registry line (tati/engine/registry.py), from which it joins
+the table. A kind converts a Python value or a command-line string into the option's value, or
+raises an InputError naming the option; `Option` and the common kinds live in
+tati/config/option_kinds.py (which the registry imports too) and are re-exported here.
 """
 
 import difflib
-import math
 import numbers
-from dataclasses import dataclass
 
+from tati.config.option_kinds import (NONNEGATIVE, NONNEGATIVE_INT, POSITIVE, POSITIVE_INT,  # noqa: F401 (re-exported)
+                                      Boolean, BooleanOrAuto, Kind, ListOf, Number, Option, Optional,
+                                      Parameters, PythonObject, RateOrSchedule, Text, TextOrCallable)
 from tati.engine import registry
 from tati.errors import InputError
-
-
-# -- kinds ------------------------------------------------------------------------------------
-class Kind:
-    """Converts values of one option type; `metavar` is what --help shows. On the command line
-    a flag alone means `bare` (None: it needs a value), and a kind with a `separator` also takes
-    its items as separate words, joined with it (--hidden_dimension 8 8 as 8,8)."""
-    metavar = "VALUE"
-    bare = None
-    separator = None
-
-    def __call__(self, option, value):
-        raise NotImplementedError
-
-
-class Number(Kind):
-    def __init__(self, integer=False, minimum=None, strict=False, maximum=None):
-        self.integer, self.minimum, self.strict = integer, minimum, strict
-        # Integers end up as TensorFlow int64 (steps, seeds of the stateless noise).
-        self.maximum = maximum if maximum is not None else 2 ** 63 - 1 if integer else None
-        self.metavar = "INT" if integer else "FLOAT"
-
-    def __call__(self, option, value):
-        text = value
-        if isinstance(value, str):
-            try:
-                value = int(value) if self.integer else float(value)
-            except ValueError:
-                raise InputError(f"{option} must be {'an integer' if self.integer else 'a number'}, "
-                                 f"got '{text}'") from None
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise InputError(f"{option} must be {'an integer' if self.integer else 'a number'}, got {text!r}")
-        try:
-            number = float(value)
-        except OverflowError:  # an int beyond the range of floats
-            number = math.inf if value > 0 else -math.inf
-        if self.integer and math.isfinite(number) and not number.is_integer():
-            raise InputError(f"{option} must be an integer, got {text!r}")
-        if not math.isfinite(number) and not (self.integer and isinstance(value, numbers.Integral)):
-            raise InputError(f"{option} must be finite, got {text!r:.60}")
-        value = int(value) if self.integer else number
-        if self.maximum is not None and value > self.maximum:
-            raise InputError(f"{option} must be <= {self.maximum}, got {text!r:.60}")
-        if self.minimum is not None and (value <= self.minimum if self.strict else value < self.minimum):
-            relation = ">" if self.strict else ">="
-            raise InputError(f"{option} must be {relation} {self.minimum:g}, got {text!r}")
-        return value
-
-
-class Optional(Kind):
-    """None (or the string 'none') or a value of the wrapped kind."""
-
-    def __init__(self, kind):
-        self.kind, self.metavar = kind, kind.metavar
-        self.bare, self.separator = kind.bare, kind.separator
-
-    def __call__(self, option, value):
-        if value is None or (isinstance(value, str) and value.lower() in ("none", "")):
-            return None
-        return self.kind(option, value)
-
-
-class Text(Kind):
-    def __init__(self, choices=None):
-        self.choices = choices
-        self.metavar = "{" + ",".join(choices) + "}" if choices else "TEXT"
-
-    def __call__(self, option, value):
-        if not isinstance(value, str):
-            raise InputError(f"{option} must be a string, got {value!r:.60}")
-        if self.choices and value not in self.choices:
-            close = difflib.get_close_matches(value, self.choices, n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
-            raise InputError(f"{option} '{value}' is unknown; choose one of {', '.join(self.choices)}{hint}")
-        return value
-
-
-class Boolean(Kind):
-    metavar = "{true,false}"
-    bare = "true"  # --overwrite alone
-
-    def __call__(self, option, value):
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.lower() in ("true", "1", "yes", "on", "false", "0", "no", "off"):
-            return value.lower() in ("true", "1", "yes", "on")
-        raise InputError(f"{option} must be true or false, got {value!r:.60}")
-
-
-class BooleanOrAuto(Boolean):
-    """true, false or "auto" (kept as the string: each sampler decides what it means)."""
-    metavar = "{auto,true,false}"
-
-    def __call__(self, option, value):
-        if isinstance(value, str) and value.lower() == "auto":
-            return "auto"
-        try:
-            return super().__call__(option, value)
-        except InputError:
-            raise InputError(f"{option} must be auto, true or false, got {value!r:.60}") from None
-
-
-class ListOf(Kind):
-    """A list; on the command line comma- or space-separated, e.g. --hidden_dimension 8,8 or 8 8."""
-    separator = ","
-
-    def __init__(self, kind):
-        self.kind, self.metavar = kind, f"{kind.metavar},..."
-
-    def __call__(self, option, value):
-        if isinstance(value, str):
-            value = [v.strip() for v in value.split(",") if v.strip()]
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            value = [value]
-        try:
-            items = list(value)
-        except TypeError:
-            raise InputError(f"{option} must be a list, got {value!r:.60}") from None
-        return [self.kind(option, item) for item in items]
-
-
-class Parameters(Kind):
-    """A parameter vector, or in Python also one per walker; checked against the model."""
-    metavar = "FLOAT,..."
-    separator = ","
-
-    def __call__(self, option, value):
-        return ListOf(Number())(option, value) if isinstance(value, str) else value
-
-
-class PythonObject(Kind):
-    """Only through the Python interface (a callable, an array, a Keras model)."""
-    metavar = None
-
-    def __init__(self, check=None):
-        self.check = check
-
-    def __call__(self, option, value):
-        return value if self.check is None or value is None else self.check(option, value)
 
 
 class Dataset(Kind):
@@ -194,56 +59,9 @@ class SamplerName(Kind):
         return registry.canonical_sampler(Text()(option, value), option)
 
 
-class TextOrCallable(Text):
-    """One of the names or, in Python, a callable."""
-
-    def __call__(self, option, value):
-        return value if callable(value) else super().__call__(option, value)
-
-
-class RateOrSchedule(Number):
-    """A positive number or, in Python, a Keras LearningRateSchedule (recognised by its class
-    name, so that checking options needs no TensorFlow; tati/optimizers/schedules.py)."""
-
-    def __init__(self):
-        super().__init__(minimum=0, strict=True)
-
-    def __call__(self, option, value):
-        if any(cls.__name__ == "LearningRateSchedule" for cls in type(value).__mro__):
-            return value
-        return super().__call__(option, value)
-
-
-POSITIVE = Number(minimum=0, strict=True)
-NONNEGATIVE = Number(minimum=0)
-POSITIVE_INT = Number(integer=True, minimum=1)
-NONNEGATIVE_INT = Number(integer=True, minimum=0)
 LOSS_NAMES = ("mean_squared", "sigmoid_cross_entropy", "softmax_cross_entropy", "log_loss",
               "hinge_loss", "absolute_difference", "cosine_distance")
 ACTIVATION_NAMES = ("tanh", "sigmoid", "softplus", "softsign", "elu", "relu6", "relu", "linear")
-
-
-@dataclass(frozen=True)
-class Option:
-    name: str
-    default: object
-    kind: Kind
-    group: str
-    help: str
-
-    @property
-    def samplers(self):
-        """The samplers (short names) whose spec lists it (tati/engine/registry.py); () for an
-        option of every run."""
-        return tuple(registry.samplers_taking(self.name))
-
-    def takes(self, sampler):
-        """Whether a run with this sampler (short name) takes the option."""
-        return not self.samplers or sampler in self.samplers
-
-    @property
-    def on_command_line(self):
-        return not isinstance(self.kind, PythonObject)
 
 
 _ORIGINAL_NAMES = [alias for spec in registry.specs(samples=True) for alias in spec.aliases]
@@ -386,15 +204,6 @@ OPTIONS = [
            "SGHMC with a gradient_noise_estimator: m_est, kept as m_est beta B-hat <= C at every "
            "step (B-hat is clamped between rescalings), so at least 1 - 1/m_est of the "
            "thermostat's noise is injected."),
-    # pSGLD (samplers/psgld.py)
-    Option("rmsprop_decay", 0.99, Number(minimum=0, maximum=1), "sampler",
-           "pSGLD: decay alpha < 1 of V, the running mean of the squared gradient, V = alpha V + "
-           "(1 - alpha) g^2; its preconditioner G = 1 / (rmsprop_epsilon + sqrt(V)) averages over "
-           "about 1 / (1 - alpha) steps. Nearer 1 (0.999) for small step widths: the dropped Gamma "
-           "term biases the variance by about (1 - alpha) / 2 times the steps a parameter takes to "
-           "decorrelate (doc/samplers.md)."),
-    Option("rmsprop_epsilon", 1e-5, POSITIVE, "sampler",
-           "pSGLD: lambda of G = 1 / (lambda + sqrt(V)), which bounds G by 1 / lambda where gradients vanish."),
     Option("hamiltonian_dynamics_time", 1.0, POSITIVE, "sampler",
            "HMC: time T of one leg; each leg takes round(u T / step_width) steps, u uniform in "
            "[0.9, 1.1], of width uniform in [0.7, 1.3] times step_width."),
@@ -547,6 +356,19 @@ OPTIONS = [
 BY_NAME = {option.name: option for option in OPTIONS}
 
 
+def _place(spec, option):
+    """Where a sampler's own option joins the table: in its group, before the first option that
+    only samplers listed after it in the registry take (so the sampler options keep the
+    registry's order in --help and doc/options.md), else after its group's last option."""
+    later = {s.name for s in registry.specs()[registry.specs().index(spec) + 1:]}
+    group = [i for i, other in enumerate(OPTIONS) if other.group == option.group]
+    for i in group:
+        takers = set(registry.samplers_taking(OPTIONS[i].name))
+        if takers and takers <= later:
+            return i
+    return group[-1] + 1 if group else len(OPTIONS)
+
+
 def _declare(spec, added):
     """A registered sampler's own options (Option objects in its Spec.options) join the table
     while it is registered, so that a new sampler's option needs no line here."""
@@ -554,7 +376,7 @@ def _declare(spec, added):
         if added and option.name in BY_NAME:
             raise ValueError(f"{spec.name} declares the option '{option.name}', which exists")
         if added:
-            OPTIONS.append(option)
+            OPTIONS.insert(_place(spec, option), option)
             BY_NAME[option.name] = option
         else:
             OPTIONS.remove(option)
@@ -583,13 +405,20 @@ def resolve(options):
     return values
 
 
+def takes(name, sampler):
+    """Whether a run with this sampler (short name) takes the option: one that no spec lists is
+    every run's."""
+    samplers = registry.samplers_taking(name)
+    return not samplers or sampler in samplers
+
+
 def check_sampler_options(given, sampler):
     """InputError naming the first of the `given` option names that the sampler (short name)
     does not take: an option of other samplers would be ignored silently."""
     for name in given:
-        option = BY_NAME.get(name)
-        if option is not None and not option.takes(sampler):
-            raise InputError(f"{name} applies to {', '.join(option.samplers)}, not to sampler {sampler}: drop it, "
+        if name in BY_NAME and not takes(name, sampler):
+            samplers = registry.samplers_taking(name)
+            raise InputError(f"{name} applies to {', '.join(samplers)}, not to sampler {sampler}: drop it, "
                              f"or see the options of {sampler} (tati-sample --sampler {sampler} --help)")
 
 

@@ -47,7 +47,7 @@ class Spec:
         driver(loop) (engine/loop.py); one gradient per step unless it says;
     samples: a sampler (step_width, inverse temperature), else an optimizer of fit();
     options: the options of tati/config/options.py that it alone (with others of its kind) takes, by
-        name, or new `options.Option`s that it declares (merged into the option table); the
+        name, or new `option_kinds.Option`s that it declares (merged into the option table); the
         options of every sampler (step_width, inverse_temperature, seed) are not listed;
     persistent_momenta: its momenta carry over from step to step (record_momenta, the summary's
         equipartition verdicts, the kinetic outliers);

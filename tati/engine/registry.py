@@ -10,10 +10,11 @@ Keras' own optimizers are not listed: fit() accepts them by Keras' name
 
 import difflib
 
+from tati.config.option_kinds import POSITIVE, Number, Option
 from tati.engine.contract import FULL_BATCH, LEGS, PROPOSAL, Spec, kernel_path
 from tati.errors import InputError
 from tati.recording.columns import (HMC_INFO, LANGEVIN_INFO, NUTS_INFO, OPTIMIZER_INFO, RWMH_INFO, SGHMC_ESTIMATING_INFO,
-                                    SGLD_INFO, SGNHT_INFO)
+                                    SGLD_INFO)
 from tati.recording.columns import integer_columns as integer_columns_of
 
 _LANGEVIN = ("friction_constant", "adapt_mass")
@@ -24,6 +25,17 @@ _SGHMC = ("friction_constant", "mass", "noise_estimate", "gradient_noise_estimat
           "mass_safety_factor")
 _LEGS = "tati.samplers.hmc_kernel:LegsKernel"
 _PROPOSALS = "tati.samplers.proposal_kernel:ProposalSteps"
+# pSGLD's own options (samplers/psgld.py), which join the option table from here.
+_RMSPROP = (
+    Option("rmsprop_decay", 0.99, Number(minimum=0, maximum=1), "sampler",
+           "pSGLD: decay alpha < 1 of V, the running mean of the squared gradient, V = alpha V + "
+           "(1 - alpha) g^2; its preconditioner G = 1 / (rmsprop_epsilon + sqrt(V)) averages over "
+           "about 1 / (1 - alpha) steps. Nearer 1 (0.999) for small step widths: the dropped Gamma "
+           "term biases the variance by about (1 - alpha) / 2 times the steps a parameter takes to "
+           "decorrelate (doc/samplers.md)."),
+    Option("rmsprop_epsilon", 1e-5, POSITIVE, "sampler",
+           "pSGLD: lambda of G = 1 / (lambda + sqrt(V)), which bounds G by 1 / lambda where gradients vanish."),
+)
 _WHOLE_DATA = "evaluates the whole dataset at every step (a mini-batch would change the target within a step)"
 
 _SPECS = [
@@ -40,9 +52,9 @@ _SPECS = [
     Spec("SGHMC", "StochasticGradientHamiltonianMonteCarlo", "tati.samplers.sghmc:SGHMC", options=_SGHMC,
          persistent_momenta=True, infos=(LANGEVIN_INFO, SGHMC_ESTIMATING_INFO)),
     Spec("SGNHT", "StochasticGradientNoseHooverThermostat", "tati.samplers.sgnht:SGNHT",
-         options=("friction_constant", "mass"), persistent_momenta=True, infos=(SGNHT_INFO,)),
+         options=("friction_constant", "mass"), persistent_momenta=True, infos=(LANGEVIN_INFO.adding("thermostat"),)),
     Spec("pSGLD", "PreconditionedStochasticGradientLangevinDynamics", "tati.samplers.psgld:PSGLD",
-         options=("rmsprop_decay", "rmsprop_epsilon"), infos=(SGLD_INFO,)),
+         options=_RMSPROP, infos=(SGLD_INFO,)),
     Spec("HMC1", "HamiltonianMonteCarlo_1stOrder", "tati.samplers.hmc:HMC1", kind=LEGS, driver=_LEGS, options=_HMC,
          aliases=("HMC_1stOrder",), metropolis=True, redraws_momenta=True, target_acceptance=0.8, infos=(HMC_INFO,)),
     Spec("HMC2", "HamiltonianMonteCarlo_2ndOrder", "tati.samplers.hmc:HMC2", kind=LEGS, driver=_LEGS, options=_HMC,

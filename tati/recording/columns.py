@@ -28,6 +28,10 @@ class Info(NamedTuple):
     averages: tuple
     integers: tuple = ()
 
+    def adding(self, *columns):
+        """This info with more run-info columns (floats) after its own."""
+        return self._replace(run_info=self.run_info + columns)
+
 
 # The running averages' columns, in the order of recording/averages.py's values().
 RUNNING_AVERAGES = ("ensemble_average_loss", "average_kinetic_energy", "average_virials", "average_inertia")
@@ -35,7 +39,8 @@ RUNNING_AVERAGES = ("ensemble_average_loss", "average_kinetic_energy", "average_
 # An optimizer of fit() (Keras' and tati's own, L-BFGS).
 OPTIMIZER_INFO = Info(run_info=("scaled_gradient", "virial"), averages=("average_virials",))
 
-# The Langevin samplers with momenta (GLA1/2, BAOAB, CCAdL, SGHMC; samplers/base.py row_info).
+# The Langevin samplers with momenta (GLA1/2, BAOAB, CCAdL, SGHMC; samplers/base.py row_info); a
+# sampler that reports more declares its info in its registry line (SGNHT's thermostat).
 LANGEVIN_INFO = Info(run_info=("total_energy", "kinetic_energy", "scaled_momentum", "scaled_gradient", "virial",
                                "scaled_noise", "gradient_evaluations"),
                      averages=("ensemble_average_loss", "average_kinetic_energy", "average_virials",
@@ -47,10 +52,8 @@ SGLD_INFO = Info(run_info=("scaled_gradient", "virial", "scaled_noise", "gradien
                  averages=("ensemble_average_loss", "average_virials"), integers=("gradient_evaluations",))
 
 # SGHMC with a gradient_noise_estimator: the mean V-hat over each walker's parameters too.
-SGHMC_ESTIMATING_INFO = LANGEVIN_INFO._replace(run_info=LANGEVIN_INFO.run_info + ("gradient_noise_variance",))
+SGHMC_ESTIMATING_INFO = LANGEVIN_INFO.adding("gradient_noise_variance")
 
-# SGNHT: its thermostat xi too.
-SGNHT_INFO = LANGEVIN_INFO._replace(run_info=LANGEVIN_INFO.run_info + ("thermostat",))
 
 # HMC1/HMC2: the chain's state at evaluations (samplers/hmc_kernel.py leg_row).
 HMC_INFO = Info(run_info=("total_energy", "old_total_energy", "kinetic_energy", "scaled_momentum", "scaled_gradient",

@@ -54,7 +54,7 @@ import keras
 import tensorflow as tf
 
 from tati.config.options import default
-from tati.recording.columns import SGNHT_INFO
+from tati.engine.registry import spec_of
 from tati.dynamics import splitting
 from tati.samplers.base import SamplerBase, parameter_property
 
@@ -65,7 +65,7 @@ class SGNHT(SamplerBase):
     thermostat's start), `mass` M, `inverse_temperature` beta."""
 
     parameters = ("inverse_temperature", "friction_constant", "mass")
-    info = SGNHT_INFO
+    info = spec_of("SGNHT").infos[0]  # its registry line declares it: LANGEVIN_INFO and the thermostat
     friction_constant = parameter_property("friction_constant", "A: noise 2 A M / beta per unit time, xi's start.")
     mass = parameter_property("mass", "M, the scalar mass of the momenta.")
 

@@ -9,7 +9,7 @@ import pytest
 import tati
 from tati.config.building import ADAPTATION
 from tati.cli.sample import main
-from tati.engine.registry import sampler_names, spec_of
+from tati.engine.registry import sampler_names, samplers_taking, spec_of
 from tati.errors import InputError
 from tati.config.options import OPTIONS
 from tati.samplers import get_sampler
@@ -27,7 +27,7 @@ def test_the_table_declares_what_each_sampler_takes(sampler):
     takes |= {name for name in ADAPTATION if name in inspect.signature(cls).parameters}
     if spec_of(sampler).metropolis:
         takes.add("warm_start")
-    declared = {option.name for option in OPTIONS if sampler in option.samplers}
+    declared = {option.name for option in OPTIONS if sampler in samplers_taking(option.name)}
     assert declared == takes == set(spec_of(sampler).option_names)
 
 
@@ -38,6 +38,22 @@ def test_an_option_of_other_samplers_is_refused_in_one_line():
     with pytest.raises(InputError, match="^max_tree_depth applies to NUTS, not to sampler BAOAB"):
         tati.Simulation(max_tree_depth=5)  # the default sampler
     tati.Simulation(sampler="hamiltonianmontecarlo_2ndorder", hamiltonian_dynamics_time=0.5)  # its own: taken
+
+
+def test_a_samplers_own_options_come_from_its_registry_line(capsys):
+    """pSGLD declares rmsprop_decay and rmsprop_epsilon in its spec (tati/engine/registry.py): they
+    join the table in the registry's order of the sampler options (after SGHMC's, before HMC's),
+    and --help, Simulation.help and the option checks know them."""
+    assert [option.name for option in spec_of("pSGLD").declared_options] == ["rmsprop_decay", "rmsprop_epsilon"]
+    names = [option.name for option in OPTIONS]
+    at = names.index("rmsprop_decay")
+    assert names[at - 1:at + 3] == ["mass_safety_factor", "rmsprop_decay", "rmsprop_epsilon", "hamiltonian_dynamics_time"]
+    assert {"rmsprop_decay", "rmsprop_epsilon"} <= help_options(capsys, "--sampler", "pSGLD")
+    assert "pSGLD: lambda of G" in tati.Simulation.help("rmsprop_epsilon")
+    with pytest.raises(InputError, match="^rmsprop_decay applies to pSGLD, not to sampler BAOAB"):
+        tati.Simulation(rmsprop_decay=0.9)
+    with pytest.raises(InputError, match="^rmsprop_decay must be <= 1"):
+        tati.Simulation(sampler="pSGLD", rmsprop_decay=2)
 
 
 def help_options(capsys, *argv):

@@ -40,8 +40,8 @@ WIDE = {
     "tati/samplers/hmc.py:evaluation_report": "to narrow: HMC's decision's outcomes, one argument each",
 }
 # (c) Modules that must import without TensorFlow (options are checked before it starts).
-TF_FREE = ("tati.engine.contract", "tati.engine.registry", "tati.config.options", "tati.config.preflight",
-           "tati.errors", "tati.recording.columns")
+TF_FREE = ("tati.engine.contract", "tati.engine.registry", "tati.config.option_kinds", "tati.config.options",
+           "tati.config.preflight", "tati.errors", "tati.recording.columns")
 # (d) module -> why its literals name a sampler (beside its own module and the registry).
 NAMING = {
     "tati.config.original": "the original TATi's spellings of samplers and options (doc/migration.md)",

@@ -121,7 +121,7 @@ def test_a_kernel_is_known_by_its_spec():
 
 # -- a sampler added by its spec alone ---------------------------------------------------------
 def test_the_toy_is_a_sampler_with_its_own_option_while_registered(toy):
-    assert "Toy" in registry.sampler_names() and BY_NAME["toy_drift_factor"].samplers == ("Toy",)
+    assert "Toy" in registry.sampler_names() and registry.samplers_taking("toy_drift_factor") == ["Toy"]
     with pytest.raises(InputError, match="^toy_drift_factor applies to Toy, not to sampler BAOAB"):
         tati.Simulation(toy_drift_factor=2.0)
     registry.unregister("toy_langevin")
