@@ -40,7 +40,7 @@ from tati.engine.contract import load_kernel
 from tati.engine.registry import optimizer_spec, samplers_taking, spec_of, spec_of_kernel
 from tati.engine.kernels import FULL_BATCH, kind_of
 from tati.optimizers import make_optimizer
-from tati.recording.recorder import Recorder
+from tati.recording.recorder import Files, Recorder
 from tati.engine.running import Run, drive
 from tati.samplers import get_sampler
 
@@ -245,9 +245,9 @@ class Simulation:
         # Files: the chief's (the only worker but with distribution=multi_worker).
         paths = {name: o[name] if self._writes else None for name in preflight.OUTPUT_FILES + ("summaries_path",)}
         paths["save_model"] = (o["save_model"] or run.updated_checkpoint) if self._writes else None
-        recorder = Recorder(self.model, self.data, run.info, self.has_accuracy, o["burn_in_steps"], paths,
-                            run.calls > 0, o["overwrite"], self.record_momenta, int(run.step.numpy()),
-                            rows_at_every_end=not run.metropolis)
+        files = Files(paths, run.calls > 0, o["overwrite"], self.record_momenta, int(run.step.numpy()),
+                      rows_at_every_end=not run.metropolis)
+        recorder = Recorder(self.model, self.data, run.info, self.has_accuracy, o["burn_in_steps"], files)
         run.calls += 1
         first_step = int(run.step.numpy())
         stopped_by = drive(run, recorder, o["max_steps"], o["every_nth"], o["progress"], getattr(run, "shards", None),

@@ -6,6 +6,8 @@ user allows it, tati/config/preflight.py); the run-info and averages columns are
 the kernel's own (its Info, tati/engine/kernels.py), which the chunk delivers under their names.
 """
 
+from typing import NamedTuple
+
 import numpy as np
 
 from tati.config import preflight
@@ -14,30 +16,43 @@ from tati.recording.columns import (RUNNING_AVERAGES, averages_columns, momenta_
 from tati.recording.table import Table, check_continues, check_header
 
 
+class Files(NamedTuple):
+    """Where one call's tables go and how they meet what its files hold.
+
+    paths: {output option: path or None} (run_file, trajectory_file, averages_file,
+    momenta_file, summaries_path); continuing: a later call of the run (its files are appended
+    to, and must end at `step`, the run's step, or before it where not every call and
+    interruption ends with a row: HMC's `rows_at_every_end` False); overwrite: the option;
+    record_momenta: the momenta table is kept.
+    """
+    paths: dict
+    continuing: bool
+    overwrite: bool
+    record_momenta: bool
+    step: int = 0
+    rows_at_every_end: bool = True
+
+
 class Recorder:
     """The tables of one call: `append` a block of rows, `close`, then each table's `frame()`.
 
     model: parameter names, walkers, parameter groups; data: its `epoch(steps)`; info: the
-    kernel's Info; paths: {output option: path or None} (run_file, trajectory_file,
-    averages_file, momenta_file, summaries_path); continuing: a later call of the run (its
-    files are appended to, and must end at `step`, the run's step, or before it where not
-    every call and interruption ends with a row: HMC's `rows_at_every_end` False);
-    record_momenta: the momenta table is kept.
+    kernel's Info; files: a `Files`, where the tables go.
     """
 
-    def __init__(self, model, data, info, has_accuracy, burn_in_steps, paths, continuing, overwrite,
-                 record_momenta, step=0, rows_at_every_end=True):
+    def __init__(self, model, data, info, has_accuracy, burn_in_steps, files):
         self.model, self.data, self.info, self.burn_in_steps = model, data, info, burn_in_steps
+        paths = files.paths
         columns = {"run_file": run_info_columns(info, has_accuracy), "averages_file": averages_columns(info),
                    "trajectory_file": trajectory_columns(model.parameter_names),
                    "momenta_file": momenta_columns(model.parameter_names)}
-        outputs = [name for name in preflight.OUTPUT_FILES if name != "momenta_file" or record_momenta]
+        outputs = [name for name in preflight.OUTPUT_FILES if name != "momenta_file" or files.record_momenta]
         append = {}
         for name in outputs:  # every file is checked before any is opened
-            append[name] = preflight.check_output_file(name, paths[name], continuing, overwrite)
+            append[name] = preflight.check_output_file(name, paths[name], files.continuing, files.overwrite)
             if append[name]:
                 check_header(name, paths[name], columns[name])
-                check_continues(name, paths[name], step, rows_at_every_end)
+                check_continues(name, paths[name], files.step, files.rows_at_every_end)
         self.tables = [Table(columns[name], paths[name], append[name]) for name in outputs]
         self.summaries = None
         self._summaries_path = paths["summaries_path"]

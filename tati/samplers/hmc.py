@@ -85,6 +85,8 @@ the first leg decided after it). The very first call has no proposal to decide o
 the initial state as the chain's first state and is not counted in the rejection rate.
 """
 
+from typing import NamedTuple
+
 import keras
 import tensorflow as tf
 
@@ -103,9 +105,38 @@ from tati.dynamics.hmc_legs import (FIRST, LEG_LENGTH_JITTER, PROBE, STEP_WIDTH_
 from tati.dynamics.metropolis import energy_error, metropolis, reported_energy
 
 
-def evaluation_report(s, kinds, loss, accuracy, accepted, divergent, error, total_energy, accept, after_burn_in,
-                      counts_anew):
-    """The chain's report rows ([W] each) of a walker that evaluates, from its rows `s`:
+class Decision(NamedTuple):
+    """The decision of one evaluation call, [W] each (dynamics/metropolis.py): `accepted` and
+    `divergent` by the test, its energy `error` and the proposal's `total_energy` H_new, and
+    `accept`, where the chain's state becomes the proposal (accepted where a leg is decided,
+    and at the first evaluation)."""
+    accepted: tf.Tensor
+    divergent: tf.Tensor
+    error: tf.Tensor
+    total_energy: tf.Tensor
+    accept: tf.Tensor
+
+
+class Move(NamedTuple):
+    """What one call's moves (`HamiltonianMonteCarlo._move`) take besides the variables, their
+    gradients and momenta: `evaluate` [W], where a leg ends; per variable, `at_acceptances`
+    (evaluating and accepting, broadcast to it) and `chain_qs` (q_a where evaluating); `beta`;
+    the legs' `metrics` that end here and the `new_metrics` of the legs that start (the same
+    list where the metric does not adapt); `width` h' [W] (the new leg's where evaluating) and
+    `first_width` c h' [W] of the new legs' first kick."""
+    evaluate: tf.Tensor
+    at_acceptances: list
+    chain_qs: list
+    beta: tf.Tensor
+    metrics: list
+    new_metrics: list
+    width: tf.Tensor
+    first_width: tf.Tensor
+
+
+def evaluation_report(s, kinds, loss, accuracy, decision, after_burn_in, counts_anew):
+    """The chain's report rows ([W] each) of a walker that evaluates, from its rows `s` and the
+    `decision` (a Decision):
 
         evaluated = 1, legs <- legs + 1         except where a pause or a probe ends (no row)
         accepted, rejected, divergences <- + the decision, where a leg is decided; counted anew
@@ -114,6 +145,7 @@ def evaluation_report(s, kinds, loss, accuracy, accepted, divergent, error, tota
         loss, accuracy: the proposal's where the chain's state becomes it (`accept`)
 
     The kinetic energy and H_old of the new leg, the virial and |g_a|^2 come with the moves."""
+    accepted, divergent, error, total_energy, accept = decision
     decided = tf.cast(kinds.decides, tf.float64)
     shown = 1.0 - tf.cast(kinds.paused | kinds.probed, tf.float64)
     report = dict(evaluated=shown, legs=s["legs"] + shown)
@@ -349,12 +381,13 @@ class HamiltonianMonteCarlo(LegAdaptation, SamplerBase):
         after_burn_in = tf.cast(self.iterations, tf.float64) >= float(self.adaptation_steps)
         if accuracy is not None:
             accuracy = self._walker_values(accuracy)
-        evaluating = dict(s, **evaluation_report(s, kinds, loss, accuracy, accepted, divergent, error, total_energy,
-                                                 accept, after_burn_in, self.adaptation_steps > 0), **new_leg)
-        fresh_sq, virial, gradient_sq = self._move(
-            variables, grads, momenta, evaluate, at_acceptances, chain_qs, beta, metrics, new_metrics,
+        decision = Decision(accepted, divergent, error, total_energy, accept)
+        evaluating = dict(s, **evaluation_report(s, kinds, loss, accuracy, decision, after_burn_in,
+                                                 self.adaptation_steps > 0), **new_leg)
+        fresh_sq, virial, gradient_sq = self._move(variables, grads, momenta, Move(
+            evaluate, at_acceptances, chain_qs, beta, metrics, new_metrics,
             width=tf.where(evaluate, new_leg["leg_width"], s["leg_width"]),
-            first_width=new_leg["first_kick"] * new_leg["leg_width"])
+            first_width=new_leg["first_kick"] * new_leg["leg_width"]))
         # H_old of the new leg: the chain state's loss plus the fresh momenta's kinetic energy.
         evaluating.update(kinetic_energy=0.5 * fresh_sq, momentum_sq=fresh_sq,
                           old_total_energy=evaluating["loss"] + 0.5 * fresh_sq)
@@ -363,25 +396,25 @@ class HamiltonianMonteCarlo(LegAdaptation, SamplerBase):
         integrating = dict(s, evaluated=tf.zeros_like(loss), virial=virial, gradient_sq=gradient_sq)
         self._legs.write_where(evaluate, evaluating, integrating)
 
-    def _move(self, variables, grads, momenta, evaluate, at_acceptances, chain_qs, beta, metrics, new_metrics,
-              width, first_width):
+    def _move(self, variables, grads, momenta, move):
         """Per variable, the evaluation call's or the integration call's move (module docstring):
 
             evaluating:   p <- fresh_momentum - c h' F(g_a);  q <- q_a + h' V(p)
                           (with the new leg's metric; q_0, g_0 <- q_a, g_a)
             integrating:  p <- p - h' F(g);                   q <- q + h' V(p)
 
-        `width` is h' per walker (the new leg's where evaluating), `first_width` c h'. Returns
+        `move` (a Move) holds where each walker evaluates, h' and c h' and the metrics. Returns
         [W] sums over the variables of |fresh p|^2, the virial 1/2 q_a . g_a and |g_a|^2."""
+        evaluate, beta, width, first_width = move.evaluate, move.beta, move.width, move.first_width
         fresh_sq, virial, gradient_sq = [], [], []  # per variable, [W] each
         for index, (g, v, momentum) in enumerate(zip(grads, variables, momenta)):
             dtype = v.dtype
             at_evaluation = self._broadcast(evaluate, v)
-            q, chain_q = tf.convert_to_tensor(v), chain_qs[index]
-            chain_g = tf.where(at_acceptances[index], g, self._start_gradients[index])
+            q, chain_q = tf.convert_to_tensor(v), move.chain_qs[index]
+            chain_g = tf.where(move.at_acceptances[index], g, self._start_gradients[index])
             fresh = splitting.fresh_momentum(self._normal(v, stream=1), tf.cast(beta, dtype))
             h_v = tf.cast(self._broadcast(width, v), dtype)
-            new_metric, metric = new_metrics[index], metrics[index]
+            new_metric, metric = move.new_metrics[index], move.metrics[index]
             p = tf.where(at_evaluation,
                          splitting.kick(fresh, self._metric_force(chain_g, new_metric),
                                         tf.cast(self._broadcast(first_width, v), dtype)),

@@ -34,10 +34,6 @@ WIDE = {
     "tati/samplers/ccadl.py:CCAdL.__init__": "CCAdL's options (friction, sigma, sigmaA, mass)",
     "tati/models/mlp.py:MLP.__init__": "the network's options (dimensions, activations, loss, dtype, walkers)",
     "tati/analysis/diffusion_map.py:diffusion_map": "tati-analyse's diffusion-map options, one keyword each",
-    # Not option-taking: to narrow to a typed record (as engine/loop.py's Loop), left for a later step.
-    "tati/recording/recorder.py:Recorder.__init__": "to narrow: its one caller, simulation.py, changes in parallel",
-    "tati/samplers/hmc.py:HamiltonianMonteCarlo._move": "to narrow: HMC's move per variable, its loop state",
-    "tati/samplers/hmc.py:evaluation_report": "to narrow: HMC's decision's outcomes, one argument each",
 }
 # (c) Modules that must import without TensorFlow (options are checked before it starts).
 TF_FREE = ("tati.engine.contract", "tati.engine.registry", "tati.config.option_kinds", "tati.config.options",
