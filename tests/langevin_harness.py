@@ -74,6 +74,12 @@ def _ops(a, beta):
     return kick, drift, thermostat
 
 
+# The schemes linear_scheme models exactly (CCAdL equals GLA2's at its equilibrium friction with
+# exact gradients); SGNHT's thermostat and pSGLD's preconditioner make theirs nonlinear, and
+# their own exact tests (tests/samplers/test_sgnht.py, test_psgld.py) stand in.
+LINEAR = ("SGLD", "BAOAB", "GLA1", "GLA2", "SGHMC", "CCAdL")
+
+
 def linear_scheme(name, a, h, gamma, beta, mass=1.0, noise_estimate=0.0):
     """((M, Q), (P, Q_P)) of one step and of the way to the reported state; SGLD: positions only."""
     if name == "SGLD":
