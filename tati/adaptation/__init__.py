@@ -6,6 +6,7 @@
     metric          Welford's running moments (diagonal, dense), Stan's shrinkage, the Fisher
                     scale, the growths a restart divides by
     chees           HMC's leg length (Hoffman, Radul & Sountsov 2021)
+    states          what the states share: field-by-field selection, stacking into a vector
 
 Each algorithm has a typed state (a NamedTuple of float64 tensors with named fields), `init`,
 `update` and its read-outs, all pure functions of tensors, usable inside tf.function and XLA.

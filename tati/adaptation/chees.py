@@ -25,6 +25,8 @@ from typing import NamedTuple
 
 import tensorflow as tf
 
+from tati.adaptation import states
+
 from tati.adaptation.dual_averaging import KAPPA
 
 # TFP's rate is 0.025; a burn-in of HMC counted in gradient evaluations holds few legs.
@@ -97,15 +99,13 @@ def time(state, final):
     return tf.exp(tf.where(final, state.log_time_bar, state.log_time))
 
 
-def select(where, chosen, otherwise):
-    """`chosen` where the boolean `where` holds, else `otherwise`, field by field."""
-    return State(*(tf.where(where, a, b) for a, b in zip(chosen, otherwise)))
+select = states.select
 
 
 def pack(state):
     """The state as the one float64 vector [5] that HMC's variable `chees` holds."""
-    return tf.stack(list(state))
+    return states.stacked(state)
 
 
 def unpack(vector):
-    return State(*tf.unstack(tf.convert_to_tensor(vector), num=len(State._fields)))
+    return states.unstacked(State, vector)

@@ -19,6 +19,8 @@ from typing import NamedTuple
 
 import tensorflow as tf
 
+from tati.adaptation import states
+
 GAMMA, T0, KAPPA = 0.1, 10.0, 0.75
 
 
@@ -66,16 +68,14 @@ def width(state, final):
     return tf.exp(tf.where(final, state.log_step_bar, state.log_step))
 
 
-def select(where, chosen, otherwise):
-    """`chosen` where the boolean `where` holds, else `otherwise`, field by field."""
-    return State(*(tf.where(where, a, b) for a, b in zip(chosen, otherwise)))
+select = states.select
 
 
 def pack(state):
     """The state as the one float64 vector [5] that the variables (and checkpoints) hold
     ([5, ...] for a state of widths)."""
-    return tf.stack(list(state))
+    return states.stacked(state)
 
 
 def unpack(vector):
-    return State(*tf.unstack(tf.convert_to_tensor(vector), num=len(State._fields)))
+    return states.unstacked(State, vector)

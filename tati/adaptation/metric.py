@@ -32,6 +32,8 @@ from typing import NamedTuple
 
 import tensorflow as tf
 
+from tati.adaptation import states
+
 # Stan's regularisation: (n / (n + 5)) C + 1e-3 (5 / (n + 5)) times the previous window's.
 VARIANCE_SHRINK, VARIANCE_FLOOR = 5.0, 1e-3
 # HMC's restarts after a dense metric's window take the extreme singular values of
@@ -81,9 +83,7 @@ def update_dense(state, draws):
     return Welford(total, state.mean + delta * n / total, m2)
 
 
-def select(where, chosen, otherwise):
-    """`chosen` where the boolean `where` holds, else `otherwise`, field by field."""
-    return Welford(*(tf.where(where, a, b) for a, b in zip(chosen, otherwise)))
+select = states.select
 
 
 def variance_scale(state, previous):

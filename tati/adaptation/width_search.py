@@ -12,6 +12,8 @@ from typing import NamedTuple
 
 import tensorflow as tf
 
+from tati.adaptation import states
+
 # The one-step acceptance the search crosses (the algorithm's 0.5); at most MAX_PROBES probes
 # (a factor 2^30, about 1e9, from the start), then the last width is taken.
 PROBE_ACCEPTANCE, MAX_PROBES = 0.5, 30
@@ -59,15 +61,13 @@ def width(state):
     return tf.exp(state.log_width)
 
 
-def select(where, chosen, otherwise):
-    """`chosen` where the boolean `where` holds, else `otherwise`, field by field."""
-    return State(*(tf.where(where, a, b) for a, b in zip(chosen, otherwise)))
+select = states.select
 
 
 def pack(state):
     """The state as the one float64 vector [4] that the variables (and checkpoints) hold."""
-    return tf.stack(list(state))
+    return states.stacked(state)
 
 
 def unpack(vector):
-    return State(*tf.unstack(tf.convert_to_tensor(vector), num=len(State._fields)))
+    return states.unstacked(State, vector)

@@ -21,6 +21,8 @@ from typing import NamedTuple
 
 import tensorflow as tf
 
+from tati.adaptation import states
+
 INITIAL_BUFFER, TERMINAL_BUFFER, BASE_WINDOW = 75, 50, 25
 # Fewer burn-in steps than this leave the metric at 1 (a window needs some draws).
 MIN_METRIC_BURN_IN = 20
@@ -135,8 +137,8 @@ def leg_window_next(state, close, last, taken):
 
 def pack(state):
     """A LegWindow as the float64 vector [4] that HMC's variable `metric_window` holds."""
-    return tf.stack(list(state))
+    return states.stacked(state)
 
 
 def unpack(vector):
-    return LegWindow(*tf.unstack(tf.convert_to_tensor(vector), num=len(LegWindow._fields)))
+    return states.unstacked(LegWindow, vector)
