@@ -19,14 +19,19 @@ target at beta = 1.25 (20% cooler) and fails.
 False-failure budget 1e-3 for the file, Bonferroni over the 8 scales x (variance, mean) tests.
 """
 
+import os
+import sys
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
 import tati
 from stats import seed, t_critical
-from test_checkpoint import assert_same_tables
-from test_resume import one_run_and_three
+# tests/engine/'s resume helpers, found whatever the order in which pytest imports the files
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "engine"))
+from test_checkpoint import assert_same_tables  # noqa: E402
+from test_resume import one_run_and_three  # noqa: E402
 from tati.errors import InputError
 from tati.samplers import PSGLD, SGLD
 

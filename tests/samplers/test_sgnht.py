@@ -23,13 +23,18 @@ False-failure budget 1e-3 for the file, Bonferroni over the 2 groups x 3 asserte
 SGNHT run (the control is meant to fail).
 """
 
+import os
+import sys
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from stats import seed, t_critical
-from test_checkpoint import assert_same_tables
-from test_resume import one_run_and_three
+# tests/engine/'s resume helpers, found whatever the order in which pytest imports the files
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "engine"))
+from test_checkpoint import assert_same_tables  # noqa: E402
+from test_resume import one_run_and_three  # noqa: E402
 from tati.samplers import BAOAB, SGNHT
 
 WALKERS, D, STEPS, BURN_IN = 32, 64, 3000, 500
