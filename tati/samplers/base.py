@@ -191,6 +191,16 @@ class SamplerBase(keras.optimizers.Optimizer):
             return tf.reduce_sum(values, axis=1)
         return tf.reduce_sum(tf.reshape(values, [self._walkers, -1]), axis=1)
 
+    def _thermostat(self, name, variables):
+        """A thermostat's friction xi, one per walker ([W]; a scalar without walkers) starting at
+        friction_constant, as a float64 variable `name` (CCAdL, SGNHT), and the degrees of freedom
+        per walker whose kinetic temperature it holds."""
+        shape = () if self._walkers is None else (self._walkers,)
+        xi = self.add_variable(shape, initializer=keras.initializers.Constant(
+            self._parameter_values["friction_constant"]), dtype="float64", name=name)
+        size = float(sum(math.prod(v.shape) for v in variables))
+        return xi, size if self._walkers is None else size / self._walkers
+
     def _per_walker(self, value, variable):
         """A scalar or [W] value shaped to broadcast against the variable."""
         if self._walkers is None:

@@ -73,12 +73,7 @@ class CCAdL(AdaptedMass, SamplerBase):
         if self.built:
             return
         super().build(variables)
-        # one thermostat per walker (walker_axis), else one for the whole system
-        shape = () if self._walkers is None else (self._walkers,)
-        self._xi = self.add_variable(shape, initializer=keras.initializers.Constant(
-            self._parameter_values["friction_constant"]), dtype="float64", name="adaptive_friction")
-        size = float(sum(math.prod(v.shape) for v in variables))
-        self._degrees_of_freedom = size if self._walkers is None else size / self._walkers
+        self._xi, self._degrees_of_freedom = self._thermostat("adaptive_friction", variables)
 
     def _walker_state(self):
         return [self._xi]

@@ -87,12 +87,7 @@ class SGNHT(SamplerBase):
         if self.built:
             return
         super().build(variables)
-        shape = () if self._walkers is None else (self._walkers,)
-        start = self._parameter_values["friction_constant"]
-        self._xi = self.add_variable(shape, initializer=lambda shape, dtype: tf.fill(shape, tf.cast(start, dtype)),
-                                     dtype="float64", name="thermostat")
-        size = sum(math.prod(v.shape) for v in variables)
-        self._degrees_of_freedom = float(size if self._walkers is None else size // self._walkers)
+        self._xi, self._degrees_of_freedom = self._thermostat("thermostat", variables)
 
     def _walker_state(self):
         return [self._xi]
