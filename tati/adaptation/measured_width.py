@@ -1,0 +1,136 @@
+"""The step width of the stochastic-gradient samplers (GLA1, GLA2, BAOAB, CCAdL, SGHMC, SGNHT),
+set once from quantities measured at the walkers' start, not by feedback during the run.
+
+Feedback on the kinetic temperature fails on a network (doc/benchmarks.md, h-sgadapt): the
+momenta keep the heat of the descent, a thermostat removes it at about gamma h per step, so a
+small h keeps the reading hot and the feedback shrinks h to nothing. Here, per walker, at its
+start point (after a warm start if the run has one), with unit temperature T = 1 / beta and
+mass M (the samplers' scalar mass; 1 for the others):
+
+1. stability: lambda, the largest curvature of U in the metric (|eigenvalue| of H / M, by
+   POWER_ITERATIONS power iterations of Hessian-vector products on the whole dataset). A
+   splitting scheme is stable for h sqrt(lambda) < 2; h_s = STABILITY / sqrt(lambda), a factor 4
+   inside, as the curvature where the walkers go may exceed the start's, and BAOAB's stiffest
+   mode then keeps its kinetic temperature within h^2 lambda / 4 = 6% (its momentum variance is
+   (1 - h^2 omega^2 / 4) / beta).
+2. heat from the gradient noise: V, the mini-batch gradient's variance per parameter about the
+   full one (the sample variance of NOISE_BATCHES batches of the run's batch size, averaged over
+   the parameters: the kinetic temperature is that average). Each step kicks p by h times a
+   noise of variance V; BAOAB's O step keeps alpha^2 = exp(-2 gamma h) of p's variance s and
+   restores (1 - alpha^2) T, so in equilibrium s = alpha^2 (s + h^2 V / M) + (1 - alpha^2) T,
+   s = T + alpha^2 h^2 V / (M (1 - alpha^2)) <= T + h^2 V / (M (1 - exp(-2 gamma h))), about
+   T + h V / (2 gamma M) for small gamma h (SGHMC's Euler friction, 1 - gamma h instead of
+   alpha, gives the same to first order). h_n solves h^2 V / (M (1 - exp(-2 gamma h))) = EXCESS T.
+3. the walker's width min(h_s, h_n); the run's (one width: the sampler's step_width) the least
+   over the walkers.
+
+Pure numpy on the measurements except `measure`, which evaluates the model.
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+import tensorflow as tf
+
+from tati.errors import SamplingError
+
+STABILITY = 0.5  # c of h = c / sqrt(lambda_max): 4 times inside the stability bound 2
+EXCESS = 0.05  # the kinetic temperature's excess from the gradient noise, relative to T
+POWER_ITERATIONS = 20
+NOISE_BATCHES = 16  # V's per-parameter relative error sqrt(2 / 15) = 0.37, far less averaged over d
+
+
+class MeasuredWidth(NamedTuple):
+    """Per walker: the largest curvature, the mean gradient-noise variance, the two widths and
+    the smaller; `width`, the least over the walkers, is the run's."""
+    curvature: np.ndarray
+    noise_variance: np.ndarray
+    stable_width: np.ndarray
+    noise_width: np.ndarray
+    widths: np.ndarray
+
+    @property
+    def width(self):
+        return float(np.min(self.widths))
+
+    def line(self):
+        """One line for the summary."""
+        return (f"measured step_width {self.width:.4g} (per walker {_values(self.widths)}): "
+                f"{STABILITY:g} / sqrt(largest curvature {_values(self.curvature)}) = {_values(self.stable_width)}, "
+                f"gradient noise variance {_values(self.noise_variance)} allows {_values(self.noise_width)} "
+                f"for {EXCESS:.0%} excess heat")
+
+
+def power_iteration(hessian_vector, start, iterations=POWER_ITERATIONS):
+    """Per row of start [W, d], the largest |eigenvalue| of the symmetric operator
+    hessian_vector ([W, d] -> [W, d], row by row): |H v| of the normalised iterate v, which
+    approaches it from below."""
+    v = start / np.linalg.norm(start, axis=1, keepdims=True)
+    estimate = np.zeros(len(start))
+    for _ in range(iterations):
+        w = hessian_vector(v)
+        estimate = np.linalg.norm(w, axis=1)
+        v = w / np.where(estimate > 0.0, estimate, 1.0)[:, None]
+    return estimate
+
+
+def noise_variance(gradients):
+    """Per walker, the sample variance of K batch gradients [K, W, d] (divisor K - 1), averaged
+    over the parameters: [W]."""
+    return np.mean(np.var(gradients, axis=0, ddof=1), axis=1)
+
+
+def excess_heat(width, variance, friction, temperature=1.0, mass=1.0):
+    """The kinetic temperature's rise from gradient noise of variance V per parameter at step
+    width h, relative to T: h^2 V / (M T (1 - exp(-2 gamma h)))."""
+    return width ** 2 * variance / (mass * temperature * -np.expm1(-2.0 * friction * width))
+
+
+def noise_width(variance, friction, temperature=1.0, mass=1.0, excess=EXCESS):
+    """The width h at which excess_heat is `excess` (it rises with h), per walker; inf where V = 0."""
+    variance = np.asarray(variance, float)
+    low, high = np.full(variance.shape, -40.0), np.full(variance.shape, 40.0)  # log h
+    for _ in range(100):
+        middle = 0.5 * (low + high)
+        hot = excess_heat(np.exp(middle), variance, friction, temperature, mass) > excess
+        low, high = np.where(hot, low, middle), np.where(hot, middle, high)
+    return np.where(variance > 0.0, np.exp(low), np.inf)
+
+
+def widths(curvature, variance, friction, temperature=1.0, mass=1.0):
+    """MeasuredWidth of the curvatures (of H, not yet divided by the mass) and noise variances."""
+    curvature, variance = np.asarray(curvature, float), np.asarray(variance, float)
+    stable = STABILITY / np.sqrt(curvature / mass)
+    noisy = noise_width(variance, friction, temperature, mass)
+    return MeasuredWidth(curvature, variance, stable, noisy, np.minimum(stable, noisy))
+
+
+def measure(model, data, friction, temperature=1.0, mass=1.0, seed=0):
+    """MeasuredWidth of every walker at the model's parameters: curvature on the whole dataset,
+    noise from NOISE_BATCHES extra batches of the run's batch size (none without mini-batches)."""
+    features, labels = data.all() if model.uses_data else (None, None)
+    theta = tf.constant(model.flat_parameters().numpy(), model.dtype)
+
+    @tf.function(autograph=False)
+    def hessian_vector(tangent):
+        with tf.autodiff.ForwardAccumulator(theta, tf.cast(tangent, model.dtype)) as accumulator:
+            _, gradient, _ = model.loss_and_gradient(features, labels, theta=theta)
+        return tf.cast(accumulator.jvp(gradient), tf.float64)
+
+    @tf.function(autograph=False)
+    def batch_gradient(k):
+        return tf.cast(model.loss_and_gradient(*data.extra_batch(-1, k), theta=theta)[1], tf.float64)
+
+    start = np.random.default_rng(seed).standard_normal(theta.shape)
+    curvature = power_iteration(lambda v: hessian_vector(tf.constant(v)).numpy(), start)
+    variance = np.zeros(len(curvature))
+    if not getattr(data, "full", True):
+        variance = noise_variance(np.stack([batch_gradient(tf.constant(k)).numpy() for k in range(NOISE_BATCHES)]))
+    if not np.all(np.isfinite(curvature)) or not np.all(np.isfinite(variance)):
+        raise SamplingError("measure_step_width: the loss's curvature or gradient is not finite at the walkers' "
+                            "start; give initial_parameters or a step_width")
+    return widths(curvature, variance, friction, temperature, mass)
+
+
+def _values(values):
+    return ", ".join(f"{v:.3g}" for v in np.atleast_1d(values))
