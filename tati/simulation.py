@@ -33,7 +33,7 @@ from tati.config import building
 from tati.config import options as option_table
 from tati.config import preflight
 from tati.engine import checkpoint
-from tati.adaptation import warm_start
+from tati.adaptation import measured_width, warm_start
 from tati.errors import InputError, Interrupted, SamplingError
 from tati.engine.clock import FirstStep
 from tati.engine.contract import load_kernel
@@ -184,6 +184,7 @@ class Simulation:
         self._run = None
         self._last_sample = None  # the last sample() call's Result: predictive's default draws
         self.warm_start = None  # what the warm start did (tati/adaptation/warm_start.py), once it ran
+        self.measured_width = None  # measure_step_width's MeasuredWidth (tati/adaptation/measured_width.py)
         self._ensemble_failures = 0
 
     @property
@@ -216,7 +217,18 @@ class Simulation:
                 and warm_start.applies(self.options, self.model.num_walkers):
             self._start_warm()
             self._warm_start_seconds = time.perf_counter() - began
+        if self._run is None and self.measured_width is None and self.options["measure_step_width"] is True \
+                and self.options["restore_model"] is None:
+            self._measure_width()
         return self._go("sample", self.sampler, began)
+
+    def _measure_width(self):
+        """measure_step_width: the sampler's step width from the walkers' start (tati/adaptation/measured_width.py)."""
+        o = self.options
+        mass = o["mass"] if "mass" in spec_of(o["sampler"]).option_names else 1.0
+        self.measured_width = measured_width.measure(self.model, self.data, o["friction_constant"] / mass,
+                                                     1.0 / o["inverse_temperature"], mass, o["seed"])
+        self.sampler.step_width = self.measured_width.width
 
     def _start_warm(self):
         """The warm start (tati/adaptation/warm_start.py) before the first sample() call; a warning names
@@ -285,8 +297,12 @@ class Simulation:
         which = f"walker {walkers[0]}" if len(walkers) == 1 else f"walkers {', '.join(map(str, walkers[:5]))}"
         width = "step_width" if run.is_sampler else "learning_rate"
         return SamplingError(f"non-finite loss or gradient at step {row['nonfinite_step']} ({which}): "
-                             f"{width} {_shown(self.options[width])} is probably too large for this "
+                             f"{width} {_shown(self._width_used(width))} is probably too large for this "
                              "potential; every row before is kept (on_nan=continue runs on)")
+
+    def _width_used(self, name):
+        return self.measured_width.width if name == "step_width" and self.measured_width is not None \
+            else self.options[name]
 
     def _warn_ensemble(self):
         if self.ensemble is not None and int(self.ensemble.failures.numpy()) > self._ensemble_failures:

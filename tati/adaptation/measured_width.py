@@ -4,8 +4,7 @@ set once from quantities measured at the walkers' start, not by feedback during 
 Feedback on the kinetic temperature fails on a network (doc/benchmarks.md, h-sgadapt): the
 momenta keep the heat of the descent, a thermostat removes it at about gamma h per step, so a
 small h keeps the reading hot and the feedback shrinks h to nothing. Here, per walker, at its
-start point (after a warm start if the run has one), with unit temperature T = 1 / beta and
-mass M (the samplers' scalar mass; 1 for the others):
+start point, with temperature T = 1 / beta and mass M (the samplers' scalar mass; 1 for the others):
 
 1. stability: lambda, the largest curvature of U in the metric (|eigenvalue| of H / M, by
    POWER_ITERATIONS power iterations of Hessian-vector products on the whole dataset). A

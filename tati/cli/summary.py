@@ -60,6 +60,9 @@ def summarise(prog, simulation, result, sampler, seconds=None):
     legs = sampler and spec.kind == LEGS
     steps = _steps(o, run_info, legs)
     width = _adapted_width(o, run_info) if sampler else None
+    measured = getattr(simulation, "measured_width", None) if sampler else None
+    if measured is not None:
+        width = measured.width
     lines = [_header(prog, o, steps, walkers, sampler, width), "  " + _model(simulation)]
     if seconds is not None:
         lines.append(_timing(seconds, steps, walkers, _first_call(o, run_info)))
@@ -71,6 +74,8 @@ def summarise(prog, simulation, result, sampler, seconds=None):
     lines.append(_final(run_info, walkers))
     if sampler and getattr(simulation, "warm_start", None) is not None:
         lines.append("  " + simulation.warm_start.line())
+    if measured is not None:
+        lines.append("  " + measured.line())
     broken = ~np.isfinite(run_info["loss"].to_numpy(dtype=float))
     if broken.any():  # on_nan=continue ran on where U is not defined: no average or test means anything
         first = run_info.loc[broken, ["step", "id"]].iloc[0]
@@ -151,6 +156,8 @@ def _sampler_header(prog, o, steps, tail, width):
         return f"{prog}: {steps} steps of {o['sampler']} ({shown}) at inverse temperature {beta:g}{tail}"
     if width is None:
         return line(f"step_width {o['step_width']:g}")
+    if o.get("measure_step_width") is True:  # set once from the start (tati/adaptation/measured_width.py)
+        return line(f"step_width {width:.3g}, measured")
     full = line(f"step_width {width:.3g}, adapted from {o['step_width']:g}")
     return full if len(full) < WIDTH else line(f"step_width {width:.3g}, adapted")
 

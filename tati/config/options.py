@@ -161,6 +161,13 @@ OPTIONS = [
            "Time step h of the sampler's integrator. HMC1, HMC2, NUTS, RWMH with burn_in_steps > 0 "
            "and adapt_step_width: only the start of the initial width's search, which doubles or "
            "halves it at the first step of burn-in until the one-step acceptance crosses 0.5."),
+    Option("measure_step_width", False, BooleanOrAuto(), "sampler",
+           "GLA1, GLA2, BAOAB, CCAdL, SGHMC, SGNHT: before the first sample() call, set step_width "
+           "from every walker's start: the least over the walkers of "
+           "0.5 / sqrt(largest curvature of U / mass) and the width at which the mini-batch gradient's "
+           "noise heats the kinetic temperature by 5% (doc/samplers.md); reported in the summary and "
+           "as Simulation.measured_width. auto: on with a likelihood and batch_size when no "
+           "step_width is given. Needs friction_constant > 0."),
     Option("inverse_temperature", 1.0, POSITIVE, "sampler",
            "beta: the sampler targets exp(-beta U)."),
     Option("friction_constant", 1.0, NONNEGATIVE, "sampler",

@@ -44,6 +44,7 @@ def check(options, method=None):
     if values["restore_model"] is not None:
         meta, _ = load_checkpoint(values["restore_model"])
     values["burn_in_steps"] = burn_in_steps(values, meta)
+    values["measure_step_width"] = measures_step_width(values, "step_width" in options)
     _check_combinations(values)
     _check_record_momenta(values, method)
     _check_input_files(values)
@@ -73,6 +74,19 @@ def burn_in_steps(o, meta=None):
     if saved is not None:
         return saved
     return o["max_steps"] // 2 if spec_of(o["sampler"]).metropolis else 0
+
+
+def measures_step_width(o, width_given):
+    """The option measure_step_width resolved: auto is on for a sampler that takes it, with a
+    likelihood (U grows with the data) and mini-batches, when no step_width was given."""
+    choice = o["measure_step_width"]
+    if choice == "auto":
+        choice = (option_table.takes("measure_step_width", spec_of(o["sampler"]).name) and o["likelihood"] != "none"
+                  and o["batch_size"] is not None and not width_given)
+    if choice and o["friction_constant"] == 0:
+        raise InputError("measure_step_width needs friction_constant > 0: without friction the gradient noise's "
+                         "heat is never removed, at any step width")
+    return choice
 
 
 def _check_combinations(o):

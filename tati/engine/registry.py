@@ -17,11 +17,11 @@ from tati.recording.columns import (HMC_INFO, LANGEVIN_INFO, NUTS_INFO, OPTIMIZE
                                     SGLD_INFO)
 from tati.recording.columns import integer_columns as integer_columns_of
 
-_LANGEVIN = ("friction_constant", "adapt_mass")
+_LANGEVIN = ("friction_constant", "adapt_mass", "measure_step_width")
 _ADAPTING = ("adapt_step_width", "target_acceptance_rate", "adapt_mass", "metric", "warm_start")
 _HMC = ("hamiltonian_dynamics_time",) + _ADAPTING + ("adapt_trajectory_length",)
-_SGHMC = ("friction_constant", "mass", "noise_estimate", "gradient_noise_estimator", "noise_estimation_batches",
-          "noise_estimation_steps", "first_moment_decay", "second_moment_decay", "mass_rescaling_steps",
+_SGHMC = ("friction_constant", "mass", "measure_step_width", "noise_estimate", "gradient_noise_estimator",
+          "noise_estimation_batches",          "noise_estimation_steps", "first_moment_decay", "second_moment_decay", "mass_rescaling_steps",
           "mass_safety_factor")
 _LEGS = "tati.samplers.hmc_kernel:LegsKernel"
 _PROPOSALS = "tati.samplers.proposal_kernel:ProposalSteps"
@@ -47,12 +47,12 @@ _SPECS = [
     Spec("BAOAB", "BAOAB", "tati.samplers.baoab:BAOAB", options=_LANGEVIN, persistent_momenta=True,
          infos=(LANGEVIN_INFO,)),
     Spec("CCAdL", "CovarianceControlledAdaptiveLangevin", "tati.samplers.ccadl:CCAdL",
-         options=("friction_constant", "sigma", "sigmaA", "adapt_mass"),
+         options=("friction_constant", "sigma", "sigmaA", "adapt_mass", "measure_step_width"),
          aliases=("CovarianceControlledAdaptiveLangevinThermostat",), persistent_momenta=True, infos=(LANGEVIN_INFO,)),
     Spec("SGHMC", "StochasticGradientHamiltonianMonteCarlo", "tati.samplers.sghmc:SGHMC", options=_SGHMC,
          persistent_momenta=True, infos=(LANGEVIN_INFO, SGHMC_ESTIMATING_INFO)),
     Spec("SGNHT", "StochasticGradientNoseHooverThermostat", "tati.samplers.sgnht:SGNHT",
-         options=("friction_constant", "mass"), persistent_momenta=True, infos=(LANGEVIN_INFO.adding("thermostat"),)),
+         options=("friction_constant", "mass", "measure_step_width"), persistent_momenta=True, infos=(LANGEVIN_INFO.adding("thermostat"),)),
     Spec("pSGLD", "PreconditionedStochasticGradientLangevinDynamics", "tati.samplers.psgld:PSGLD",
          options=_RMSPROP, infos=(SGLD_INFO,)),
     Spec("HMC1", "HamiltonianMonteCarlo_1stOrder", "tati.samplers.hmc:HMC1", kind=LEGS, driver=_LEGS, options=_HMC,

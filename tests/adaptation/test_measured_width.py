@@ -118,3 +118,40 @@ def test_measured_width_holds_the_temperature_where_the_default_runs_hot():
     print(f"h 0.1: beta |p|^2 / d = {hot.mean():.4f}")
     assert hot.mean() - 1.0 - mw.EXCESS > critical * hot.std(ddof=1) / np.sqrt(WALKERS) and hot.mean() > 1.3
 
+
+# -- the option measure_step_width ----------------------------------------------------------------
+def regression(**options):
+    rng = np.random.default_rng(seed(7))
+    x = rng.normal(size=(200, 2))
+    y = x @ np.array([1.0, -2.0]) + 0.5 + rng.normal(size=200)
+    return dict(dataset=(x, y[:, None]), hidden_dimension=[], output_activation="linear", likelihood="gaussian",
+                dtype="float64", number_walkers=2, max_steps=20, every_nth=10, seed=seed(8), **options)
+
+
+@pytest.mark.parametrize("sampler", ["BAOAB", "SGHMC"])
+def test_option_sets_the_sampler_width_before_the_first_step(sampler):
+    """auto with a likelihood, batch_size and no step_width: the sampler steps at the measured
+    width (the least over the walkers), which the summary names."""
+    from tati.cli.summary import summarise
+    simulation = tati.Simulation(**regression(sampler=sampler, batch_size=10, measure_step_width="auto"))
+    result = simulation.sample()
+    measured = simulation.measured_width
+    assert measured.width == np.min(measured.widths) and len(measured.widths) == 2
+    assert simulation.sampler.step_width.numpy() == np.float32(measured.width)  # Keras keeps it in float32
+    text = summarise("test", simulation, result, True)
+    assert f"step_width {measured.width:.3g}, measured" in text and measured.line() in text
+
+
+@pytest.mark.parametrize("options, measures", [
+    (dict(batch_size=10, measure_step_width="auto", step_width=0.01), False),  # a width given
+    (dict(measure_step_width="auto"), False),  # full batch
+    (dict(batch_size=10), False),  # the default
+    (dict(measure_step_width=True, step_width=0.01), True)])
+def test_when_it_measures(options, measures):
+    simulation = tati.Simulation(**regression(**options))
+    assert simulation.options["measure_step_width"] is measures
+
+
+def test_needs_friction():
+    with pytest.raises(tati.InputError, match="measure_step_width needs friction_constant > 0"):
+        tati.Simulation(**regression(measure_step_width=True, friction_constant=0.0))

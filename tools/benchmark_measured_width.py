@@ -1,0 +1,82 @@
+"""measure_step_width on the UCI yacht data, split 0 (issue #41): BAOAB and SGHMC with nothing
+but the likelihood, the prior, batch_size, walkers, burn-in and draws given (tools/uci_benchmark.py's
+network, 4 walkers, batches of 32, seed 1), from the random start and from the MAP (L-BFGS).
+
+    python tools/benchmark_measured_width.py [DATA_FOLDER] [--epochs 200] [--samplers BAOAB,SGHMC]
+
+Prints per run: the measured widths per walker, test RMSE and log-likelihood per point (the
+target's units, the predictive over the draws), and per walker beta |p|^2 / d after burn-in
+(equipartition reads 1). --step-width W: the same runs at a given width, nothing measured.
+"""
+
+import argparse
+import importlib.util
+import os
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+spec = importlib.util.spec_from_file_location("uci_benchmark", os.path.join(HERE, "uci_benchmark.py"))
+uci = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(uci)
+
+
+def run(sampler, train, test, y_sd, epochs, start, width=None, seed=1, walkers=4, batch=32):
+    import tati
+    per_epoch = -(-len(train[1]) // batch)
+    options = dict(uci.model_options(train, 50, seed), sampler=sampler, number_walkers=walkers, batch_size=batch,
+                   measure_step_width="auto", burn_in_steps=epochs * per_epoch, max_steps=2 * epochs * per_epoch, every_nth=per_epoch)
+    if start is not None:
+        options["initial_parameters"] = start
+    if width is not None:  # a given width: nothing measured (the comparison)
+        options["step_width"] = width
+    began = time.perf_counter()
+    simulation = tati.Simulation(**options)
+    try:
+        result = simulation.sample()
+    except tati.SamplingError as error:
+        return dict(sampler=sampler, error=str(error), widths=simulation.measured_width)
+    seconds = time.perf_counter() - began
+    draws = result.trajectory[result.trajectory.step > options["burn_in_steps"]]
+    table, _ = simulation.predictive(test[0], test[1], trajectory=draws, burn_in=-1, draws=uci.DRAWS)
+    residuals = test[1][:, 0] - table["mean_0"].to_numpy()
+    rmse, ll = uci.in_target_units(residuals, table["log_predictive_density"].to_numpy(), y_sd)
+    info = result.run_info[result.run_info.step > options["burn_in_steps"]]
+    d = simulation.model.num_parameters
+    temperature = (2.0 * info.groupby("id").kinetic_energy.mean() / d).to_numpy()
+    return dict(sampler=sampler, rmse=rmse, ll=ll, temperature=temperature, widths=simulation.measured_width,
+                seconds=seconds, d=d)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("folder", nargs="?", default=os.path.join(HERE, "..", "tests", "fixtures", "uci", "yacht"))
+    parser.add_argument("--epochs", type=int, default=200)
+    parser.add_argument("--samplers", default="BAOAB,SGHMC")
+    parser.add_argument("--starts", default="random,map")
+    parser.add_argument("--step-width", type=float, help="a given width instead of the measured one")
+    args = parser.parse_args()
+    import tati
+    dataset = uci.read_dataset(args.folder)
+    train, test, y_sd = uci.standardise(dataset["x"], dataset["y"], *dataset["splits"][0])
+    for start_name in args.starts.split(","):
+        start = None
+        if start_name == "map":
+            fitted = tati.Simulation(**uci.model_options(train, 50, 1), number_walkers=4, **uci.MAP_FIT)
+            fitted.fit()
+            start = fitted.parameters
+        for sampler in args.samplers.split(","):
+            out = run(sampler, train, test, y_sd, args.epochs, start, args.step_width)
+            w = out["widths"]
+            print(f"{sampler} from {start_name}: " + (w.line() if w is not None else "no width measured"))
+            if "error" in out:
+                print("  " + out["error"])
+                continue
+            print(f"  RMSE {out['rmse']:.3f}, test LL {out['ll']:+.3f}, beta |p|^2 / d per walker "
+                  f"{', '.join(f'{t:.3f}' for t in out['temperature'])} (d = {out['d']}), {out['seconds']:.0f} s",
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()
