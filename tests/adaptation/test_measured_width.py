@@ -155,3 +155,15 @@ def test_when_it_measures(options, measures):
 def test_needs_friction():
     with pytest.raises(tati.InputError, match="measure_step_width needs friction_constant > 0"):
         tati.Simulation(**regression(measure_step_width=True, friction_constant=0.0))
+
+
+def test_a_resumed_run_keeps_the_measured_width(tmp_path):
+    """The width is the sampler's learning-rate variable, which the checkpoint keeps: a resume
+    measures nothing and steps at the first run's width."""
+    path = str(tmp_path / "run.npz")
+    first = tati.Simulation(**regression(batch_size=10, measure_step_width=True, save_model=path))
+    first.sample()
+    resumed = tati.Simulation(**regression(batch_size=10, measure_step_width=True, restore_model=path))
+    resumed.sample()
+    assert resumed.measured_width is None
+    assert resumed.sampler.step_width.numpy() == np.float32(first.measured_width.width)
