@@ -132,4 +132,8 @@ def measure(model, data, friction, temperature=1.0, mass=1.0, seed=0):
 
 
 def _values(values):
-    return ", ".join(f"{v:.3g}" for v in np.atleast_1d(values))
+    """Each walker's value, or their range where there are more than 4 walkers (one summary line)."""
+    values = np.atleast_1d(values)
+    if len(values) > 4:
+        return f"{np.min(values):.3g} .. {np.max(values):.3g}"
+    return ", ".join(f"{v:.3g}" for v in values)

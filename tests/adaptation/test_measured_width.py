@@ -167,3 +167,10 @@ def test_a_resumed_run_keeps_the_measured_width(tmp_path):
     resumed.sample()
     assert resumed.measured_width is None
     assert resumed.sampler.step_width.numpy() == np.float32(first.measured_width.width)
+
+
+def test_the_summary_line_gives_a_range_for_many_walkers():
+    few = mw.widths([4.0, 16.0], [0.0, 0.0], GAMMA)
+    assert "per walker 0.25, 0.125" in few.line() and few.width == 0.125
+    many = mw.widths(np.linspace(4.0, 16.0, 10), np.zeros(10), GAMMA)
+    assert "per walker 0.125 .. 0.25" in many.line()
