@@ -157,18 +157,6 @@ def test_needs_friction():
         tati.Simulation(**regression(measure_step_width=True, friction_constant=0.0))
 
 
-def test_a_resumed_run_keeps_the_measured_width(tmp_path):
-    """The width is the sampler's learning-rate variable, which the checkpoint keeps: a resume
-    measures nothing and steps at the first run's width."""
-    path = str(tmp_path / "run.npz")
-    first = tati.Simulation(**regression(batch_size=10, measure_step_width=True, save_model=path))
-    first.sample()
-    resumed = tati.Simulation(**regression(batch_size=10, measure_step_width=True, restore_model=path))
-    resumed.sample()
-    assert resumed.measured_width is None
-    assert resumed.sampler.step_width.numpy() == np.float32(first.measured_width.width)
-
-
 def test_the_summary_line_gives_a_range_for_many_walkers():
     few = mw.widths([4.0, 16.0], [0.0, 0.0], GAMMA)
     assert "per walker 0.25, 0.125" in few.line() and few.width == 0.125
