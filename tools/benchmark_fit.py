@@ -3,7 +3,8 @@
 The network and data of the issue: an MLP 64-256-256-10 (85,002 parameters) on scikit-learn's
 digits, the 1,797 images' 64 features / 16, four copies each with N(0, 0.1^2) noise added (7,188
 points), batches of 128, softmax cross-entropy. One model per case, the same initial weights,
-compiled in graph mode (jit_compile=False, as Keras' "auto" picks on CPU for these):
+compiled in graph mode (jit_compile=False, as Keras' "auto" picks on CPU; --xla: all with
+jit_compile=True, where the samplers' numbers are not graph mode's):
 
   keras-sgd         keras.optimizers.SGD
   baoab             tati BAOAB
@@ -16,7 +17,7 @@ call gives its seconds per step (the first call's first epoch traces: no untimed
 The cases are called in turn --repeats times (interleaved: machine noise hits them alike) and the median is kept;
 ratio = a case's time per step / Keras SGD's.
 
-    python tools/benchmark_fit.py [--repeats 7] [--epochs 4] [--threads N] [--quick]
+    python tools/benchmark_fit.py [--repeats 7] [--epochs 4] [--xla] [--threads N] [--quick]
 
 --quick: 256 points, batches of 32, 2 epochs, 1 repeat (a smoke run of a few seconds).
 """
@@ -76,10 +77,10 @@ class EpochTimer(keras.callbacks.Callback):
             self.seconds += time.perf_counter() - self._start
 
 
-def fitting(case, data, batch, epochs):
+def fitting(case, data, batch, epochs, xla=False):
     """A callable: one model.fit of `epochs` epochs, returning seconds per step after the first."""
     model = network()
-    model.compile(optimizer=optimizer(case), jit_compile=False,
+    model.compile(optimizer=optimizer(case), jit_compile=xla,
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     timer = EpochTimer()
     callbacks = [timer] + ([tati.callbacks.TrajectoryRecorder(every_nth=100)] if case.endswith("recorder") else [])
@@ -104,6 +105,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, help="timed fit calls of each case (default 7; --quick 1)")
     parser.add_argument("--epochs", type=int, help="epochs per fit call, the first untimed (default 4; --quick 2)")
+    parser.add_argument("--xla", action="store_true", help="compile every case with jit_compile=True")
     parser.add_argument("--threads", type=int, help="TensorFlow's inter- and intra-op threads (default: its own)")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 256 points, few steps, one repeat")
     args = parser.parse_args(argv)
@@ -118,10 +120,10 @@ def main(argv=None):
     data = digits(args.quick)
     runs, parameters = {}, None
     for case in CASES:
-        runs[case], parameters = fitting(case, data, batch, epochs)
+        runs[case], parameters = fitting(case, data, batch, epochs, args.xla)
     median = interleaved_medians(runs, repeats)
     print(f"64-{'-'.join(map(str, HIDDEN))}-10 ({parameters} parameters), {len(data[0])} points, batch {batch}, "
-          f"median of {repeats} interleaved fit calls, epochs 2-{epochs} timed")
+          f"{'XLA' if args.xla else 'graph mode'}, median of {repeats} interleaved fit calls, epochs 2-{epochs} timed")
     print("| case | us per step | ratio to Keras SGD |")
     print("|---|---|---|")
     for case in CASES:
