@@ -219,8 +219,8 @@ class SamplerBase(keras.optimizers.Optimizer):
                              "in strategy.scope()): its step does not combine the replicas' gradients, so their "
                              "copies would drift apart; use tati.Simulation(distribution='mirrored') instead")
         # The values every variable's update shares (the parameters cast to its dtype, the noise
-        # counter's base, the reports' sum) are made once per step: each is a graph operation (or
-        # several) per variable otherwise, which is most of a step's cost on a small network.
+        # counter's base, the reports' sum) are made once per step, not one set of graph
+        # operations per variable: the same numbers, fewer operations (doc/benchmarks.md).
         self._step_values = {}
         try:
             for grad, variable in zip(grads, trainable_variables):
