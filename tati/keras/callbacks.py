@@ -42,6 +42,7 @@ class TrajectoryRecorder(keras.callbacks.Callback):
         self.walker = int(walker)
         self._tables = None
         self._snapshot = None
+        self._counted = None  # the next step's number as counted here (see on_train_batch_begin)
 
     def on_train_begin(self, logs=None):
         if getattr(self.model, "steps_per_execution", 1) != 1:  # Keras calls the batch hooks once per execution
@@ -65,6 +66,7 @@ class TrajectoryRecorder(keras.callbacks.Callback):
         if previous is not None:
             for table, old in zip(self._tables, previous):
                 table.blocks = old.blocks
+        self._counted = self._next_step()
 
     def _optimizer(self):
         """The model's optimizer; with mixed precision, the sampler inside Keras' loss scaling."""
@@ -75,13 +77,22 @@ class TrajectoryRecorder(keras.callbacks.Callback):
         return int(self._optimizer().iterations.numpy()) + 1
 
     def on_train_batch_begin(self, batch, logs=None):
-        self._snapshot = (self._view.get_parameters()[0] if self._next_step() % self.every_nth == 0
-                          else None)
+        # Reading the optimizer's step counter is a host round trip: it is counted here instead and
+        # read only where the count says a row is due. A step skipped by mixed precision's loss
+        # scaling does not count there, so the count can only run ahead; it passes every number,
+        # and where it is ahead it is set back and reaches the next due step again.
+        self._snapshot = None
+        if self._counted % self.every_nth == 0:
+            self._counted = self._next_step()
+            if self._counted % self.every_nth == 0:
+                self._snapshot = self._view.get_parameters()[0]
 
     def on_train_batch_end(self, batch, logs=None):
         if self._snapshot is None:
+            self._counted += 1
             return
         step = self._next_step() - 1
+        self._counted = step + 1
         loss = float((logs or {}).get("loss", np.nan))
         run_info, trajectory = self._tables
         row = [self.walker, step, loss]

@@ -51,18 +51,22 @@ class BAOAB(AdaptedMass, SamplerBase):
         self._init_mass(adapt_mass, adaptation_steps)
 
     def update_step(self, gradient, variable, learning_rate):
-        h = tf.cast(learning_rate, variable.dtype)
-        beta = self._parameter("inverse_temperature", variable.dtype)
-        gamma = self._parameter("friction_constant", variable.dtype)
+        h = self._step_width(learning_rate, variable.dtype)
+        alpha, noise_scale = self._once(("ou", tf.as_dtype(variable.dtype)), lambda: self._ou(h, variable.dtype))
         momentum = self._momentum(variable)
         q = tf.convert_to_tensor(variable)
         force = self._scaled_force(gradient, variable)
-        p_full = splitting.kick(tf.convert_to_tensor(momentum), force, 0.5 * h)                 # completes step n-1
-        p_half = splitting.kick(p_full, force, 0.5 * h)                                         # B
-        q_half = splitting.drift(q, self._scaled_velocity(p_half, variable), 0.5 * h)           # A
-        alpha = splitting.ou_alpha(gamma, h)
-        noise = splitting.ou_noise_scale(alpha, beta) * self._normal(variable)
+        half = 0.5 * h
+        p_full = splitting.kick(tf.convert_to_tensor(momentum), force, half)                    # completes step n-1
+        p_half = splitting.kick(p_full, force, half)                                            # B
+        q_half = splitting.drift(q, self._scaled_velocity(p_half, variable), half)              # A
+        noise = noise_scale * self._normal(variable)
         p_new = splitting.ornstein_uhlenbeck(p_half, alpha, noise)                              # O
-        variable.assign(splitting.drift(q_half, self._scaled_velocity(p_new, variable), 0.5 * h))  # A
+        variable.assign(splitting.drift(q_half, self._scaled_velocity(p_new, variable), half))     # A
         momentum.assign(p_new)
         self._report(self._inertia_position(q, variable), p_full, noise)
+
+    def _ou(self, h, dtype):
+        """The O step's alpha = exp(-gamma h) and noise amplitude, the same for every variable of a step."""
+        alpha = splitting.ou_alpha(self._parameter("friction_constant", dtype), h)
+        return alpha, splitting.ou_noise_scale(alpha, self._parameter("inverse_temperature", dtype))

@@ -86,6 +86,8 @@ class SamplerBase(keras.optimizers.Optimizer):
     total_walkers = None
     # While `apply_reading_momenta` runs: the list `_report` appends each variable's momentum to.
     _momentum_readings = None
+    # While `_backend_update_step` runs: the values its variables' updates share (`_once`).
+    _step_values = None
 
     def __init__(self, step_width, seed, name, kwargs):
         cls_name = type(self).__name__
@@ -216,9 +218,27 @@ class SamplerBase(keras.optimizers.Optimizer):
             raise InputError(f"{type(self).__name__} under a tf.distribute strategy of several replicas (model.fit "
                              "in strategy.scope()): its step does not combine the replicas' gradients, so their "
                              "copies would drift apart; use tati.Simulation(distribution='mirrored') instead")
-        for grad, variable in zip(grads, trainable_variables):
-            self.update_step(grad, variable.value if isinstance(variable, keras.Variable) else variable,
-                             learning_rate)
+        # The values every variable's update shares (the parameters cast to its dtype, the noise
+        # counter's base, the reports' sum) are made once per step, not one set of graph
+        # operations per variable: the same numbers, fewer operations (doc/benchmarks.md).
+        self._step_values = {}
+        try:
+            for grad, variable in zip(grads, trainable_variables):
+                self.update_step(grad, variable.value if isinstance(variable, keras.Variable) else variable,
+                                 learning_rate)
+            if "report" in self._step_values:
+                self._step_info.assign(self._step_values["report"])
+        finally:
+            self._step_values = None
+
+    def _once(self, key, compute):
+        """compute(), made once per step while `_backend_update_step` runs (the same tensor for
+        each variable's update_step), else at each call."""
+        if self._step_values is None:
+            return compute()
+        if key not in self._step_values:
+            self._step_values[key] = compute()
+        return self._step_values[key]
 
     def apply(self, grads, trainable_variables=None):
         if self.moving is None or not self.built:
@@ -261,7 +281,11 @@ class SamplerBase(keras.optimizers.Optimizer):
 
     # -- helpers for update_step ---------------------------------------------------------------
     def _parameter(self, name, dtype):
-        return tf.cast(self._parameter_variables[name], dtype)
+        return self._once((name, tf.as_dtype(dtype)), lambda: tf.cast(self._parameter_variables[name], dtype))
+
+    def _step_width(self, learning_rate, dtype):
+        """The step's width (Keras' learning rate, the same for every variable of a step) in dtype."""
+        return self._once(("step_width", tf.as_dtype(dtype)), lambda: tf.cast(learning_rate, dtype))
 
     def _momentum(self, variable):
         return self._momenta[self._get_variable_index(variable)]
@@ -281,7 +305,8 @@ class SamplerBase(keras.optimizers.Optimizer):
         value, so its numbers are the same as those rows of the whole run's draw."""
         if not 0 <= stream < NOISE_STREAMS:
             raise ValueError(f"noise stream {stream} not in [0, {NOISE_STREAMS})")
-        block = (tf.cast(self.iterations, tf.int64) * len(self._trainable_variables) + index) * NOISE_STREAMS + stream
+        first = self._once("philox_block", lambda: tf.cast(self.iterations, tf.int64) * len(self._trainable_variables))
+        block = (first + index) * NOISE_STREAMS + stream
         skip = 0
         if self.first_walker:
             per_counter = 128 // (8 * tf.as_dtype(dtype).size)
@@ -351,7 +376,13 @@ class SamplerBase(keras.optimizers.Optimizer):
             if self._momentum_readings is not None:
                 self._momentum_readings.append(tf.cast(momentum, tf.float64) / tf.sqrt(tf.cast(mass, tf.float64)))
             values = tf.stack([0.5 * momentum_sq / mass, momentum_sq, inertia, noise_sq], axis=-1)
-        self._step_info.assign_add(tf.cast(values, tf.float64))
+        values = tf.cast(values, tf.float64)
+        if self._step_values is None:
+            self._step_info.assign_add(values)
+        else:  # one assignment per step: the same additions, in the same order, as one assign_add each
+            total = self._step_values["report"] if "report" in self._step_values else tf.convert_to_tensor(
+                self._step_info)
+            self._step_values["report"] = total + values
 
     # -- serialization -------------------------------------------------------------------------
     def get_config(self):

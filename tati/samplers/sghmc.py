@@ -269,8 +269,9 @@ class SGHMC(SamplerBase):
             variance.assign(square / tf.cast(count - 1, square.dtype))
         self._noise_evaluations.assign_add(float(count))
 
-    def _estimate(self, gradient, index, dtype):
-        """Update the moments with this gradient; returns the new V-hat (also stored)."""
+    def _moment_scalars(self, dtype):
+        """The adam estimators' scalars of this step, the same for every variable: 1 - b1 and
+        1 - b2, and adam's bias corrections and unbiasing factors (float64, then in dtype)."""
         b1 = tf.cast(self._parameter_variables["first_moment_decay"], tf.float64)
         b2 = tf.cast(self._parameter_variables["second_moment_decay"], tf.float64)
         t = tf.cast(self.iterations, tf.float64) + 1.0  # gradients seen, this one included
@@ -278,30 +279,39 @@ class SGHMC(SamplerBase):
         def weights_sq(n):  # S_n: sum of squared weights of the bias-corrected mean of n gradients
             return (1.0 - b1) * (1.0 + b1 ** n) / ((1.0 + b1) * (1.0 - b1 ** n))
 
+        c1, c2 = tf.cast(1.0 - b1, dtype), tf.cast(1.0 - b2, dtype)
+        if self.gradient_noise_estimator == "adam":
+            scale = tf.where(t > 1.0, 1.0 / (1.0 - weights_sq(tf.maximum(t, 2.0))), 0.0)
+            return c1, c2, tf.cast(1.0 - b2 ** t, dtype), tf.cast(1.0 - b1 ** t, dtype), tf.cast(scale, dtype)
+        previous = tf.maximum(t - 1.0, 1.0)  # adam_centered: needs a previous mean
+        return (c1, c2, tf.cast(1.0 - b1 ** previous, dtype), tf.cast(1.0 + weights_sq(previous), dtype), t > 1.0,
+                tf.cast(1.0 - b2 ** previous, dtype))
+
+    def _estimate(self, gradient, index, dtype):
+        """Update the moments with this gradient; returns the new V-hat (also stored)."""
         first, second = self._first_moments[index], self._second_moments[index]
         m, v = tf.convert_to_tensor(first), tf.convert_to_tensor(second)
-        c1, c2 = tf.cast(1.0 - b1, dtype), tf.cast(1.0 - b2, dtype)
+        scalars = self._once(("moments", tf.as_dtype(dtype)), lambda: self._moment_scalars(dtype))
+        c1, c2 = scalars[:2]
         m_new = m + c1 * (gradient - m)
         if self.gradient_noise_estimator == "adam":
+            corrected_v, corrected_m, scale = scalars[2:]
             v_new = v + c2 * (tf.square(gradient) - v)
-            excess = tf.maximum(v_new / tf.cast(1.0 - b2 ** t, dtype)
-                                - tf.square(m_new / tf.cast(1.0 - b1 ** t, dtype)), 0.0)
-            scale = tf.where(t > 1.0, 1.0 / (1.0 - weights_sq(tf.maximum(t, 2.0))), 0.0)
-            variance = excess * tf.cast(scale, dtype)
-        else:  # adam_centered: needs a previous mean, so it starts at the second gradient
-            previous = tf.maximum(t - 1.0, 1.0)
-            centred = gradient - m / tf.cast(1.0 - b1 ** previous, dtype)
-            update = tf.square(centred) / tf.cast(1.0 + weights_sq(previous), dtype)
-            started = t > 1.0
+            excess = tf.maximum(v_new / corrected_v - tf.square(m_new / corrected_m), 0.0)
+            variance = excess * scale
+        else:  # adam_centered: starts at the second gradient
+            corrected_m, unbias, started, corrected_v = scalars[2:]
+            centred = gradient - m / corrected_m
+            update = tf.square(centred) / unbias
             v_new = tf.where(started, v + c2 * (update - v), v)
-            variance = tf.where(started, v_new / tf.cast(1.0 - b2 ** previous, dtype), tf.zeros_like(v))
+            variance = tf.where(started, v_new / corrected_v, tf.zeros_like(v))
         first.assign(m_new)
         second.assign(v_new)
         self._noise_variances[index].assign(variance)
         return variance
 
     def update_step(self, gradient, variable, learning_rate):
-        eps = tf.cast(learning_rate, variable.dtype)
+        eps = self._step_width(learning_rate, variable.dtype)
         beta = self._parameter("inverse_temperature", variable.dtype)
         friction = self._parameter("friction_constant", variable.dtype)
         mass = self._parameter("mass", variable.dtype)

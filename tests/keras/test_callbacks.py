@@ -51,3 +51,38 @@ def test_what_cannot_be_recorded_is_refused(tmp_path):
     with pytest.raises(InputError, match="needs steps_per_execution=1 in model.compile \\(it is 4\\)"):
         fitted(tati.samplers.BAOAB(step_width=0.01, seed=0), recorder, steps_per_execution=4)
     assert not (tmp_path / "t.csv").exists()
+
+
+class StepsSeen(keras.callbacks.Callback):
+    """The optimizer's next step number at each batch's start, read every time."""
+
+    def on_train_begin(self, logs=None):
+        self.steps = []
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self.steps.append(int(self.model.optimizer.iterations.numpy()) + 1)
+
+
+def test_the_step_counter_is_read_only_where_a_row_is_due(monkeypatch):
+    reads = []
+    read = tati.callbacks.TrajectoryRecorder._next_step
+    monkeypatch.setattr(tati.callbacks.TrajectoryRecorder, "_next_step", lambda self: reads.append(1) or read(self))
+    recorder = tati.callbacks.TrajectoryRecorder(every_nth=3)
+    fitted(tati.samplers.BAOAB(step_width=0.01, seed=0), recorder)  # 4 steps, a row at step 3
+    assert list(recorder.trajectory.step) == [3]
+    assert len(reads) == 3  # at the fit's start, and before and after the row's step: not once per step
+
+
+def test_steps_skipped_by_loss_scaling_keep_the_rows_at_every_nth_step():
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        model.compile(optimizer=tati.samplers.BAOAB(step_width=1e-6, seed=0), loss="mse")
+        seen, recorder = StepsSeen(), tati.callbacks.TrajectoryRecorder(every_nth=2)
+        # targets of 10: the first steps' float16 gradients overflow at the initial loss scale 2^15
+        model.fit(X, np.full((32, 1), 10.0, "float32"), epochs=3, batch_size=8, verbose=0, callbacks=[seen, recorder])
+        assert len(seen.steps) == 12 and seen.steps[-1] < 12  # some steps were skipped
+        due = [s for s in seen.steps if s % 2 == 0]
+        assert list(recorder.trajectory.step) == due and len(due) >= 3
+    finally:
+        keras.mixed_precision.set_global_policy("float32")

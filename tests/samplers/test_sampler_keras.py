@@ -1,5 +1,6 @@
 """BAOAB as a Keras 3 optimizer: standalone use, config round trip, saving with a model,
-refusal of dynamics-changing base options, and seeded reproducibility."""
+refusal of dynamics-changing base options, seeded reproducibility, and a step that reads each
+parameter once however many variables it moves."""
 
 import numpy as np
 import keras
@@ -101,3 +102,25 @@ def test_sampler_names_full_short_and_case_insensitive():
     assert get_sampler("randomwalkmetropolishastings").__name__ == "RWMH"
     with pytest.raises(InputError, match="did you mean 'BAOAB'"):
         get_sampler("BAOBA")
+
+
+def reads_per_step(optimizer, names):
+    """How often one traced step of `optimizer` on four variables reads each named variable."""
+    variables = [tf.Variable(tf.ones(shape)) for shape in ((3, 2), (2,), (2, 1), (1,))]
+    optimizer.build(variables)
+    step = tf.function(lambda: optimizer.apply([2.0 * v for v in variables], variables))
+    graph = step.get_concrete_function().graph
+    handles = {name: [inner for outer, inner in graph.captures if outer is getattr(optimizer, name).value.handle]
+               for name in names}
+    return {name: sum(1 for op in graph.get_operations()
+                      if op.type == "ReadVariableOp" and any(op.inputs[0] is handle for handle in inner))
+            for name, inner in handles.items()}
+
+
+@pytest.mark.parametrize("sampler, names", [
+    (BAOAB(step_width=0.1, seed=1), ("inverse_temperature", "friction_constant")),
+    (get_sampler("SGHMC")(step_width=0.1, gradient_noise_estimator="adam", seed=1),
+     ("inverse_temperature", "friction_constant", "first_moment_decay", "second_moment_decay"))])
+def test_a_step_reads_each_parameter_once_whatever_the_number_of_variables(sampler, names):
+    # each read is a graph operation (with its cast, and what is made of it) per variable otherwise
+    assert reads_per_step(sampler, names) == {name: 1 for name in names}
