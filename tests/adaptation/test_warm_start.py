@@ -34,8 +34,9 @@ def two_wells(x):
 
 
 def wells_simulation(**options):
+    # adapt_mass off: a metric in 20 steps of burn-in would be warned about (too short for Stan's windows)
     settings = dict(potential=two_wells, initial_parameters=[[-3.1], [-2.9], [2.5], [3.6]], dtype="float64",
-                    sampler="RWMH", number_walkers=4, burn_in_steps=20, max_steps=20, seed=1)
+                    sampler="RWMH", number_walkers=4, burn_in_steps=20, max_steps=20, seed=1, adapt_mass=False)
     settings.update(options)
     return tati.Simulation(**settings)
 
