@@ -221,7 +221,8 @@ def run_tfp(name, burn_in, steps, seed, walkers=8, start_at_mode=False, chunk=50
     inits (or, start_at_mode, from the mode that tati's warm start finds), compiled by XLA:
     (rows of `compare`, Timing). One compiled call advances every chain `chunk` steps; it is
     compiled by a first call whose steps are dropped, so neither the warm-up's calls nor the
-    draws' include compiling (the mode search of start_at_mode counts as warm-up)."""
+    draws' include compiling (Timing.compiling: that call less the warm-up's first call, the same
+    steps from the same start; the mode search of start_at_mode counts as warm-up)."""
     import tensorflow as tf
     import tensorflow_probability as tfp
     potential, dimension, constrained, reference = load(name)
@@ -251,19 +252,24 @@ def run_tfp(name, burn_in, steps, seed, walkers=8, start_at_mode=False, chunk=50
     results = kernel.bootstrap_results(state)
     begin = time.perf_counter()
     advance(state, results, tf.constant([seed, -1], tf.int32))  # compiles; its steps are dropped
-    compiling = time.perf_counter() - begin
+    first_call = time.perf_counter() - begin
+    chunk_seconds = []
 
     def steps_from(state, results, count, offset):
         traces = []
         for index in range(-(-count // chunk)):
+            begin = time.perf_counter()
             out = advance(state, results, tf.constant([seed, offset + index], tf.int32))
             state, results = out.all_states[-1], out.final_kernel_results
             traces.append((out.all_states.numpy(), *(t.numpy() for t in out.trace)))
+            chunk_seconds.append(time.perf_counter() - begin)
         return state, results, [np.concatenate(part)[:count] for part in zip(*traces)]
 
     begin = time.perf_counter()
     state, results, _ = steps_from(state, results, burn_in, 0)
     warmup = time.perf_counter() - begin + mode_seconds
+    # the first call less its steps, timed again from the same start in the warm-up's first call
+    compiling = max(first_call - chunk_seconds[0], 0.0)
     begin = time.perf_counter()
     _, _, (draws, log_prob, leapfrogs) = steps_from(state, results, steps - burn_in, 1 << 20)
     timing = Timing(warmup, time.perf_counter() - begin, compiling, int(leapfrogs.sum()))
