@@ -303,6 +303,10 @@ def side_by_side(name, seed, tati_rows, tati_timing, tfp_rows, tfp_timing, unit)
           f"{theirs / tfp_timing.draws:.4g}")
 
 
+def tfp_label(start):
+    return f"TFP's NUTS from {'the mode' if start == 'mode' else 'the inits'}"
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--posterior", default="all", choices=["all", *POSTERIORS])
@@ -326,8 +330,7 @@ def main(argv=None):
         for seed in (int(s) for s in args.seeds.split(",")):
             if args.tfp:
                 rows, timing = run_tfp(name, args.burn_in or 1000, args.steps, seed, args.walkers, args.tfp == "mode")
-                failures += report(name, f"TFP's NUTS from {'the mode' if args.tfp == 'mode' else 'the inits'}",
-                                   seed, rows, timing, "gradient")
+                failures += report(name, tfp_label(args.tfp), seed, rows, timing, "gradient")
                 continue
             rows, timing, _ = run(name, args.sampler, args.burn_in, args.steps, seed, args.walkers,
                                   args.inverse_temperature, jit_compile=args.jit_compile)
@@ -335,7 +338,7 @@ def main(argv=None):
             if args.compare_tfp:
                 burn, steps = (args.burn_in or 1000, args.steps) if args.sampler == "NUTS" else (1000, 3000)
                 tfp_rows, tfp_timing = run_tfp(name, burn, steps, seed, args.walkers, args.compare_tfp == "mode")
-                failures += report(name, "TFP's NUTS", seed, tfp_rows, tfp_timing, "gradient")
+                failures += report(name, tfp_label(args.compare_tfp), seed, tfp_rows, tfp_timing, "gradient")
                 side_by_side(name, seed, rows, timing, tfp_rows, tfp_timing, unit)
     return 1 if failures else 0
 
