@@ -13,8 +13,20 @@ with ESS and R-hat across walkers from TensorFlow Probability. A run is right wh
 every sd ratio lies in [0.8, 1.25] and every R-hat (the parameters' and the log density's) is
 below 1.01 (issue #40's acceptance).
 
+Each run prints its verdict, its least ESS over the parameters, that ESS per evaluation after
+burn-in summed over walkers (per gradient for NUTS, HMC1, HMC2 and TFP's NUTS; RWMH evaluates no
+gradient: per potential evaluation, one per step and walker) and per second of the draws, and
+the warm-up's seconds apart from the draws'. tati's burn-in and draws are two sample() calls of
+one Simulation (the same draws as one call); TFP's run advances its chains in compiled calls of
+50 steps. Compiling (tati's tracing and compiling, TFP's first call, whose steps are dropped)
+is excluded from both sides' warm-up and draws and shown apart; the warm start (tati) or the
+mode search (--tfp mode) is part of the warm-up. --compare-tfp runs tati's sampler, then TFP's
+NUTS with dual averaging on the same posterior and seed, and prints tati's warm-up over TFP's
+and both ESS per evaluation and per second side by side.
+
     python tools/posteriordb_check.py --posterior kidiq --sampler NUTS --burn-in 1000 --steps 3000
     python tools/posteriordb_check.py --posterior all --sampler HMC2 --steps 20000 --seeds 1,2,3
+    python tools/posteriordb_check.py --posterior kidiq --sampler NUTS --burn-in 1000 --compare-tfp inits
 """
 
 import argparse
@@ -22,6 +34,7 @@ import json
 import os
 import sys
 import time
+from typing import NamedTuple
 
 import numpy as np
 
@@ -149,33 +162,71 @@ def verdict(rows, z_limit=4.0, ratio=(0.8, 1.25), rhat_limit=1.01):
 
 
 def run(name, sampler, burn_in, steps, seed, walkers=8, inverse_temperature=1.0, **options):
-    """One run from Stan's inits: (rows of `compare`, seconds, Result)."""
+    """One run from Stan's inits: (rows of `compare`, Timing, Result of the draws' call). Burn-in
+    and draws are two sample() calls of one Simulation (the same draws as one call), so each is
+    timed alone; the warm-up's seconds are the first call's (the warm start included) less its
+    tracing and compiling."""
     import tati
     potential, dimension, constrained, reference = load(name)
+    burn = steps // 2 if burn_in is None else burn_in  # tati's default, given so the first call can stop there
     settings = dict(potential=potential, initial_parameters=[0.0] * dimension, initial_dispersion=2.0,
-                    dtype="float64", sampler=sampler, number_walkers=walkers, max_steps=steps, seed=seed,
-                    inverse_temperature=inverse_temperature)
-    if burn_in is not None:
-        settings["burn_in_steps"] = burn_in
+                    dtype="float64", sampler=sampler, number_walkers=walkers, max_steps=burn, seed=seed,
+                    inverse_temperature=inverse_temperature, burn_in_steps=burn)
     settings.update(options)
     sim = tati.Simulation(**settings)
     start = time.perf_counter()
+    warm = sim.sample()
+    warmup_seconds = time.perf_counter() - start
+    first = warm.first_step
+    compiled = (first.tracing or 0.0) + (first.compiling or 0.0) if first is not None else 0.0
+    sim.options["max_steps"] = steps - burn  # a per-call option: the draws' call continues the run
+    start = time.perf_counter()
     result = sim.sample()
-    seconds = time.perf_counter() - start
-    burn = settings.get("burn_in_steps", 0)
+    draws_seconds = time.perf_counter() - start
     draws = chains(result.trajectory, burn, dimension)
     after = result.trajectory[result.trajectory.step > burn].sort_values(["step", "id"])
     loss = after.loss.to_numpy(np.float64).reshape(draws.shape[:2])
-    return compare(draws, constrained, reference, loss), seconds, result
+    timing = Timing(warmup_seconds - compiled, draws_seconds, compiled,
+                    evaluations(sampler, warm.run_info, result.run_info, steps - burn, walkers))
+    return compare(draws, constrained, reference, loss), timing, result
 
 
-def run_tfp(name, burn_in, steps, seed, walkers=8, start_at_mode=False):
-    """TensorFlow Probability's NUTS inside its DualAveragingStepSizeAdaptation (no metric), the
-    walkers as a batch of chains from Stan's inits (or, start_at_mode, from the mode that tati's
-    warm start finds), compiled by XLA: (rows of `compare`, seconds)."""
+class Timing(NamedTuple):
+    """Seconds of the warm-up and of the draws (compiling excluded from both), of compiling
+    (tracing included), and the evaluations after burn-in, summed over walkers: gradients for
+    NUTS, HMC1, HMC2 and TFP's NUTS, of the potential for RWMH (one per step and walker)."""
+    warmup: float
+    draws: float
+    compiling: float
+    evaluations: int
+
+
+def evaluations(sampler, warm_info, draws_info, draws, walkers):
+    """Evaluations after burn-in summed over walkers: NUTS's run info counts each walker's
+    gradients (cumulative); HMC's steps are gradient evaluations, RWMH's potential evaluations."""
+    if sampler != "NUTS":
+        return draws * walkers
+    last = draws_info.groupby("id").gradient_evaluations.max()
+    before = warm_info.groupby("id").gradient_evaluations.max()
+    return int((last - before.reindex(last.index, fill_value=0)).sum())
+
+
+def min_ess(rows):
+    return min(row["ess"] for row in rows if row["parameter"] != "lp__")
+
+
+def run_tfp(name, burn_in, steps, seed, walkers=8, start_at_mode=False, chunk=50):
+    """TensorFlow Probability's NUTS inside its DualAveragingStepSizeAdaptation (no metric; the
+    width adapts over the first 80% of burn-in), the walkers as a batch of chains from Stan's
+    inits (or, start_at_mode, from the mode that tati's warm start finds), compiled by XLA:
+    (rows of `compare`, Timing). One compiled call advances every chain `chunk` steps; it is
+    compiled by a first call whose steps are dropped, so neither the warm-up's calls nor the
+    draws' include compiling (Timing.compiling: that call less the warm-up's first call, the same
+    steps from the same start; the mode search of start_at_mode counts as warm-up)."""
     import tensorflow as tf
     import tensorflow_probability as tfp
     potential, dimension, constrained, reference = load(name)
+    begin = time.perf_counter()
     start = np.random.default_rng(seed).uniform(-2.0, 2.0, size=(walkers, dimension))
     if start_at_mode:
         from tati.adaptation import warm_start
@@ -185,20 +236,75 @@ def run_tfp(name, burn_in, steps, seed, walkers=8, start_at_mode=False):
                                                           tf.constant(theta))
             return value.numpy(), gradient.numpy()
         start = warm_start.minimise(evaluate, start, 1.0)[0]
+    mode_seconds = time.perf_counter() - begin
     kernel = tfp.mcmc.DualAveragingStepSizeAdaptation(
         tfp.mcmc.NoUTurnSampler(lambda x: -tf.vectorized_map(potential, x), step_size=0.1),
         num_adaptation_steps=int(0.8 * burn_in))
 
     @tf.function(jit_compile=True, autograph=False)
-    def chain(initial):
-        return tfp.mcmc.sample_chain(steps - burn_in, initial, kernel=kernel, num_burnin_steps=burn_in,
-                                     trace_fn=lambda _, results: results.inner_results.target_log_prob,
-                                     seed=(seed, 0))
+    def advance(state, results, chunk_seed):
+        return tfp.mcmc.sample_chain(
+            chunk, state, previous_kernel_results=results, kernel=kernel, seed=chunk_seed,
+            trace_fn=lambda _, r: (r.inner_results.target_log_prob, r.inner_results.leapfrogs_taken),
+            return_final_kernel_results=True)
+
+    state = tf.constant(start)
+    results = kernel.bootstrap_results(state)
+    begin = time.perf_counter()
+    advance(state, results, tf.constant([seed, -1], tf.int32))  # compiles; its steps are dropped
+    first_call = time.perf_counter() - begin
+    chunk_seconds = []
+
+    def steps_from(state, results, count, offset):
+        traces = []
+        for index in range(-(-count // chunk)):
+            begin = time.perf_counter()
+            out = advance(state, results, tf.constant([seed, offset + index], tf.int32))
+            state, results = out.all_states[-1], out.final_kernel_results
+            traces.append((out.all_states.numpy(), *(t.numpy() for t in out.trace)))
+            chunk_seconds.append(time.perf_counter() - begin)
+        return state, results, [np.concatenate(part)[:count] for part in zip(*traces)]
 
     begin = time.perf_counter()
-    draws, log_prob = (value.numpy() for value in chain(tf.constant(start)))
-    seconds = time.perf_counter() - begin
-    return compare(draws, constrained, reference, -log_prob), seconds
+    state, results, _ = steps_from(state, results, burn_in, 0)
+    warmup = time.perf_counter() - begin + mode_seconds
+    # the first call less its steps, timed again from the same start in the warm-up's first call
+    compiling = max(first_call - chunk_seconds[0], 0.0)
+    begin = time.perf_counter()
+    _, _, (draws, log_prob, leapfrogs) = steps_from(state, results, steps - burn_in, 1 << 20)
+    timing = Timing(warmup, time.perf_counter() - begin, compiling, int(leapfrogs.sum()))
+    return compare(draws, constrained, reference, -log_prob), timing
+
+
+def report(name, label, seed, rows, timing, unit):
+    """The run's line (verdict, ESS, ESS per evaluation and per second of draws, seconds) and a
+    line per parameter; whether it was wrong."""
+    wrong = verdict(rows)
+    ess = min_ess(rows)
+    print(f"{name} {label} seed {seed}: " + ("right" if not wrong else "WRONG: " + "; ".join(wrong)))
+    print(f"  min ESS {ess:.0f}, {ess / max(timing.evaluations, 1):.3g} per {unit}, "
+          f"{ess / timing.draws:.4g} per s of draws; warm-up {timing.warmup:.1f} s, draws {timing.draws:.1f} s "
+          f"(compiling {timing.compiling:.1f} s apart)")
+    for row in rows:
+        extra = (f" z {row['z_mean']:+.2f}/{row['z_sd']:+.2f} sd ratio {row['sd_ratio']:.3f}"
+                 if "z_mean" in row else "")
+        print(f"  {row['parameter']:9s} mean {row['mean']:.5g} sd {row['sd']:.4g} "
+              f"ESS {row['ess']:.0f} R-hat {row['rhat']:.3f}{extra}")
+    return bool(wrong)
+
+
+def side_by_side(name, seed, tati_rows, tati_timing, tfp_rows, tfp_timing, unit):
+    """The --compare-tfp line: tati's warm-up over TFP's, and ESS per evaluation and per second."""
+    ours, theirs = min_ess(tati_rows), min_ess(tfp_rows)
+    print(f"{name} seed {seed}: warm-up tati / TFP {tati_timing.warmup / tfp_timing.warmup:.2f} "
+          f"({tati_timing.warmup:.1f} s / {tfp_timing.warmup:.1f} s); min ESS per {unit} "
+          f"{ours / max(tati_timing.evaluations, 1):.3g} / TFP per gradient "
+          f"{theirs / max(tfp_timing.evaluations, 1):.3g}; per s of draws {ours / tati_timing.draws:.4g} / "
+          f"{theirs / tfp_timing.draws:.4g}")
+
+
+def tfp_label(start):
+    return f"TFP's NUTS from {'the mode' if start == 'mode' else 'the inits'}"
 
 
 def main(argv=None):
@@ -213,27 +319,27 @@ def main(argv=None):
     parser.add_argument("--jit-compile", action="store_true")
     parser.add_argument("--tfp", choices=["inits", "mode"], help="TFP's NUTS with dual averaging instead, from "
                         "Stan's inits or from the mode (compiled by XLA)")
+    parser.add_argument("--compare-tfp", choices=["inits", "mode"], help="tati's sampler and then TFP's NUTS "
+                        "(as --tfp; --burn-in and --steps as tati's for NUTS, else 1000 of 3000) on the same "
+                        "posterior and seed, and a line of their warm-ups' ratio and ESS per evaluation and per second")
     args = parser.parse_args(argv)
     names = list(POSTERIORS) if args.posterior == "all" else [args.posterior]
+    unit = "potential evaluation" if args.sampler == "RWMH" else "gradient"
     failures = 0
     for name in names:
         for seed in (int(s) for s in args.seeds.split(",")):
             if args.tfp:
-                rows, seconds = run_tfp(name, args.burn_in or 1000, args.steps, seed, args.walkers,
-                                        args.tfp == "mode")
-            else:
-                rows, seconds, _ = run(name, args.sampler, args.burn_in, args.steps, seed, args.walkers,
-                                       args.inverse_temperature, jit_compile=args.jit_compile)
-            wrong = verdict(rows)
-            failures += bool(wrong)
-            label = f"TFP's NUTS from {'the mode' if args.tfp == 'mode' else 'the inits'}" if args.tfp else args.sampler
-            print(f"{name} {label} seed {seed}: {seconds:.1f} s, "
-                  + ("right" if not wrong else "WRONG: " + "; ".join(wrong)))
-            for row in rows:
-                extra = (f" z {row['z_mean']:+.2f}/{row['z_sd']:+.2f} sd ratio {row['sd_ratio']:.3f}"
-                         if "z_mean" in row else "")
-                print(f"  {row['parameter']:9s} mean {row['mean']:.5g} sd {row['sd']:.4g} "
-                      f"ESS {row['ess']:.0f} R-hat {row['rhat']:.3f}{extra}")
+                rows, timing = run_tfp(name, args.burn_in or 1000, args.steps, seed, args.walkers, args.tfp == "mode")
+                failures += report(name, tfp_label(args.tfp), seed, rows, timing, "gradient")
+                continue
+            rows, timing, _ = run(name, args.sampler, args.burn_in, args.steps, seed, args.walkers,
+                                  args.inverse_temperature, jit_compile=args.jit_compile)
+            failures += report(name, args.sampler, seed, rows, timing, unit)
+            if args.compare_tfp:
+                burn, steps = (args.burn_in or 1000, args.steps) if args.sampler == "NUTS" else (1000, 3000)
+                tfp_rows, tfp_timing = run_tfp(name, burn, steps, seed, args.walkers, args.compare_tfp == "mode")
+                failures += report(name, tfp_label(args.compare_tfp), seed, tfp_rows, tfp_timing, "gradient")
+                side_by_side(name, seed, rows, timing, tfp_rows, tfp_timing, unit)
     return 1 if failures else 0
 
 

@@ -304,7 +304,9 @@ OPTIONS = [
     Option("burn_in_steps", None, Optional(NONNEGATIVE_INT), "run",
            "Steps left out of the averages (their rows are not written to the averages table); NUTS, "
            "RWMH, HMC1 and HMC2 adapt during them. none: half of max_steps for NUTS, RWMH, HMC1 and HMC2 "
-           "(as Stan's warm-up, 1000 of 2000 iterations; on resume the checkpoint's), 0 for the others."),
+           "(as Stan's warm-up, 1000 of 2000 iterations; on resume the checkpoint's), 0 for the others. "
+           "One given shorter than the metric's windows where adapt_mass is on (Stan's 75 + 25 + 50 "
+           "steps; HMC: 200 gradient evaluations) warns in one line."),
     Option("jit_compile", False, Boolean(), "run",
            "Compile the sampling loop with XLA: several times faster per step for potentials and "
            "small networks, at a few seconds of compile time per run; not with mini-batches "

@@ -597,12 +597,54 @@ def test_python_users_get_the_burn_in_warning_and_an_adapted_width_in_the_header
         assert _burn_in_notes(dict(resolve({"sampler": "HMC2"}), **quiet)) == []
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", "burn_in_steps 30 is shorter than Stan's windows")  # the next test's
         sim = tati.Simulation(**settings, burn_in_steps=30, max_steps=40)
         result = sim.sample()
     width = float(result.run_info["step_width"].iloc[-1])
     assert width != 0.1
     assert summarise("tati-sample", sim, result, sampler=True).splitlines()[0] == (
         f"tati-sample: 40 steps of NUTS (step_width {width:.3g}, adapted from 0.1) at inverse temperature 1")
+
+
+def test_a_burn_in_too_short_for_the_metrics_windows_says_so_in_one_line():
+    """A burn_in_steps given shorter than Stan's windows (75 + 25 + 50) for NUTS, RWMH (and a
+    Langevin sampler with adapt_mass true) names the one window the metric adapts in, or, below
+    20 steps (HMC: 200 gradient evaluations), that the metric stays 1; nothing where the metric
+    does not adapt, where the windows fit, or with the default burn-in. One RWMH step of 2
+    walkers from the tool: a few seconds (29 s at load 9)."""
+    from processes import tool_here
+    from tati.cli.sample import main
+    from tati.config import preflight
+    from tati.config.options import resolve
+    from tati.simulation import _burn_in_notes
+
+    def notes(given=True, **options):
+        return _burn_in_notes(resolve(options), given)
+    assert notes(sampler="NUTS", burn_in_steps=60) == [
+        "burn_in_steps 60 is shorter than Stan's windows (75 + 25 + 50): the metric adapts in one window of 45 "
+        "steps (steps 10-54); give burn_in_steps 1000 (--burn_in_steps 1000)"]
+    [note] = notes(sampler="RWMH", burn_in_steps=149, max_steps=4000)
+    assert "one window of 113 steps" in note and note.endswith(
+        ", or leave it unset (half of max_steps: 2000)")
+    assert notes(sampler="RWMH", burn_in_steps=19)[0].startswith(
+        "burn_in_steps 19 is shorter than Stan's windows (75 + 25 + 50) and than the 20 steps a metric window "
+        "needs: the metric stays 1; give burn_in_steps 1000")
+    assert notes(sampler="HMC2", burn_in_steps=199) == [
+        "burn_in_steps 199 is fewer gradient evaluations than HMC2's metric windows need (200): the metric "
+        "stays 1; give burn_in_steps 2000 (--burn_in_steps 2000)"]
+    assert "one window of 45 steps" in notes(sampler="BAOAB", adapt_mass=True, burn_in_steps=60)[0]
+    for quiet in (dict(sampler="NUTS", burn_in_steps=150), dict(sampler="HMC1", burn_in_steps=200),
+                  dict(sampler="NUTS", burn_in_steps=60, adapt_mass=False), dict(sampler="BAOAB", burn_in_steps=60),
+                  dict(sampler="RWMH", burn_in_steps=60, covariance_blending=1.0, number_walkers=4),
+                  dict(sampler="NUTS", burn_in_steps=60, restore_model="s.npz")):
+        assert notes(**quiet) == [], quiet
+    default, _ = preflight.check({"sampler": "NUTS", "max_steps": 100})  # burn_in_steps 50, not given
+    assert default["burn_in_steps"] == 50 and _burn_in_notes(default, given=False) == []
+    code, err, out = tool_here(main, ["--sampler", "RWMH", "--number_walkers", "2", "--max_steps", "1",
+                                      "--burn_in_steps", "60"])
+    assert code == 0 and err == ("tati-sample: warning: burn_in_steps 60 is shorter than Stan's windows (75 + 25 + "
+                                 "50): the metric adapts in one window of 45 steps (steps 10-54); give "
+                                 "burn_in_steps 1000 (--burn_in_steps 1000)\n"), err
 
 
 def test_a_network_is_judged_on_its_loss_and_output_biases():
