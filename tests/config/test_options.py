@@ -20,13 +20,16 @@ GENERAL = {"inverse_temperature"}  # every sampler takes it: not declared per sa
 @pytest.mark.parametrize("sampler", sampler_names())
 def test_the_table_declares_what_each_sampler_takes(sampler):
     """Its spec lists what its class takes: its parameters, the burn-in adaptations that its
-    constructor takes by name (tati/config/building.py) and, for a Metropolis sampler, the
-    Simulation's warm start before its burn-in (tati/adaptation/warm_start.py)."""
+    constructor takes by name (tati/config/building.py), for a Metropolis sampler the
+    Simulation's warm start before its burn-in (tati/adaptation/warm_start.py), and for one with
+    friction the Simulation's measured step width (tati/adaptation/measured_width.py)."""
     cls = get_sampler(sampler)
     takes = set(cls.parameters) - GENERAL
     takes |= {name for name in ADAPTATION if name in inspect.signature(cls).parameters}
     if spec_of(sampler).metropolis:
         takes.add("warm_start")
+    if "friction_constant" in takes:
+        takes.add("measure_step_width")
     declared = {option.name for option in OPTIONS if sampler in samplers_taking(option.name)}
     assert declared == takes == set(spec_of(sampler).option_names)
 
