@@ -36,7 +36,7 @@ from tati.engine import checkpoint
 from tati.adaptation import measured_width, warm_start
 from tati.errors import InputError, Interrupted, SamplingError
 from tati.engine.clock import FirstStep
-from tati.engine.contract import load_kernel
+from tati.engine.contract import LEGS, load_kernel
 from tati.engine.registry import optimizer_spec, samplers_taking, spec_of, spec_of_kernel
 from tati.engine.kernels import FULL_BATCH, kind_of
 from tati.optimizers import make_optimizer
@@ -466,7 +466,7 @@ def _window_note(o):
     if not _metric_adapts(o):
         return []
     n, sampler = o["burn_in_steps"], o["sampler"]
-    counted_in_legs = sampler in ("HMC1", "HMC2")
+    counted_in_legs = spec_of(sampler).kind == LEGS
     enough = windows.MIN_LEG_METRIC_BURN_IN if counted_in_legs else sum(
         (windows.INITIAL_BUFFER, windows.BASE_WINDOW, windows.TERMINAL_BUFFER))
     if n >= enough:
