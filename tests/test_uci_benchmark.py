@@ -72,6 +72,21 @@ def test_summary_mean_and_standard_error(tool):
         tool.summarise(rows), "yacht")
 
 
+@pytest.mark.parametrize("quick", [False, True])
+def test_every_sampler_setting_reaches_the_simulation(tool, quick):
+    """A sampling method's settings, but the tool's own, are its run's options (a filter used to drop
+    jit_compile and hamiltonian_dynamics_time), and each is one its sampler takes."""
+    from tati.config.options import check_sampler_options, resolve
+    for name in ("nuts", "hmc2", "baoab", "sghmc", "sgld"):
+        s = tool.settings(name, quick)
+        run = tool.sampler_options(s)
+        assert set(run) == set(s) - set(tool.TOOL_KEYS), name
+        resolve(run)
+        check_sampler_options(run, run["sampler"])
+    hmc2 = tool.sampler_options(tool.settings("hmc2", quick))
+    assert hmc2["jit_compile"] and hmc2["hamiltonian_dynamics_time"] == 0.01
+
+
 @pytest.mark.parametrize("case, named", [
     ("no folder", "nowhere"),
     ("no target", "index_target.txt"),
@@ -104,7 +119,8 @@ def test_quick_run_on_yacht(tool, tmp_path, monkeypatch):
     """MAP and a tiny NUTS on split 1: every column, finite numbers, and the MAP's predictive
     mean closer to the test targets than the training mean (on yacht its RMSE is about a tenth)."""
     monkeypatch.setitem(tool.QUICK, "map", {"fit": {**tool.MAP_FIT, "max_steps": 100}})
-    monkeypatch.setitem(tool.QUICK, "nuts", {"burn_in": 20, "steps": 30, "max_tree_depth": 4})
+    # graph mode: XLA's compile would cost more than these few transitions
+    monkeypatch.setitem(tool.QUICK, "nuts", {"burn_in": 20, "steps": 30, "max_tree_depth": 4, "jit_compile": False})
     csv, png = tmp_path / "splits.csv", tmp_path / "summary.png"
     code, err, out = tool_here(tool.main, [str(YACHT), "--quick", "--splits", "1", "--methods", "map,nuts",
                                            "--csv", str(csv), "--plot", str(png)])

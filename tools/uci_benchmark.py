@@ -53,8 +53,9 @@ METHODS = {
     "ensemble": dict(fit={**MAP_FIT, "number_walkers": 5}),
     "swag": dict(start_at_map=True, optimizer="GradientDescent", learning_rate=1e-7, batch_size=32,
                  steps=4000, every_nth=20, burn_in=1000, rank=20),
-    "nuts": dict(sampler="NUTS", number_walkers=2, burn_in=500, steps=1500),
-    "hmc2": dict(sampler="HMC2", number_walkers=4, burn_in=4000, steps=12000),
+    "nuts": dict(sampler="NUTS", number_walkers=2, burn_in=500, steps=1500, jit_compile=True),
+    "hmc2": dict(sampler="HMC2", number_walkers=4, burn_in=10000, steps=20000, jit_compile=True,
+                 hamiltonian_dynamics_time=0.01),
     "baoab": dict(start_at_map=True, sampler="BAOAB", step_width=3e-5, batch_size=32, burn_in=2000, steps=12000,
                   every_nth=10),
     "sghmc": dict(start_at_map=True, sampler="SGHMC", step_width=3e-5, batch_size=32, burn_in=2000, steps=12000,
@@ -62,6 +63,7 @@ METHODS = {
     "sgld": dict(start_at_map=True, sampler="SGLD", step_width=1e-8, batch_size=32, burn_in=2000, steps=12000,
                  every_nth=10),
 }
+TOOL_KEYS = ("fit", "start_at_map", "burn_in", "steps")  # read by the tool, not Simulation options
 # --quick: these settings replace the ones above
 QUICK = {
     "map": dict(fit={**MAP_FIT, "max_steps": 300}),
@@ -165,6 +167,12 @@ def settings(name, quick):
     return {**METHODS[name], **(QUICK[name] if quick else {})}
 
 
+def sampler_options(s):
+    """A sampling method's Simulation options: all its settings but the tool's own (TOOL_KEYS),
+    so that no setting in METHODS is dropped silently."""
+    return {k: v for k, v in s.items() if k not in TOOL_KEYS}
+
+
 def model_options(train, hidden, seed):
     return dict(dataset=train, hidden_dimension=[hidden], hidden_activation="relu", output_dimension=2,
                 output_activation="linear", likelihood="heteroscedastic_gaussian", prior_standard_deviation=1.0,
@@ -191,9 +199,7 @@ def draws_of(name, train, hidden, seed, quick):
                               initial_parameters=start)
         posterior = swag(sgd.fit().trajectory, rank=s["rank"], burn_in=s["burn_in"])
         return sgd, posterior.sample(DRAWS, seed=seed)
-    run = {k: v for k, v in s.items() if k in ("sampler", "number_walkers", "step_width", "batch_size", "every_nth",
-                                          "max_tree_depth")}
-    sim = tati.Simulation(**options, **run, burn_in_steps=s["burn_in"], max_steps=s["steps"],
+    sim = tati.Simulation(**options, **sampler_options(s), burn_in_steps=s["burn_in"], max_steps=s["steps"],
                           initial_parameters=start)
     trajectory = sim.sample().trajectory
     return sim, trajectory[trajectory.step > s["burn_in"]]
