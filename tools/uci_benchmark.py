@@ -19,9 +19,11 @@ Simulation.predictive: test RMSE of the predictive mean and test log-likelihood 
 (LogSumExp over the draws - log n), both in the target's original units (RMSE times sd_y; the
 log-likelihood minus log sd_y), as in the published tables.
 
-Printed: a progress line per split and method, then per method the mean +- standard error over
-the splits and the seconds per split, beside the published figures of the dataset (PUBLISHED,
-by the folder's name). --csv writes every split and method; --plot the summary as a PNG.
+Printed: a progress line per split and method (for a sampler with several walkers also the
+R-hat of the loss across them after burn-in, the CSV's loss_r_hat: near 1 when the walkers
+agree), then per method the mean +- standard error over the splits and the seconds per split,
+beside the published figures of the dataset (PUBLISHED, by the folder's name). --csv writes
+every split and method; --plot the summary as a PNG.
 """
 
 import argparse
@@ -90,7 +92,7 @@ PUBLISHED = {
     "yacht": {"PBP": ((1.02, 0.05), (-1.63, 0.02)), "MC dropout": ((0.67, 0.05), (-1.25, 0.01)),
               "deep ensembles": ((1.58, 0.48), (-1.18, 0.21))},
 }
-COLUMNS = ["dataset", "split", "method", "test_rmse", "test_log_likelihood", "draws", "seconds"]
+COLUMNS = ["dataset", "split", "method", "test_rmse", "test_log_likelihood", "draws", "seconds", "loss_r_hat"]
 
 
 # ---- the data ----
@@ -205,13 +207,26 @@ def draws_of(name, train, hidden, seed, quick):
     return sim, trajectory[trajectory.step > s["burn_in"]]
 
 
+def loss_r_hat(name, draws):
+    """R-hat of the loss across a sampler's walkers after burn-in (tati.diagnostics.convergence;
+    a network's weights are not identified, its loss is); NaN for a fit, SWAG, one walker or
+    fewer than 4 rows per walker."""
+    from tati.diagnostics.convergence import MIN_ROWS, convergence, equal_rows
+    if "fit" in METHODS[name] or name == "swag" or draws.id.nunique() < 2:
+        return math.nan
+    rows = equal_rows(draws)
+    if rows.groupby("id").size().min() < MIN_ROWS:
+        return math.nan
+    return float(convergence(rows, columns=["loss"]).r_hat.iloc[0])
+
+
 def evaluate(name, train, test, y_sd, hidden, seed, quick):
-    """(test RMSE, test log-likelihood per point, draws) of one method on one split."""
+    """(test RMSE, test log-likelihood per point, draws, loss R-hat) of one method on one split."""
     sim, draws = draws_of(name, train, hidden, seed, quick)
     table, _ = sim.predictive(test[0], test[1], trajectory=draws, burn_in=-1, draws=DRAWS)
     residuals = test[1][:, 0] - table["mean_0"].to_numpy()
     rmse, ll = in_target_units(residuals, table["log_predictive_density"].to_numpy(), y_sd)
-    return rmse, ll, min(len(draws), DRAWS)
+    return rmse, ll, min(len(draws), DRAWS), loss_r_hat(name, draws)
 
 
 def run_benchmark(dataset, splits, methods, seed, quick):
@@ -222,12 +237,12 @@ def run_benchmark(dataset, splits, methods, seed, quick):
         for name in methods:
             start = time.perf_counter()
             try:
-                rmse, ll, draws = evaluate(name, train, test, y_sd, dataset["hidden"], seed, quick)
-                note = ""
+                rmse, ll, draws, r_hat = evaluate(name, train, test, y_sd, dataset["hidden"], seed, quick)
+                note = "" if math.isnan(r_hat) else f", loss R-hat {r_hat:.2f}"
             except SamplingError as error:
-                rmse, ll, draws, note = math.nan, math.nan, 0, f" (failed: {error})"
+                rmse, ll, draws, r_hat, note = math.nan, math.nan, 0, math.nan, f" (failed: {error})"
             seconds = time.perf_counter() - start
-            rows.append(dict(zip(COLUMNS, (dataset["name"], k, name, rmse, ll, draws, seconds))))
+            rows.append(dict(zip(COLUMNS, (dataset["name"], k, name, rmse, ll, draws, seconds, r_hat))))
             print(f"split {k} ({count}/{len(splits)}) {name}: test RMSE {rmse:.3f}, test LL {ll:.3f}, "
                   f"{seconds:.1f} s{note}", flush=True)
     return pd.DataFrame(rows, columns=COLUMNS)
