@@ -87,20 +87,6 @@ def test_every_sampler_setting_reaches_the_simulation(tool, quick):
     assert hmc2["jit_compile"] and hmc2["hamiltonian_dynamics_time"] == 0.01
 
 
-def test_loss_r_hat_across_walkers(tool):
-    """Walkers whose losses are draws of one distribution read about 1, walkers 10 sd apart far
-    above; a fit (its walkers are separate optimisations) and too few rows read NaN. The
-    draws are seeded; for 2 x 100 independent draws R-hat - 1 is of order 1 / 100, so 1.1 is
-    many of its sd away."""
-    losses = np.random.default_rng(5).normal(size=(2, 100))
-    rows = lambda offset, n=100: pd.DataFrame({"id": np.repeat([0, 1], n), "step": np.tile(np.arange(1, n + 1), 2),
-                                               "loss": (losses[:, :n] + [[0.0], [offset]]).ravel()})
-    assert tool.loss_r_hat("hmc2", rows(0.0)) < 1.1
-    assert tool.loss_r_hat("hmc2", rows(10.0)) > 3
-    assert math.isnan(tool.loss_r_hat("ensemble", rows(0.0)))
-    assert math.isnan(tool.loss_r_hat("hmc2", rows(0.0, n=3)))
-
-
 @pytest.mark.parametrize("case, named", [
     ("no folder", "nowhere"),
     ("no target", "index_target.txt"),
@@ -151,3 +137,17 @@ def test_quick_run_on_yacht(tool, tmp_path, monkeypatch):
     assert rows.test_rmse[0] < 0.5 * mean_rmse
     assert "split 1 (1/1) nuts: test RMSE" in out and "loss R-hat" in out and "| published: PBP | 1.02 +- 0.05" in out
     assert png.stat().st_size > 0
+
+
+def test_loss_r_hat_across_walkers(tool):
+    """Walkers whose losses are draws of one distribution read about 1, walkers 10 sd apart far
+    above; a fit (its walkers are separate optimisations) and too few rows read NaN. The
+    draws are seeded; for 2 x 100 independent draws R-hat - 1 is of order 1 / 100, so 1.1 is
+    many of its sd away. Placed after the quick run, whose R-hat pays TFP's first call (seconds)."""
+    losses = np.random.default_rng(5).normal(size=(2, 100))
+    rows = lambda offset, n=100: pd.DataFrame({"id": np.repeat([0, 1], n), "step": np.tile(np.arange(1, n + 1), 2),
+                                               "loss": (losses[:, :n] + [[0.0], [offset]]).ravel()})
+    assert tool.loss_r_hat("hmc2", rows(0.0)) < 1.1
+    assert tool.loss_r_hat("hmc2", rows(10.0)) > 3
+    assert math.isnan(tool.loss_r_hat("ensemble", rows(0.0)))
+    assert math.isnan(tool.loss_r_hat("hmc2", rows(0.0, n=3)))
