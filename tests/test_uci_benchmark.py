@@ -84,7 +84,7 @@ def test_every_sampler_setting_reaches_the_simulation(tool, quick):
         resolve(run)
         check_sampler_options(run, run["sampler"])
     hmc2 = tool.sampler_options(tool.settings("hmc2", quick))
-    assert hmc2["jit_compile"] and hmc2["hamiltonian_dynamics_time"] == 0.01
+    assert hmc2["hamiltonian_dynamics_time"] == 0.01
 
 
 @pytest.mark.parametrize("case, named", [

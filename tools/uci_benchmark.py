@@ -56,7 +56,7 @@ METHODS = {
     "swag": dict(start_at_map=True, optimizer="GradientDescent", learning_rate=1e-7, batch_size=32,
                  steps=4000, every_nth=20, burn_in=1000, rank=20),
     "nuts": dict(sampler="NUTS", number_walkers=2, burn_in=500, steps=1500, jit_compile=True),
-    "hmc2": dict(sampler="HMC2", number_walkers=4, burn_in=10000, steps=20000, jit_compile=True,
+    "hmc2": dict(sampler="HMC2", number_walkers=4, burn_in=10000, steps=20000, jit_compile=False,
                  hamiltonian_dynamics_time=0.01),
     "baoab": dict(start_at_map=True, sampler="BAOAB", step_width=3e-5, batch_size=32, burn_in=2000, steps=12000,
                   every_nth=10),
