@@ -72,6 +72,21 @@ def test_summary_mean_and_standard_error(tool):
         tool.summarise(rows), "yacht")
 
 
+@pytest.mark.parametrize("quick", [False, True])
+def test_every_sampler_setting_reaches_the_simulation(tool, quick):
+    """A sampling method's settings, but the tool's own, are its run's options (a filter used to drop
+    jit_compile and hamiltonian_dynamics_time), and each is one its sampler takes."""
+    from tati.config.options import check_sampler_options, resolve
+    for name in ("nuts", "hmc2", "baoab", "sghmc", "sgld"):
+        s = tool.settings(name, quick)
+        run = tool.sampler_options(s)
+        assert set(run) == set(s) - set(tool.TOOL_KEYS), name
+        resolve(run)
+        check_sampler_options(run, run["sampler"])
+    hmc2 = tool.sampler_options(tool.settings("hmc2", quick))
+    assert hmc2["hamiltonian_dynamics_time"] == 0.01
+
+
 @pytest.mark.parametrize("case, named", [
     ("no folder", "nowhere"),
     ("no target", "index_target.txt"),
@@ -104,7 +119,8 @@ def test_quick_run_on_yacht(tool, tmp_path, monkeypatch):
     """MAP and a tiny NUTS on split 1: every column, finite numbers, and the MAP's predictive
     mean closer to the test targets than the training mean (on yacht its RMSE is about a tenth)."""
     monkeypatch.setitem(tool.QUICK, "map", {"fit": {**tool.MAP_FIT, "max_steps": 100}})
-    monkeypatch.setitem(tool.QUICK, "nuts", {"burn_in": 20, "steps": 30, "max_tree_depth": 4})
+    # graph mode: XLA's compile would cost more than these few transitions
+    monkeypatch.setitem(tool.QUICK, "nuts", {"burn_in": 20, "steps": 30, "max_tree_depth": 4, "jit_compile": False})
     csv, png = tmp_path / "splits.csv", tmp_path / "summary.png"
     code, err, out = tool_here(tool.main, [str(YACHT), "--quick", "--splits", "1", "--methods", "map,nuts",
                                            "--csv", str(csv), "--plot", str(png)])
@@ -114,9 +130,24 @@ def test_quick_run_on_yacht(tool, tmp_path, monkeypatch):
     assert list(rows.method) == ["map", "nuts"] and set(rows.split) == {1} and set(rows.dataset) == {"yacht"}
     assert np.isfinite(rows[["test_rmse", "test_log_likelihood", "seconds"]].to_numpy()).all()
     assert list(rows.draws) == [1, 20]  # MAP's one point; NUTS's 2 walkers x 10 transitions after burn-in
+    assert math.isnan(rows.loss_r_hat[0]) and np.isfinite(rows.loss_r_hat[1])
     data = np.loadtxt(YACHT / "data.txt")
     train, test = (np.loadtxt(YACHT / f"index_{part}_1.txt", dtype=int) for part in ("train", "test"))
     mean_rmse = math.sqrt(np.mean((data[test, 6] - data[train, 6].mean()) ** 2))
     assert rows.test_rmse[0] < 0.5 * mean_rmse
-    assert "split 1 (1/1) nuts: test RMSE" in out and "| published: PBP | 1.02 +- 0.05" in out
+    assert "split 1 (1/1) nuts: test RMSE" in out and "loss R-hat" in out and "| published: PBP | 1.02 +- 0.05" in out
     assert png.stat().st_size > 0
+
+
+def test_loss_r_hat_across_walkers(tool):
+    """Walkers whose losses are draws of one distribution read about 1, walkers 10 sd apart far
+    above; a fit (its walkers are separate optimisations) and too few rows read NaN. The
+    draws are seeded; for 2 x 100 independent draws R-hat - 1 is of order 1 / 100, so 1.1 is
+    many of its sd away. Placed after the quick run, whose R-hat pays TFP's first call (seconds)."""
+    losses = np.random.default_rng(5).normal(size=(2, 100))
+    rows = lambda offset, n=100: pd.DataFrame({"id": np.repeat([0, 1], n), "step": np.tile(np.arange(1, n + 1), 2),
+                                               "loss": (losses[:, :n] + [[0.0], [offset]]).ravel()})
+    assert tool.loss_r_hat("hmc2", rows(0.0)) < 1.1
+    assert tool.loss_r_hat("hmc2", rows(10.0)) > 3
+    assert math.isnan(tool.loss_r_hat("ensemble", rows(0.0)))
+    assert math.isnan(tool.loss_r_hat("hmc2", rows(0.0, n=3)))

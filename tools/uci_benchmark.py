@@ -19,9 +19,11 @@ Simulation.predictive: test RMSE of the predictive mean and test log-likelihood 
 (LogSumExp over the draws - log n), both in the target's original units (RMSE times sd_y; the
 log-likelihood minus log sd_y), as in the published tables.
 
-Printed: a progress line per split and method, then per method the mean +- standard error over
-the splits and the seconds per split, beside the published figures of the dataset (PUBLISHED,
-by the folder's name). --csv writes every split and method; --plot the summary as a PNG.
+Printed: a progress line per split and method (for a sampler with several walkers also the
+R-hat of the loss across them after burn-in, the CSV's loss_r_hat: near 1 when the walkers
+agree), then per method the mean +- standard error over the splits and the seconds per split,
+beside the published figures of the dataset (PUBLISHED, by the folder's name). --csv writes
+every split and method; --plot the summary as a PNG.
 """
 
 import argparse
@@ -53,8 +55,9 @@ METHODS = {
     "ensemble": dict(fit={**MAP_FIT, "number_walkers": 5}),
     "swag": dict(start_at_map=True, optimizer="GradientDescent", learning_rate=1e-7, batch_size=32,
                  steps=4000, every_nth=20, burn_in=1000, rank=20),
-    "nuts": dict(sampler="NUTS", number_walkers=2, burn_in=500, steps=1500),
-    "hmc2": dict(sampler="HMC2", number_walkers=4, burn_in=4000, steps=12000),
+    "nuts": dict(sampler="NUTS", number_walkers=2, burn_in=500, steps=1500, jit_compile=True),
+    "hmc2": dict(sampler="HMC2", number_walkers=4, burn_in=10000, steps=20000, jit_compile=False,
+                 hamiltonian_dynamics_time=0.01),
     "baoab": dict(start_at_map=True, sampler="BAOAB", step_width=3e-5, batch_size=32, burn_in=2000, steps=12000,
                   every_nth=10),
     "sghmc": dict(start_at_map=True, sampler="SGHMC", step_width=3e-5, batch_size=32, burn_in=2000, steps=12000,
@@ -62,6 +65,7 @@ METHODS = {
     "sgld": dict(start_at_map=True, sampler="SGLD", step_width=1e-8, batch_size=32, burn_in=2000, steps=12000,
                  every_nth=10),
 }
+TOOL_KEYS = ("fit", "start_at_map", "burn_in", "steps")  # read by the tool, not Simulation options
 # --quick: these settings replace the ones above
 QUICK = {
     "map": dict(fit={**MAP_FIT, "max_steps": 300}),
@@ -88,7 +92,7 @@ PUBLISHED = {
     "yacht": {"PBP": ((1.02, 0.05), (-1.63, 0.02)), "MC dropout": ((0.67, 0.05), (-1.25, 0.01)),
               "deep ensembles": ((1.58, 0.48), (-1.18, 0.21))},
 }
-COLUMNS = ["dataset", "split", "method", "test_rmse", "test_log_likelihood", "draws", "seconds"]
+COLUMNS = ["dataset", "split", "method", "test_rmse", "test_log_likelihood", "draws", "seconds", "loss_r_hat"]
 
 
 # ---- the data ----
@@ -165,6 +169,12 @@ def settings(name, quick):
     return {**METHODS[name], **(QUICK[name] if quick else {})}
 
 
+def sampler_options(s):
+    """A sampling method's Simulation options: all its settings but the tool's own (TOOL_KEYS),
+    so that no setting in METHODS is dropped silently."""
+    return {k: v for k, v in s.items() if k not in TOOL_KEYS}
+
+
 def model_options(train, hidden, seed):
     return dict(dataset=train, hidden_dimension=[hidden], hidden_activation="relu", output_dimension=2,
                 output_activation="linear", likelihood="heteroscedastic_gaussian", prior_standard_deviation=1.0,
@@ -191,21 +201,32 @@ def draws_of(name, train, hidden, seed, quick):
                               initial_parameters=start)
         posterior = swag(sgd.fit().trajectory, rank=s["rank"], burn_in=s["burn_in"])
         return sgd, posterior.sample(DRAWS, seed=seed)
-    run = {k: v for k, v in s.items() if k in ("sampler", "number_walkers", "step_width", "batch_size", "every_nth",
-                                          "max_tree_depth")}
-    sim = tati.Simulation(**options, **run, burn_in_steps=s["burn_in"], max_steps=s["steps"],
+    sim = tati.Simulation(**options, **sampler_options(s), burn_in_steps=s["burn_in"], max_steps=s["steps"],
                           initial_parameters=start)
     trajectory = sim.sample().trajectory
     return sim, trajectory[trajectory.step > s["burn_in"]]
 
 
+def loss_r_hat(name, draws):
+    """R-hat of the loss across a sampler's walkers after burn-in (tati.diagnostics.convergence;
+    a network's weights are not identified, its loss is); NaN for a fit, SWAG, one walker or
+    fewer than 4 rows per walker."""
+    from tati.diagnostics.convergence import MIN_ROWS, convergence, equal_rows
+    if "fit" in METHODS[name] or name == "swag" or draws.id.nunique() < 2:
+        return math.nan
+    rows = equal_rows(draws)
+    if rows.groupby("id").size().min() < MIN_ROWS:
+        return math.nan
+    return float(convergence(rows, columns=["loss"]).r_hat.iloc[0])
+
+
 def evaluate(name, train, test, y_sd, hidden, seed, quick):
-    """(test RMSE, test log-likelihood per point, draws) of one method on one split."""
+    """(test RMSE, test log-likelihood per point, draws, loss R-hat) of one method on one split."""
     sim, draws = draws_of(name, train, hidden, seed, quick)
     table, _ = sim.predictive(test[0], test[1], trajectory=draws, burn_in=-1, draws=DRAWS)
     residuals = test[1][:, 0] - table["mean_0"].to_numpy()
     rmse, ll = in_target_units(residuals, table["log_predictive_density"].to_numpy(), y_sd)
-    return rmse, ll, min(len(draws), DRAWS)
+    return rmse, ll, min(len(draws), DRAWS), loss_r_hat(name, draws)
 
 
 def run_benchmark(dataset, splits, methods, seed, quick):
@@ -216,12 +237,12 @@ def run_benchmark(dataset, splits, methods, seed, quick):
         for name in methods:
             start = time.perf_counter()
             try:
-                rmse, ll, draws = evaluate(name, train, test, y_sd, dataset["hidden"], seed, quick)
-                note = ""
+                rmse, ll, draws, r_hat = evaluate(name, train, test, y_sd, dataset["hidden"], seed, quick)
+                note = "" if math.isnan(r_hat) else f", loss R-hat {r_hat:.2f}"
             except SamplingError as error:
-                rmse, ll, draws, note = math.nan, math.nan, 0, f" (failed: {error})"
+                rmse, ll, draws, r_hat, note = math.nan, math.nan, 0, math.nan, f" (failed: {error})"
             seconds = time.perf_counter() - start
-            rows.append(dict(zip(COLUMNS, (dataset["name"], k, name, rmse, ll, draws, seconds))))
+            rows.append(dict(zip(COLUMNS, (dataset["name"], k, name, rmse, ll, draws, seconds, r_hat))))
             print(f"split {k} ({count}/{len(splits)}) {name}: test RMSE {rmse:.3f}, test LL {ll:.3f}, "
                   f"{seconds:.1f} s{note}", flush=True)
     return pd.DataFrame(rows, columns=COLUMNS)
