@@ -78,7 +78,7 @@ def test_a_boolean_flag_alone_means_true(name, parser):
 def test_the_booleans_of_sample_are_all_bare():
     assert set(flags(tool("tati-sample"), "bare")) == {
         "--collapse_walkers", "--adapt_step_width", "--adapt_mass", "--adapt_trajectory_length", "--warm_start",
-        "--jit_compile", "--record_momenta", "--overwrite", "--progress"}
+        "--jit_compile", "--record_momenta", "--overwrite", "--progress", "--measure_step_width"}
 
 
 @pytest.mark.parametrize("name, parser", every_parser(), ids=lambda p: p if isinstance(p, str) else "")
