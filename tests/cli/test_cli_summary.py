@@ -579,7 +579,7 @@ def test_python_users_get_the_burn_in_warning_and_an_adapted_width_in_the_header
     import tensorflow as tf
     import tati
     from tati.config.options import resolve
-    from tati.simulation import _burn_in_notes
+    from tati.adaptation.burn_in_notes import notes as _burn_in_notes
     settings = dict(potential=lambda x: 0.5 * tf.reduce_sum(x ** 2), initial_parameters=[0.5, -0.5],
                     dtype="float64", sampler="NUTS", max_tree_depth=4, every_nth=1, seed=1)
     sim = tati.Simulation(**settings, max_steps=2, burn_in_steps=0)
@@ -616,7 +616,7 @@ def test_a_burn_in_too_short_for_the_metrics_windows_says_so_in_one_line():
     from tati.cli.sample import main
     from tati.config import preflight
     from tati.config.options import resolve
-    from tati.simulation import _burn_in_notes
+    from tati.adaptation.burn_in_notes import notes as _burn_in_notes
 
     def notes(given=True, **options):
         return _burn_in_notes(resolve(options), given)
