@@ -54,11 +54,12 @@ def kidiq(data):
     y = tf.constant(data["kid_score"], tf.float64)
     x = tf.constant(data["mom_iq"], tf.float64)
 
-    def potential(u):
-        beta1, beta2, log_sigma = u[0], u[1], u[2]
+    def potential(u):  # u: [d] or a batch of walkers [..., d]
+        beta1, beta2, log_sigma = u[..., 0, None], u[..., 1, None], u[..., 2]
         sigma = tf.exp(log_sigma)
-        residual = (y - beta1 - beta2 * x) / sigma
-        log_likelihood = -0.5 * tf.reduce_sum(tf.square(residual)) - tf.cast(tf.size(y), tf.float64) * log_sigma
+        residual = (y - beta1 - beta2 * x) / sigma[..., None]
+        log_likelihood = (-0.5 * tf.reduce_sum(tf.square(residual), axis=-1)
+                          - tf.cast(tf.size(y), tf.float64) * log_sigma)
         log_prior = -tf.math.log1p(tf.square(sigma / 2.5))
         return -(log_likelihood + log_prior + log_sigma)  # + log |d sigma / d log sigma|
 
@@ -78,17 +79,18 @@ def low_dim_gauss_mix(data):
         mean, sd = tf.cast(mean, tf.float64), tf.cast(sd, tf.float64)
         return -0.5 * tf.square((value - mean) / sd) - tf.math.log(sd)
 
-    def potential(u):
-        mu1 = u[0]
-        mu2 = mu1 + tf.exp(u[1])
-        sigma1, sigma2 = tf.exp(u[2]), tf.exp(u[3])
-        theta = tf.sigmoid(u[4])
+    def potential(u):  # u: [d] or a batch of walkers [..., d]
+        mu1 = u[..., 0]
+        mu2 = mu1 + tf.exp(u[..., 1])
+        sigma1, sigma2 = tf.exp(u[..., 2]), tf.exp(u[..., 3])
+        theta = tf.sigmoid(u[..., 4])
         log_prior = (normal_lpdf(mu1, 0.0, 2.0) + normal_lpdf(mu2, 0.0, 2.0) + normal_lpdf(sigma1, 0.0, 2.0)
                      + normal_lpdf(sigma2, 0.0, 2.0) + 4.0 * tf.math.log(theta) + 4.0 * tf.math.log1p(-theta))
-        mix = tf.reduce_logsumexp(tf.stack([tf.math.log(theta) + normal_lpdf(y, mu1, sigma1),
-                                            tf.math.log1p(-theta) + normal_lpdf(y, mu2, sigma2)]), axis=0)
-        log_jacobian = u[1] + u[2] + u[3] + tf.math.log(theta) + tf.math.log1p(-theta)
-        return -(tf.reduce_sum(mix) + log_prior + log_jacobian)
+        mix = tf.reduce_logsumexp(tf.stack([
+            tf.math.log(theta)[..., None] + normal_lpdf(y, mu1[..., None], sigma1[..., None]),
+            tf.math.log1p(-theta)[..., None] + normal_lpdf(y, mu2[..., None], sigma2[..., None])]), axis=0)
+        log_jacobian = u[..., 1] + u[..., 2] + u[..., 3] + tf.math.log(theta) + tf.math.log1p(-theta)
+        return -(tf.reduce_sum(mix, axis=-1) + log_prior + log_jacobian)
 
     def constrained(u):
         theta = 1.0 / (1.0 + np.exp(-u[:, 4]))
@@ -173,6 +175,8 @@ def run(name, sampler, burn_in, steps, seed, walkers=8, inverse_temperature=1.0,
                     dtype="float64", sampler=sampler, number_walkers=walkers, max_steps=burn, seed=seed,
                     inverse_temperature=inverse_temperature, burn_in_steps=burn)
     settings.update(options)
+    if settings.get("jit_compile"):  # XLA takes several walkers' potential batched, not vectorised
+        settings["potential_batched"] = True
     sim = tati.Simulation(**settings)
     start = time.perf_counter()
     warm = sim.sample()
