@@ -8,7 +8,8 @@ It drives the mean acceptance statistic a_n towards the target delta:
 
 with mu = log(10 eps_0), gamma = 0.1, t0 = 10, kappa = 0.75, and a_n the acceptance
 statistic averaged over the walkers. After burn-in the width is frozen at eps_bar, the average
-of the iterates, which fluctuates less than the last one. Stan's gamma is 0.05; with it the
+of the iterates, which fluctuates less than the last one (HMC's at the smaller of the two:
+`cautious_width`). Stan's gamma is 0.05; with it the
 iterates swing further, partly beyond the width where acceptance falls off, so that the
 frozen eps_bar accepted 0.86 instead of 0.8 on a Gaussian of condition number 1e4; with 0.1,
 0.82 (doc/samplers.md). After a metric window it restarts (`restart`): the width's scale has
@@ -66,6 +67,16 @@ def width(state, final):
     """The width to use: the current iterate during burn-in, the averaged one after (`final`,
     a boolean tensor)."""
     return tf.exp(tf.where(final, state.log_step_bar, state.log_step))
+
+
+def cautious_width(state, final):
+    """As `width`, but frozen at the smaller of the averaged width and the last iterate: for
+    HMC, whose legs ChEES lengthens during burn-in (100-fold on yacht), so that the many short
+    legs after a restart outvote the few long ones at the end in the average, while the chain
+    may still be moving into narrower regions (doc/samplers.md). Too wide a width costs all
+    legs (past leapfrog's stability limit every leg is rejected), too narrow one a little
+    speed."""
+    return tf.exp(tf.where(final, tf.minimum(state.log_step_bar, state.log_step), state.log_step))
 
 
 select = states.select

@@ -386,8 +386,16 @@ def _hmc_lines(run_info, hint="lower step_width"):
     rate = float(last["average_rejection_rate"].mean())
     divergent = int(last["divergences"].sum())
     text = f"  rejected {rate:.0%} of HMC proposals, {divergent} divergent (energy error > 1000/beta)"
-    if not (rate > REJECTION_MAX or divergent > 0):
+    # A walker that rejects most legs hardly moves, though the mean over the walkers may pass.
+    high = last[last["average_rejection_rate"] > REJECTION_MAX] if rate <= REJECTION_MAX else last.iloc[:0]
+    if not (rate > REJECTION_MAX or divergent > 0 or len(high)):
         return [text + ": ok"]
+    if len(high):
+        names = ", ".join(str(int(i)) for i in high["id"])
+        rates = ", ".join(f"{r:.0%}" for r in high["average_rejection_rate"])
+        its = "its" if len(high) == 1 else "their"
+        return [text + ":", f"    walker{'s' if len(high) > 1 else ''} {names} rejected {rates} of {its} "
+                f"proposals: {hint}"]
     return [f"{text}: {hint}"] if len(text) + len(hint) + 2 < WIDTH else [text + ":", f"    {hint}"]
 
 

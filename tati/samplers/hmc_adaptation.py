@@ -6,7 +6,8 @@ algorithms are tati/adaptation/'s; here is what HMC feeds them and when:
   from the chain's state, h doubled or halved until the walkers' mean one-step acceptance
   min(1, exp(-beta dH)) crosses 0.5;
 - dual averaging of log h (`_adapt`) on the mean acceptance probability of the walkers that
-  decide, towards `target_acceptance_rate`; afterwards the average of the iterates;
+  decide, towards `target_acceptance_rate`; afterwards the smaller of the average of the
+  iterates and the last one (dual_averaging.cautious_width);
 - the metric (`_adapt_metric`), in windows of the legs' starts counted in legs: a scale s per
   parameter, s^4 = var(q) / var(beta grad U) (adaptation.metric.fisher_scale; kicks s grad U, drifts
   s p); or with metric="dense" the Cholesky factor L of the starts' covariance, regularised
@@ -193,7 +194,7 @@ class LegAdaptation:
         updated = averaging.update(state, acceptance, self.target_acceptance_rate)
         state = averaging.select(adapting & (decisions > 0), updated, state)
         self._dual_averaging.assign(averaging.pack(state))
-        h = averaging.width(state, tf.logical_not(adapting))
+        h = averaging.cautious_width(state, tf.logical_not(adapting))
         self._learning_rate.assign(tf.cast(h, self._learning_rate.dtype))
         return tf.cast(tf.cast(h, self._learning_rate.dtype), tf.float64)
 

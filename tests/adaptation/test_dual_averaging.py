@@ -89,3 +89,29 @@ def test_a_width_per_walker_is_each_walkers_own_dual_averaging():
                    for s, a, t in zip(singles, acceptances, targets)]
     np.testing.assert_array_equal(averaging.pack(batched).numpy(),
                                   np.stack([averaging.pack(s).numpy() for s in singles], axis=1))
+
+
+def test_cautious_width_is_the_smaller_of_average_and_last_iterate_after_burn_in():
+    """HMC's frozen width (cautious_width): during burn-in the iterate, after it the smaller of
+    eps_bar and the last iterate, either way round."""
+    wide_average = averaging.State(*(tf.constant(v, tf.float64) for v in
+                                     (400.0, 0.0, math.log(0.0044), math.log(0.009), 0.0)))
+    narrow_average = wide_average._replace(log_step=tf.constant(math.log(0.02), tf.float64))
+    assert float(averaging.cautious_width(wide_average, tf.constant(True))) == pytest.approx(0.0044, rel=1e-14)
+    assert float(averaging.cautious_width(narrow_average, tf.constant(True))) == pytest.approx(0.009, rel=1e-14)
+    assert float(averaging.cautious_width(narrow_average, tf.constant(False))) == pytest.approx(0.02, rel=1e-14)
+
+
+def test_cautious_width_follows_a_target_that_narrows_late_in_burn_in():
+    """yacht's case in miniature (doc/benchmarks.md): acceptance a(eps) = exp(-eps / c), 400
+    updates at c = 1 (ChEES's short legs) and 20 at c = 0.5 (the few long legs at the end, the
+    chain gone to a narrower region; right width 0.5 log 1.25 = 0.11). The average eps_bar
+    keeps the early width, 0.216, accepting 0.65 after burn-in; the last iterate, 0.128,
+    accepts 0.77. Deterministic."""
+    state = averaging.init(1.0)
+    for n in range(420):
+        scale = 1.0 if n < 400 else 0.5
+        state = averaging.update(state, tf.exp(-averaging.width(state, tf.constant(False)) / scale), 0.8)
+    averaged = float(averaging.width(state, tf.constant(True)))
+    cautious = float(averaging.cautious_width(state, tf.constant(True)))
+    assert math.exp(-averaged / 0.5) < 0.7 < 0.75 < math.exp(-cautious / 0.5)

@@ -194,6 +194,22 @@ def test_summary_of_hmc_counts_divergences_from_each_walkers_last_row():
         "  rejected 70% ")
 
 
+def test_summary_of_hmc_names_a_walker_that_rejects_most_legs():
+    """The walkers' mean rejection 47.5% passes, but walker 1 rejects 90% of its legs (yacht's
+    stuck walker, doc/benchmarks.md): a line names it, with the cure."""
+    rows = 40
+    kinetic = gamma_readings(np.random.default_rng(2), 2, rows, 1.0)
+    rate = np.concatenate([np.full(rows, 0.05), np.full(rows, 0.9)])
+    simulation, result = fake_run(kinetic, kinetic, hmc=(rate, np.zeros(2 * rows, int)), potential=lambda x: x,
+                                  sampler="HMC2", number_walkers=2)
+    text = summarise("tati-sample", simulation, result, sampler=True)
+    check_layout(text)
+    lines = text.splitlines()
+    at = lines.index(line_with(text, "  rejected"))
+    assert lines[at] == "  rejected 48% of HMC proposals, 0 divergent (energy error > 1000/beta):"
+    assert lines[at + 1] == "    walker 1 rejected 90% of its proposals: lower step_width"
+
+
 def test_summary_timing_and_files():
     kinetic = gamma_readings(np.random.default_rng(3), 1, 500, 1.0)
     simulation, result = fake_run(kinetic, kinetic, potential=lambda x: x)
@@ -421,8 +437,9 @@ def test_a_leg_length_adapted_to_one_step_gets_a_hint():
 def test_a_burn_in_too_short_for_the_metric_says_how_long_to_make_it():
     """HMC2, 4 walkers, legs of T = 10 (about 70 steps at the width the sd 0.1 allows) on a
     Gaussian of sds 0.1, 0.3, 1: a burn-in of 300 steps holds about 6 legs per walker and closes
-    no metric window; the summary says so with the legs counted, points the rejection and R-hat
-    hints at burn_in_steps, and the burn-in it proposes adapts the metric."""
+    no metric window; the summary says so with the legs counted, points the rejection hint at
+    burn_in_steps (the run's own rejection is ok since HMC's frozen width is the smaller of the
+    average and the last iterate: set high here), and the burn-in it proposes adapts the metric."""
     import tensorflow as tf
 
     import tati
@@ -432,15 +449,19 @@ def test_a_burn_in_too_short_for_the_metric_says_how_long_to_make_it():
                               potential_batched=True, initial_parameters=[0.1, -0.2, 0.5], number_walkers=4,
                               sampler="HMC2", hamiltonian_dynamics_time=10.0, adapt_trajectory_length=False,
                               burn_in_steps=burn_in, max_steps=burn_in + 300, dtype="float64", seed=seed(47))
-        return sim, summarise("tati-sample", sim, sim.sample(), sampler=True)
-    sim, text = run(300)
+        result = sim.sample()
+        return sim, result, summarise("tati-sample", sim, result, sampler=True)
+    sim, result, text = run(300)
     check_layout(text)
     line = line_with(text, "  metric not adapted")
     found = re.fullmatch(r"  metric not adapted: too few legs in burn-in \(about ([0-9]+) per walker; "
                          r"try burn_in_steps ([0-9]+)\)", line)
     assert found and 2 <= int(found[1]) <= 10, line
-    assert "raise burn_in_steps (the metric did not adapt)" in text, text
-    sim, text = run(int(found[2]))
+    assert line_with(text, "  rejected").endswith(": ok")
+    # Had the walkers rejected most legs, the hint would be the metric's.
+    result.run_info["average_rejection_rate"] = 0.9
+    assert "\n    raise burn_in_steps (the metric did not adapt)" in summarise("tati-sample", sim, result, True)
+    sim, _, text = run(int(found[2]))
     assert sim.sampler.metric_windows() >= 1 and "  metric adapted in" in text, text
 
 
