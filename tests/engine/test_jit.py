@@ -33,8 +33,10 @@ def test_without_noise_xla_and_graph_agree(options):
 
 @pytest.mark.statistical
 def test_xla_hmc_is_reproducible_and_exact():
-    """HMC2 on N(0, I_4) with 200 walkers under XLA: same seed, same tables; the variance is 1
-    within a Student-t bound across walkers (false-failure rate 1e-3)."""
+    """HMC2 on N(0, I_4) with 200 walkers under XLA: same seed, same tables; after burn-in (the
+    default, 450 steps, which adapts width and leg length: its draws are not exact, 0.973 +-
+    0.006 at these seeds) the variance is 1 within a Student-t bound across walkers
+    (false-failure rate 1e-3)."""
     walkers = 200
     rng = np.random.default_rng(seed(4700))
     options = dict(potential=lambda x: 0.5 * tf.reduce_sum(tf.square(x), axis=1), potential_batched=True,
@@ -46,6 +48,7 @@ def test_xla_hmc_is_reproducible_and_exact():
         pd.testing.assert_frame_equal(a, b)
     sim = tati.Simulation(dtype="float64", **dict(options, seed=seed(8), every_nth=1))
     trajectory = sim.sample().trajectory
+    trajectory = trajectory[trajectory.step > sim.options["burn_in_steps"]]
     squares = (trajectory[[f"param{i}" for i in range(4)]] ** 2).mean(axis=1).groupby(trajectory["id"]).mean()
     error = squares.std(ddof=1) / np.sqrt(walkers)
     assert abs(squares.mean() - 1.0) < t_critical(1e-3, walkers - 1) * error, (squares.mean(), error)
