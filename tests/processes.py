@@ -1,10 +1,14 @@
 """Helpers for tests that interrupt a running command-line tool, or run one in the test process."""
 
 import contextlib
+import importlib.util
 import io
 import os
+import sys
 import time
 import warnings
+
+TOOLS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools")
 
 
 def signal_when_written(process, path, size, signal_number, timeout=240):
@@ -38,3 +42,16 @@ def tool_here(main, argv):
         except SystemExit as exit:
             code = exit.code
     return code, err.getvalue(), out.getvalue()
+
+
+def load_tool(name):
+    """tools/NAME.py as a module (a tool is a script, not a package), with tools/ on sys.path
+    while it loads, for its imports of other tools (benchmark, benchmark_hmc, ...)."""
+    sys.path.insert(0, TOOLS)
+    try:
+        spec = importlib.util.spec_from_file_location(name, os.path.join(TOOLS, f"{name}.py"))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(TOOLS)
+    return module

@@ -3,28 +3,16 @@ there, with positive, finite times and ratios (no timing thresholds: the machine
 CSV holds the same rows, and bad input is one line with exit status 2."""
 
 import csv
-import importlib.util
 import math
-import pathlib
-import sys
 
 import pytest
 
-from processes import tool_here
-
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from processes import load_tool, tool_here
 
 
 @pytest.fixture(scope="module")
 def tool():
-    sys.path.insert(0, str(ROOT / "tools"))  # its imports of benchmark_hmc, benchmark, ...
-    try:
-        spec = importlib.util.spec_from_file_location("benchmark_device", ROOT / "tools" / "benchmark_device.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(ROOT / "tools"))
-    return module
+    return load_tool("benchmark_device")
 
 
 def table_rows(out):

@@ -2,28 +2,16 @@
 finite time and ratio (no timing thresholds: the machine is shared), Keras SGD's ratio 1, and bad
 input is one line with exit status 2."""
 
-import importlib.util
 import math
-import pathlib
-import sys
 
 import pytest
 
-from processes import tool_here
-
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from processes import load_tool, tool_here
 
 
 @pytest.fixture(scope="module")
 def tool():
-    sys.path.insert(0, str(ROOT / "tools"))  # its import of benchmark
-    try:
-        spec = importlib.util.spec_from_file_location("benchmark_fit", ROOT / "tools" / "benchmark_fit.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(ROOT / "tools"))
-    return module
+    return load_tool("benchmark_fit")
 
 
 def test_quick_run_has_every_case(tool):

@@ -11,26 +11,20 @@ out. The last bits depend on the CPU's SIMD extensions, so on a CPU of another c
 fixture's the test is skipped; a change meant to change numbers rerecords the fixture
 (doc/contributing.md)."""
 
-import importlib.util
 import os
 import subprocess
 import sys
 
 import pytest
 
+from processes import load_tool
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOOL = os.path.join(HERE, os.pardir, "tools", "record_fixture.py")
 PART = "samplers"
 
 
-def load_tool():
-    spec = importlib.util.spec_from_file_location("record_fixture", TOOL)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-tool = load_tool()
+tool = load_tool("record_fixture")
 
 
 def recorded_now(tmp_path_factory, part):

@@ -1,34 +1,26 @@
 """The user guide matches the code: doc/options.md is what tools/make_options_doc.py renders
 from the option table, and every column the tables can have is documented in doc/columns.md."""
 
-import importlib.util
 import pathlib
 import re
 
 import pytest
 
+from processes import load_tool
 from tati.engine.registry import every_info
 from tati.recording import columns
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
-def load_tool():
-    path = ROOT / "tools" / "make_options_doc.py"
-    spec = importlib.util.spec_from_file_location("make_options_doc", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_options_doc_is_up_to_date():
     text = (ROOT / "doc" / "options.md").read_text(encoding="utf-8")
-    assert text == load_tool().render(), "run: python tools/make_options_doc.py"
+    assert text == load_tool("make_options_doc").render(), "run: python tools/make_options_doc.py"
 
 
 def test_options_doc_lists_every_option():
     from tati.config.options import OPTIONS
-    rendered = load_tool().render()
+    rendered = load_tool("make_options_doc").render()
     for option in OPTIONS:
         assert f"| `{option.name}` |" in rendered
 

@@ -2,7 +2,6 @@
 published tables (exact numbers), bad input, and a short run end to end on the shipped copy of
 yacht (tests/fixtures/uci/yacht: its first two splits)."""
 
-import importlib.util
 import math
 import pathlib
 
@@ -10,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from processes import tool_here
+from processes import load_tool, tool_here
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 YACHT = ROOT / "tests" / "fixtures" / "uci" / "yacht"
@@ -18,10 +17,7 @@ YACHT = ROOT / "tests" / "fixtures" / "uci" / "yacht"
 
 @pytest.fixture(scope="module")
 def tool():
-    spec = importlib.util.spec_from_file_location("uci_benchmark", ROOT / "tools" / "uci_benchmark.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("uci_benchmark")
 
 
 def write_folder(folder, splits=1):

@@ -6,8 +6,6 @@ false-failure rate of 6.3e-5 each, 4e-4 in all (Bonferroni); the sd ratios' and 
 are the issue's acceptance (#40), far wider than their Monte Carlo spread at this length.
 """
 
-import importlib.util
-import pathlib
 import warnings
 
 import numpy as np
@@ -15,17 +13,9 @@ import pytest
 import tensorflow as tf
 
 import tati
+from processes import load_tool
 from stats import seed
 from tati.adaptation import warm_start
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-
-
-def posteriordb_check():
-    spec = importlib.util.spec_from_file_location("posteriordb_check", ROOT / "tools" / "posteriordb_check.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def two_wells(x):
@@ -93,7 +83,7 @@ def test_hmc2_on_kidiq_from_stans_inits(inverse_temperature):
     protocol: burn-in 2000 of 20000 steps). The negative control, beta 1.15, narrows every sd by
     1 / sqrt(1.15): at about 5000 effective draws that is z of about -7 for each of the three sds
     (0.068 sqrt(2 ESS)), so all three within 4 has probability about 1e-3 or less."""
-    check = posteriordb_check()
+    check = load_tool("posteriordb_check")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # the warm start names the walkers it restarted
         rows, _, _ = check.run("kidiq", "HMC2", burn_in=2000, steps=20000, seed=seed(11),
@@ -115,7 +105,7 @@ def test_nuts_and_rwmh_on_low_dim_gauss_mix_from_stans_inits(sampler, burn_in, s
     1.0028 against 1.01, so an sd ratio outside [0.8, 1.25] (the sd's error about 1 / sqrt(2 ESS),
     2.3% or less) is over 8 of its sds away. CPU 8 s (NUTS) and 10 s (RWMH) after TensorFlow's
     start, about twice that at load 9."""
-    check = posteriordb_check()
+    check = load_tool("posteriordb_check")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # the warm start names the walkers it restarted
         rows, timing, _ = check.run("low_dim_gauss_mix", sampler, burn_in=burn_in, steps=steps, seed=seed(1),

@@ -13,6 +13,7 @@ import pytest
 import tensorflow as tf
 
 import tati
+from processes import load_tool
 from stats import chain_mean_and_error, seed, t_critical, z_critical
 from tati.diagnostics import independent_readings, walker_outliers
 from tati.errors import InputError
@@ -442,13 +443,6 @@ def test_batch_estimator_without_mini_batches():
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
-def _uci_tool():
-    spec = importlib.util.spec_from_file_location("uci_benchmark", ROOT / "tools" / "uci_benchmark.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_adam_estimator_on_yacht_keeps_every_walker_in_its_interval():
     """Issue #41's run, shortened: yacht split 0 (tests/fixtures/uci/yacht), 50 relu units,
     heteroscedastic likelihood, prior sd 1, float64, seed 1, 4 walkers, batches of 32 (9 an
@@ -460,7 +454,7 @@ def test_adam_estimator_on_yacht_keeps_every_walker_in_its_interval():
     walker lines' "blew up"). Now no walker line fires: each walker's largest kinetic energy
     after burn-in is below ten times the chi-square bound a healthy run stays below with
     probability 1 - 1e-3 (the largest of the four at about 2 times equipartition)."""
-    tool = _uci_tool()
+    tool = load_tool("uci_benchmark")
     dataset = tool.read_dataset(str(ROOT / "tests" / "fixtures" / "uci" / "yacht"))
     train, _, _ = tool.standardise(dataset["x"], dataset["y"], *dataset["splits"][0])
     epoch = -(-len(train[1]) // 32)
