@@ -197,7 +197,7 @@ class Simulation:
         a samplers.proposal.ProposalKernel on the model)."""
         if self._sampler is None:
             self._sampler = building.make_sampler(self.options, self.model, self.ensemble, self._first_walker,
-                                                  self._total_walkers)
+                                                  self._total_walkers, self.data)
         return self._sampler
 
     @property
@@ -230,8 +230,10 @@ class Simulation:
         """measure_step_width: the sampler's step width from the walkers' start (tati/adaptation/measured_width.py)."""
         o = self.options
         mass = o["mass"] if "mass" in spec_of(o["sampler"]).option_names else 1.0
+        sampler = self.sampler
+        scales_of = sampler.noise_scales if getattr(sampler, "noise_mass", False) else None
         self.measured_width = measured_width.measure(self.model, self.data, o["friction_constant"] / mass,
-                                                     1.0 / o["inverse_temperature"], mass, o["seed"])
+                                                     1.0 / o["inverse_temperature"], mass, o["seed"], scales_of)
         self.sampler.step_width = self.measured_width.width
 
     def _start_warm(self):

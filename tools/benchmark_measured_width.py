@@ -22,11 +22,11 @@ uci = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(uci)
 
 
-def run(sampler, train, test, y_sd, epochs, start, width=None, seed=1, walkers=4, batch=32):
+def run(sampler, train, test, y_sd, epochs, start, width=None, seed=1, walkers=4, batch=32, **extra):
     import tati
     per_epoch = -(-len(train[1]) // batch)
     options = dict(uci.model_options(train, 50, seed), sampler=sampler, number_walkers=walkers, batch_size=batch,
-                   measure_step_width="auto", burn_in_steps=epochs * per_epoch, max_steps=2 * epochs * per_epoch, every_nth=per_epoch)
+                   measure_step_width="auto", burn_in_steps=epochs * per_epoch, max_steps=2 * epochs * per_epoch, every_nth=per_epoch, **extra)
     if start is not None:
         options["initial_parameters"] = start
     if width is not None:  # a given width: nothing measured (the comparison)
@@ -45,8 +45,19 @@ def run(sampler, train, test, y_sd, epochs, start, width=None, seed=1, walkers=4
     info = result.run_info[result.run_info.step > options["burn_in_steps"]]
     d = simulation.model.num_parameters
     temperature = (2.0 * info.groupby("id").kinetic_energy.mean() / d).to_numpy()
+    losses = result.run_info[result.run_info.step > options["burn_in_steps"]].pivot(index="step", columns="id",
+                                                                                   values="loss").to_numpy()
     return dict(sampler=sampler, rmse=rmse, ll=ll, temperature=temperature, widths=simulation.measured_width,
-                seconds=seconds, d=d)
+                seconds=seconds, d=d, rhat=rhat(losses), losses=losses, scales=simulation.sampler.metric_scales())
+
+
+def rhat(chains):
+    """Gelman-Rubin's R-hat of [draws, chains] (split in halves): near 1 when the walkers agree."""
+    n = chains.shape[0] // 2
+    halves = np.concatenate([chains[:n], chains[n:2 * n]], axis=1)
+    within = halves.var(axis=0, ddof=1).mean()
+    between = n * halves.mean(axis=0).var(ddof=1)
+    return float(np.sqrt(((n - 1) / n * within + between / n) / within))
 
 
 def main():
@@ -56,6 +67,8 @@ def main():
     parser.add_argument("--samplers", default="BAOAB,SGHMC")
     parser.add_argument("--starts", default="random,map")
     parser.add_argument("--step-width", type=float, help="a given width instead of the measured one")
+    parser.add_argument("--adapt-mass", default="auto", help="adapt_mass: auto, true or noise")
+    parser.add_argument("--friction", type=float, default=1.0)
     args = parser.parse_args()
     import tati
     dataset = uci.read_dataset(args.folder)
@@ -67,14 +80,17 @@ def main():
             fitted.fit()
             start = fitted.parameters
         for sampler in args.samplers.split(","):
-            out = run(sampler, train, test, y_sd, args.epochs, start, args.step_width)
+            out = run(sampler, train, test, y_sd, args.epochs, start, args.step_width,
+                      adapt_mass=args.adapt_mass, friction_constant=args.friction)
             w = out["widths"]
             print(f"{sampler} from {start_name}: " + (w.line() if w is not None else "no width measured"))
             if "error" in out:
                 print("  " + out["error"])
                 continue
             print(f"  RMSE {out['rmse']:.3f}, test LL {out['ll']:+.3f}, beta |p|^2 / d per walker "
-                  f"{', '.join(f'{t:.3f}' for t in out['temperature'])} (d = {out['d']}), {out['seconds']:.0f} s",
+                  f"{', '.join(f'{t:.3f}' for t in out['temperature'])} (d = {out['d']}), loss R-hat {out['rhat']:.2f}, "
+                  f"loss after burn-in first/last {np.round(out['losses'][[0, -1]], 0).tolist()}, scales "
+                  f"{out['scales'].min():.3g} .. {out['scales'].max():.3g}, {out['seconds']:.0f} s",
                   flush=True)
 
 

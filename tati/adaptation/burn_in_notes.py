@@ -36,7 +36,7 @@ def _metric_adapts(o):
     """Whether adapt_mass estimates a metric: true for the samplers taking it, auto for the
     Metropolis ones (tati/samplers/mass.py), not beside the ensemble's preconditioner."""
     sampler = o["sampler"]
-    on = o["adapt_mass"] is True or (o["adapt_mass"] == "auto" and spec_of(sampler).metropolis)
+    on = o["adapt_mass"] in (True, "noise") or (o["adapt_mass"] == "auto" and spec_of(sampler).metropolis)
     return on and sampler in samplers_taking("adapt_mass") and o["covariance_blending"] == 0
 
 

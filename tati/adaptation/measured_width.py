@@ -104,9 +104,11 @@ def widths(curvature, variance, friction, temperature=1.0, mass=1.0):
     return MeasuredWidth(curvature, variance, stable, noisy, np.minimum(stable, noisy))
 
 
-def measure(model, data, friction, temperature=1.0, mass=1.0, seed=0):
+def measure(model, data, friction, temperature=1.0, mass=1.0, seed=0, scales_of=None):
     """MeasuredWidth of every walker at the model's parameters: curvature on the whole dataset,
-    noise from NOISE_BATCHES extra batches of the run's batch size (none without mini-batches)."""
+    noise from NOISE_BATCHES extra batches of the run's batch size (none without mini-batches).
+    scales_of (adapt_mass noise): per-parameter variances [W, d] -> the whitened metric's scales
+    s [d]; curvature and noise are then those of s H s and s^2 V."""
     features, labels = data.all() if model.uses_data else (None, None)
     theta = tf.constant(model.flat_parameters().numpy(), model.dtype)
 
@@ -120,11 +122,14 @@ def measure(model, data, friction, temperature=1.0, mass=1.0, seed=0):
     def batch_gradient(k):
         return tf.cast(model.loss_and_gradient(*data.extra_batch(-1, k), theta=theta)[1], tf.float64)
 
-    start = np.random.default_rng(seed).standard_normal(theta.shape)
-    curvature = power_iteration(lambda v: hessian_vector(tf.constant(v)).numpy(), start)
-    variance = np.zeros(len(curvature))
+    variances = np.zeros(theta.shape)
     if not getattr(data, "full", True):
-        variance = noise_variance(np.stack([batch_gradient(tf.constant(k)).numpy() for k in range(NOISE_BATCHES)]))
+        variances = np.var(np.stack([batch_gradient(tf.constant(k)).numpy() for k in range(NOISE_BATCHES)]),
+                           axis=0, ddof=1)
+    scales = np.ones(theta.shape[-1]) if scales_of is None else scales_of(variances)
+    start = np.random.default_rng(seed).standard_normal(theta.shape)
+    curvature = power_iteration(lambda v: scales * hessian_vector(tf.constant(scales * v)).numpy(), start)
+    variance = np.mean(scales ** 2 * variances, axis=-1)
     if not np.all(np.isfinite(curvature)) or not np.all(np.isfinite(variance)):
         raise SamplingError("measure_step_width: the loss's curvature or gradient is not finite at the walkers' "
                             "start; give initial_parameters or a step_width")

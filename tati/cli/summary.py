@@ -76,6 +76,8 @@ def summarise(prog, simulation, result, sampler, seconds=None):
         lines.append("  " + simulation.warm_start.line())
     if measured is not None:
         lines.append("  " + measured.line())
+    if sampler and not legs and not proposal and getattr(simulation.sampler, "adapt_mass", False):
+        lines.append(_langevin_mass_line(simulation.sampler))
     broken = ~np.isfinite(run_info["loss"].to_numpy(dtype=float))
     if broken.any():  # on_nan=continue ran on where U is not defined: no average or test means anything
         first = run_info.loc[broken, ["step", "id"]].iloc[0]
@@ -425,6 +427,16 @@ def _burn_in_for_metric(o, run_info, walkers, draws):
     steps = burn_in * needed / max(legs, 1)
     scale = 10.0 ** max(math.floor(math.log10(steps)) - 1, 0)  # two significant digits, up
     return legs, int(math.ceil(steps / scale) * scale)
+
+
+def _langevin_mass_line(sampler):
+    """The Langevin samplers' adapted diagonal mass M = 1 / s^2 (samplers/mass.py)."""
+    masses = 1.0 / sampler.metric_scales() ** 2
+    times = int(sampler.metric_windows())
+    span = f"masses {masses.min():.3g} ... {masses.max():.3g} (median {np.median(masses):.3g})"
+    if getattr(sampler, "noise_mass", False):
+        return f"  mass from the gradient noise, measured {times} time{'s' if times != 1 else ''}: {span}"
+    return f"  mass adapted in {times} window{'s' if times != 1 else ''}: {span}"
 
 
 def _hmc_adaptation_lines(o, sampler, run_info, walkers):

@@ -219,11 +219,21 @@ def covariance_blocks(o, model):
     return [block for block in blocks.values() if block]
 
 
-def make_sampler(o, model, ensemble, first_walker=0, total_walkers=None):
+def noise_mass_sizes(o, data):
+    """adapt_mass noise's M_i = max(V_i B / c, floor), the loss being c times a batch's mean loss
+    (c = N, the data's size, with a likelihood, else 1): then V B / c estimates c times the
+    per-point Fisher information's diagonal, the posterior's precision. The floor is the prior's
+    precision (1 without a prior: the mass never below the unit mass)."""
+    sd = o["prior_standard_deviation"]
+    size = data.size if o["likelihood"] != "none" else 1
+    return dict(noise_mass_sizes=(o["batch_size"] / size, 1.0 if sd is None else sd ** -2.0))
+
+
+def make_sampler(o, model, ensemble, first_walker=0, total_walkers=None, data=None):
     """The sampler of the options on the model, by its spec (tati/engine/registry.py): a Keras
     optimizer built on its variables, given its walkers' layout and the ensemble's
     preconditioner, or, for a kernel that evaluates the target itself (NUTS, RWMH), one made on
-    the model."""
+    the model. `data` (the Batches) sizes adapt_mass noise's mass."""
     spec = spec_of(o["sampler"])
     cls = load_kernel(spec)
     own = {name: o[name] for name in cls.parameters}
@@ -235,6 +245,8 @@ def make_sampler(o, model, ensemble, first_walker=0, total_walkers=None):
     extra = {name: o[name] for name in ADAPTATION if name in spec.option_names and name not in own}
     if extra:
         extra["adaptation_steps"] = o["burn_in_steps"]
+    if extra.get("adapt_mass") == "noise":
+        extra.update(noise_mass_sizes(o, data))
     preconditioner = ensemble if ensemble is not None and ensemble.blending else None
     sampler = cls(step_width=o["step_width"], seed=o["seed"], **own, **extra, walker_axis=model.walker_axis,
                   preconditioner=preconditioner, **layout)

@@ -102,16 +102,20 @@ class Boolean(Kind):
 
 
 class BooleanOrAuto(Boolean):
-    """true, false or "auto" (kept as the string: each sampler decides what it means)."""
-    metavar = "{auto,true,false}"
+    """true, false or "auto" (kept as the string: each sampler decides what it means); `words`
+    adds further values kept as strings (adapt_mass's "noise")."""
+
+    def __init__(self, words=()):
+        self.words = ("auto",) + tuple(words)
+        self.metavar = "{" + ",".join(self.words + ("true", "false")) + "}"
 
     def __call__(self, option, value):
-        if isinstance(value, str) and value.lower() == "auto":
-            return "auto"
+        if isinstance(value, str) and value.lower() in self.words:
+            return value.lower()
         try:
             return super().__call__(option, value)
         except InputError:
-            raise InputError(f"{option} must be auto, true or false, got {value!r:.60}") from None
+            raise InputError(f"{option} must be {', '.join(self.words)}, true or false, got {value!r:.60}") from None
 
 
 class ListOf(Kind):

@@ -225,14 +225,18 @@ OPTIONS = [
     Option("target_acceptance_rate", None, Optional(Number(minimum=0.0, strict=True)), "sampler",
            "NUTS, RWMH, HMC1, HMC2: the mean acceptance the step width adapts to, in (0, 1); none "
            "means 0.8, for RWMH 0.234."),
-    Option("adapt_mass", "auto", BooleanOrAuto(), "sampler",
+    Option("adapt_mass", "auto", BooleanOrAuto(("noise",)), "sampler",
            "NUTS, RWMH, HMC1, HMC2, GLA1, GLA2, BAOAB, CCAdL: estimate a diagonal metric (each "
            "parameter's scale s; for the samplers with momenta the inverse mass s^2) from the "
            "draws of burn-in in Stan's windows; needs burn_in_steps >= 20 (HMC: >= 200 gradient "
            "evaluations, windows counted in legs). auto: on for NUTS, RWMH, HMC1, HMC2; off for "
            "GLA1, GLA2, BAOAB, CCAdL, whose dynamics (trajectories, kinetic temperature) it changes, "
            "so they adapt only with true, and keep their step_width (then relative to each "
-           "parameter's scale). With covariance_blending the ensemble preconditioner takes its place."),
+           "parameter's scale). With covariance_blending the ensemble preconditioner takes its place. "
+           "noise (GLA1, GLA2, BAOAB, CCAdL with batch_size): the mass from the gradient noise, "
+           "M_i = max(V_i batch_size / data size, 1 / prior_standard_deviation^2), V_i the variance of a "
+           "batch's gradient, measured at the start and after each window, frozen after burn-in; every "
+           "parameter then heats alike under the mini-batch noise (doc/samplers.md)."),
     Option("metric", "diagonal", Text(("diagonal", "dense")), "sampler",
            "NUTS, RWMH, HMC1, HMC2: the metric adapt_mass estimates: diagonal (a scale per parameter) "
            "or dense (the draws' covariance, theta = centre + L z with L its Cholesky factor; HMC: "

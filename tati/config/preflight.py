@@ -110,6 +110,7 @@ def _check_combinations(o):
         raise InputError(f"target_acceptance_rate must be < 1, got {o['target_acceptance_rate']:g}")
     _check_full_batch(o)
     sampler = spec_of(o["sampler"])
+    _check_noise_mass(o, sampler)
     if sampler.evaluates_target:
         if o["covariance_blending"] > 0 or o["collapse_walkers"]:
             option = "covariance_blending" if o["covariance_blending"] > 0 else "collapse_walkers"
@@ -126,6 +127,17 @@ def _check_combinations(o):
     if o["covariance_blending"] > 0 and o["number_walkers"] < 4:
         raise InputError(f"covariance_blending needs number_walkers >= 4 (two halves of at least "
                          f"2 walkers), got {o['number_walkers']}")
+
+
+def _check_noise_mass(o, sampler):
+    """adapt_mass noise: the Langevin samplers' mass from the mini-batch gradient noise (samplers/mass.py)."""
+    if o["adapt_mass"] != "noise":
+        return
+    if sampler.metropolis or "adapt_mass" not in sampler.option_names:
+        raise InputError(f"adapt_mass noise is not available with sampler {sampler.name} (it is for GLA1, "
+                         "GLA2, BAOAB, CCAdL)")
+    if o["batch_size"] is None:
+        raise InputError("adapt_mass noise needs batch_size: the mass comes from the mini-batch gradient's noise")
 
 
 def _check_full_batch(o):
@@ -181,7 +193,7 @@ def pools_walkers_in_burn_in(o):
     if spec.metropolis:  # the adaptations it takes (tati/engine/registry.py)
         return any(o[name] for name in ("adapt_step_width", "adapt_mass", "adapt_trajectory_length")
                    if name in spec.option_names)
-    return o["adapt_mass"] is True  # the Langevin samplers' mass adapts only when asked (samplers/mass.py)
+    return o["adapt_mass"] in (True, "noise")  # the Langevin samplers' mass adapts only when asked (samplers/mass.py)
 
 
 def _check_input_files(o):

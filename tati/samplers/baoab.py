@@ -45,10 +45,11 @@ class BAOAB(AdaptedMass, SamplerBase):
 
     def __init__(self, step_width=default("step_width"), friction_constant=default("friction_constant"),
                  inverse_temperature=default("inverse_temperature"), seed=default("seed"),
-                 adapt_mass=default("adapt_mass"), adaptation_steps=0, name=None, **kwargs):
+                 adapt_mass=default("adapt_mass"), adaptation_steps=0, noise_mass_sizes=(1.0, 1.0),
+                 name=None, **kwargs):
         super().__init__(step_width, seed, name, dict(
             kwargs, friction_constant=friction_constant, inverse_temperature=inverse_temperature))
-        self._init_mass(adapt_mass, adaptation_steps)
+        self._init_mass(adapt_mass, adaptation_steps, noise_mass_sizes)
 
     def update_step(self, gradient, variable, learning_rate):
         h = self._step_width(learning_rate, variable.dtype)

@@ -55,11 +55,12 @@ class CCAdL(AdaptedMass, SamplerBase):
     def __init__(self, step_width=default("step_width"), friction_constant=default("friction_constant"),
                  inverse_temperature=default("inverse_temperature"), sigma=default("sigma"),
                  sigmaA=default("sigmaA"), seed=default("seed"), adapt_mass=default("adapt_mass"),
-                 adaptation_steps=0, name=None, **kwargs):
+                 adaptation_steps=0, noise_mass_sizes=(1.0, 1.0),
+                 name=None, **kwargs):
         super().__init__(step_width, seed, name, dict(
             kwargs, friction_constant=friction_constant, inverse_temperature=inverse_temperature,
             sigma=sigma, sigmaA=sigmaA))
-        self._init_mass(adapt_mass, adaptation_steps)
+        self._init_mass(adapt_mass, adaptation_steps, noise_mass_sizes)
         values = self._parameter_values
         if values["sigmaA"] is None:
             values["sigmaA"] = math.sqrt(2.0 * values["friction_constant"] / values["inverse_temperature"])

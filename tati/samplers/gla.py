@@ -58,9 +58,10 @@ class GLA1(AdaptedMass, _GLA):
 
     def __init__(self, step_width=default("step_width"), friction_constant=default("friction_constant"),
                  inverse_temperature=default("inverse_temperature"), seed=default("seed"),
-                 adapt_mass=default("adapt_mass"), adaptation_steps=0, name=None, **kwargs):
+                 adapt_mass=default("adapt_mass"), adaptation_steps=0, noise_mass_sizes=(1.0, 1.0),
+                 name=None, **kwargs):
         super().__init__(step_width, friction_constant, inverse_temperature, seed, name, **kwargs)
-        self._init_mass(adapt_mass, adaptation_steps)
+        self._init_mass(adapt_mass, adaptation_steps, noise_mass_sizes)
 
     def update_step(self, gradient, variable, learning_rate):
         h = tf.cast(learning_rate, variable.dtype)
@@ -80,9 +81,10 @@ class GLA2(AdaptedMass, _GLA):
 
     def __init__(self, step_width=default("step_width"), friction_constant=default("friction_constant"),
                  inverse_temperature=default("inverse_temperature"), seed=default("seed"),
-                 adapt_mass=default("adapt_mass"), adaptation_steps=0, name=None, **kwargs):
+                 adapt_mass=default("adapt_mass"), adaptation_steps=0, noise_mass_sizes=(1.0, 1.0),
+                 name=None, **kwargs):
         super().__init__(step_width, friction_constant, inverse_temperature, seed, name, **kwargs)
-        self._init_mass(adapt_mass, adaptation_steps)
+        self._init_mass(adapt_mass, adaptation_steps, noise_mass_sizes)
 
     def update_step(self, gradient, variable, learning_rate):
         h = tf.cast(learning_rate, variable.dtype)

@@ -48,6 +48,9 @@ from tati.config import options as option_table
 from tati.adaptation import metric as moments
 from tati.adaptation import windows
 
+NOISE = "noise"
+NOISE_BATCHES = 16  # V_i's relative error sqrt(2 / 15) = 0.37 per walker, less pooled over walkers
+
 
 class AdaptedMass:
     """Mixin (before SamplerBase) giving a Langevin sampler an adapted diagonal mass.
@@ -59,14 +62,19 @@ class AdaptedMass:
     # Options the Simulation passes by name besides `parameters` (with adaptation_steps).
     adaptation_options = ("adapt_mass",)
 
-    def _init_mass(self, adapt_mass, adaptation_steps):
-        """adapt_mass: true, false or "auto" (off here: the dynamics is what these samplers'
-        users read, so it changes only on request)."""
+    def _init_mass(self, adapt_mass, adaptation_steps, noise_mass_sizes=(1.0, 1.0)):
+        """adapt_mass: true, false, "auto" (off here: the dynamics is what these samplers'
+        users read, so it changes only on request) or "noise", with noise_mass_sizes
+        (noise_precision B / N, mass_floor): M_i = max(V_i B / N, mass_floor)."""
+        noise_precision, mass_floor = noise_mass_sizes
         self.adaptation_steps = option_table.check("burn_in_steps", adaptation_steps)
         self._mass_requested = option_table.check("adapt_mass", adapt_mass)
+        self.noise_mass = self._mass_requested == NOISE
+        self.noise_precision, self.mass_floor = float(noise_precision), float(mass_floor)
         self.metric_start, self.metric_ends = (windows.metric_windows(self.adaptation_steps)
-                                               if self._mass_requested is True else (0, []))
+                                               if self._mass_requested in (True, NOISE) else (0, []))
         self.adapt_mass = bool(self.metric_ends)
+        self.noise_mass = self.noise_mass and self.adapt_mass
         self._scales = None
 
     def build(self, variables):
@@ -76,7 +84,13 @@ class AdaptedMass:
         if self.preconditioner is not None or self.moving is not None:
             self.adapt_mass = False  # the ensemble's preconditioner already scales the moves
         if not self.adapt_mass:
+            self.noise_mass = False
             return
+        if self.noise_mass:  # measurements so far, and the gradient evaluations they took (per walker)
+            self._noise_measurements = self.add_variable((), dtype="int64", name="noise_mass_measurements",
+                                                         initializer="zeros")
+            self._noise_evaluations = self.add_variable((), dtype="float64", name="noise_evaluations",
+                                                        initializer="zeros")
         self._scales = [self.add_variable(self._walker_shape(v), dtype=v.dtype, name="metric_scale",
                                           initializer="ones") for v in variables]
         self._metric_draws = [self.add_variable((1 + 2 * int(np.prod(self._walker_shape(v))),), dtype="float64",
@@ -112,9 +126,60 @@ class AdaptedMass:
     # -- adaptation ----------------------------------------------------------------------------
     def apply(self, grads, trainable_variables=None):
         result = super().apply(grads, trainable_variables)
-        if self.adapt_mass:
+        if self.adapt_mass and not self.noise_mass:
             self._adapt_metric()
         return result
+
+    # -- the mass from the gradient noise (adapt_mass="noise") -----------------------------------
+    @property
+    def noise_batches(self):
+        """K, the batches of its own `estimate_noise` wants (the engine calls it at each epoch's
+        start, without mini-batches every noise_estimation_steps = 1 steps), else 0."""
+        return NOISE_BATCHES if self.noise_mass else 0
+
+    noise_estimation_steps = 1
+
+    @property
+    def noise_evaluations(self):
+        """The gradient evaluations of the mass's measurements so far, per walker (float64)."""
+        return tf.convert_to_tensor(self._noise_evaluations)
+
+    def estimate_noise(self, gradients_of):
+        """If a measurement is due (none yet, or a window closed since the last), the scales
+        s_i = M_i^-1/2 from V_i, the sample variance of gradients_of(k), k < K, at the current
+        parameters, averaged over the walkers; else nothing. The whitened momenta p' keep their
+        values, so the momenta p = p' / s stay N(0, M / beta) with the new M."""
+        step = tf.cast(self.iterations, tf.int64)
+        closed = tf.reduce_sum(tf.cast(tf.constant(self.metric_ends, tf.int64) <= step, tf.int64))
+        due = self._noise_measurements < closed + 1
+
+        def measure():
+            for scale, variance in zip(self._scales, self._noise_variances(gradients_of)):
+                mass = tf.maximum(variance * self.noise_precision, self.mass_floor)
+                scale.assign(tf.cast(tf.reshape(tf.math.rsqrt(mass), scale.shape), scale.dtype))
+            self._noise_measurements.assign(closed + 1)
+            self._noise_evaluations.assign_add(float(NOISE_BATCHES))
+            return tf.constant(True)
+
+        tf.cond(due, measure, lambda: tf.constant(False))
+
+    def noise_scales(self, variances):
+        """numpy: the scales s = M^-1/2 of per-walker variances [W, d] (or [d]), as estimate_noise sets them."""
+        variance = np.mean(np.reshape(variances, (-1, np.shape(variances)[-1])), axis=0)
+        return 1.0 / np.sqrt(np.maximum(variance * self.noise_precision, self.mass_floor))
+
+    def _noise_variances(self, gradients_of):
+        """Per variable, one walker's shape: the sample variance (divisor K - 1) of the K
+        gradients, averaged over the walkers (Welford's sums: no cancellation under a large mean)."""
+        def add(k, means, squares):
+            gradients = [tf.cast(g, tf.float64) for g in gradients_of(k)]
+            new = [m + (g - m) / tf.cast(k + 1, tf.float64) for g, m in zip(gradients, means)]
+            return k + 1, new, [s + (g - m) * (g - n) for s, g, m, n in zip(squares, gradients, means, new)]
+
+        zeros = [tf.zeros(v.shape, tf.float64) for v in self._trainable_variables]
+        _, _, squares = tf.while_loop(lambda k, *_: k < NOISE_BATCHES, add, (tf.constant(0), zeros, zeros))
+        variances = [s / (NOISE_BATCHES - 1.0) for s in squares]
+        return [tf.reduce_mean(v, axis=0) if self._walkers is not None else v for v in variances]
 
     def _adapt_metric(self):
         """After step k (= iterations): collect the positions if first < k <= the last window's
@@ -147,12 +212,16 @@ class AdaptedMass:
         return np.concatenate([np.ravel(s.numpy()) for s in self._scales])
 
     def metric_windows(self):
-        """How many metric windows have closed so far (each updated the scales)."""
+        """How many metric windows have closed so far (each updated the scales); with
+        adapt_mass "noise", the mass's measurements so far (the first at step 0)."""
         if not self.adapt_mass:
             return 0
+        if self.noise_mass:
+            return int(self._noise_measurements.numpy())
         return sum(1 for end in self.metric_ends if end <= int(self.iterations.numpy()))
 
     def get_config(self):
         config = super().get_config()
-        config.update(adapt_mass=self._mass_requested, adaptation_steps=self.adaptation_steps)
+        config.update(adapt_mass=self._mass_requested, adaptation_steps=self.adaptation_steps,
+                      noise_mass_sizes=(self.noise_precision, self.mass_floor))
         return config

@@ -162,7 +162,7 @@ def test_the_option_is_off_by_default_for_langevin_and_checked():
     sim = tati.Simulation(potential=gaussian, potential_batched=True, initial_parameters=[1.0] * 5, sampler="HMC2",
                           burn_in_steps=400)
     assert sim.sampler.adapt_mass
-    with pytest.raises(InputError, match="^adapt_mass must be auto, true or false, got 'sometimes'$"):
+    with pytest.raises(InputError, match="^adapt_mass must be auto, noise, true or false, got 'sometimes'$"):
         tati.Simulation(sampler="BAOAB", adapt_mass="sometimes")
     for cls in (GLA1, GLA2, BAOAB, CCAdL):
         config = cls(adapt_mass=True, adaptation_steps=200).get_config()

@@ -1,0 +1,101 @@
+"""adapt_mass="noise" (tati/samplers/mass.py): the diagonal mass shaped by the gradient noise, on a
+target whose gradient noise is known exactly.
+
+Target: U = sum_i omega_i^2 q_i^2 / 2, d = 8, omega_i^2 log-spaced 1 ... 1e4, each gradient
+coordinate carrying Gaussian noise of variance V_i = omega_i^2 / c (c = noise_precision = B / N =
+1 / 20): the Fisher relation of a likelihood, so the right mass is M_i = V_i c = omega_i^2, the
+posterior's precision, and the noise is as uneven as the curvature (V from 20 to 2e5). The width
+is the one measure_step_width gives with that mass: every coordinate's whitened noise is
+V_i / M_i = 20, and h is the 5%-excess width of noise 20 (measured_width.noise_width). With the
+mass measured from the noise (K = 16 noisy gradients per walker, pooled over the 32 walkers)
+every coordinate samples beta omega_i^2 Var(q_i) = 1 within its Monte Carlo error plus that 5%;
+unit mass at the same width runs the noisy coordinates hundreds of times hot (negative control).
+
+False-failure budget 1e-3: the 8 coordinates' intervals of the mass run (Bonferroni, Student-t
+over the walkers' independent chains); the control's and the scales' checks sit far beyond their
+spread (measured values in the comments, seed 11).
+"""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import tati
+from stats import seed, t_critical
+from tati.adaptation import measured_width as mw
+from tati.samplers import BAOAB
+
+ALPHA = 1e-3
+WALKERS, D = 32, 8
+OMEGA2 = np.logspace(0.0, 4.0, D)
+SHARE = 1.0 / 20.0  # c = B / N
+V = OMEGA2 / SHARE
+GAMMA, BURN_IN, STEPS = 1.0, 1000, 4000
+WIDTH = float(mw.noise_width(1.0 / SHARE, GAMMA))  # 0.005
+
+
+def run(adapt_mass, run_seed):
+    """Per walker and coordinate, beta omega^2 q^2 averaged after burn-in ([W, d]), and the sampler."""
+    sampler = BAOAB(step_width=WIDTH, friction_constant=GAMMA, seed=run_seed, adapt_mass=adapt_mass,
+                    adaptation_steps=BURN_IN, noise_mass_sizes=(SHARE, 1.0), walker_axis=True)
+    q = tf.Variable(np.random.default_rng(run_seed).normal(size=(WALKERS, D)) / np.sqrt(OMEGA2))
+    sampler.build([q])
+    omega2, noise_sd = tf.constant(OMEGA2), tf.constant(np.sqrt(V))
+
+    def noisy_gradient(key):
+        noise = tf.random.stateless_normal([WALKERS, D], key, dtype=tf.float64)
+        return omega2 * tf.convert_to_tensor(q) + noise_sd * noise
+
+    @tf.function(autograph=False)
+    def loop():
+        def body(i, total):
+            if sampler.noise_mass:  # the engine's call at an epoch's start; a no-op unless due
+                sampler.estimate_noise(lambda k: [noisy_gradient(tf.stack([tf.cast(i, tf.int64), 1000 + tf.cast(
+                    k, tf.int64)]))])
+            sampler.apply([noisy_gradient(tf.stack([tf.cast(i, tf.int64), tf.constant(run_seed, tf.int64)]))], [q])
+            kept = tf.cast(i >= BURN_IN, tf.float64)
+            return i + 1, total + kept * omega2 * tf.square(tf.convert_to_tensor(q))
+        return tf.while_loop(lambda i, _: i < BURN_IN + STEPS, body,
+                             (tf.constant(0), tf.zeros([WALKERS, D], tf.float64)))[1]
+
+    return loop().numpy() / STEPS, sampler
+
+
+@pytest.mark.statistical
+def test_the_noise_mass_holds_every_coordinate_at_the_temperature():
+    temperatures, sampler = run("noise", seed(11))
+    scales = sampler.metric_scales()
+    assert sampler.metric_windows() == 6  # the start and the five windows' ends, then frozen
+    # s = M^-1/2 within 15% of 1 / omega (the pooled variance's error is about 7%; seed 11: 1-5%)
+    np.testing.assert_allclose(scales * np.sqrt(OMEGA2), 1.0, rtol=0.15)
+    mean, error = temperatures.mean(axis=0), temperatures.std(axis=0, ddof=1) / np.sqrt(WALKERS)
+    critical = t_critical(ALPHA, WALKERS - 1, D)
+    print(f"h {WIDTH:.4g}: beta omega^2 Var(q) per coordinate {np.round(mean, 3)} +- {np.round(error, 3)}")
+    assert np.all(np.abs(mean - 1.0) < critical * error + mw.EXCESS)
+    control, _ = run(False, seed(11))
+    hot = control.mean(axis=0)
+    print(f"unit mass: {np.round(hot, 2)}")  # seed 11: 1.2 on omega^2 = 1, 250 or more on the noisiest
+    assert hot[-1] > 50.0 and hot[0] < hot[-1] / 10.0
+
+
+def test_the_option_is_checked_and_measured():
+    """adapt_mass noise: only the Langevin samplers with a mass, and only with mini-batches; in a
+    Simulation its measurements count among the gradient evaluations, and the summary names it."""
+    from tati.cli.summary import summarise
+    rng = np.random.default_rng(seed(12))
+    x = rng.normal(size=(64, 2))
+    data = dict(dataset=(x, (x @ [1.0, -2.0])[:, None] + rng.normal(size=(64, 1))), hidden_dimension=[],
+                output_activation="linear", likelihood="gaussian", dtype="float64", prior_standard_deviation=2.0)
+    with pytest.raises(tati.InputError, match="^adapt_mass noise needs batch_size"):
+        tati.Simulation(**data, sampler="BAOAB", adapt_mass="noise")
+    with pytest.raises(tati.InputError, match="^adapt_mass noise is not available with sampler HMC2"):
+        tati.Simulation(**data, sampler="HMC2", adapt_mass="noise", batch_size=8)
+    sim = tati.Simulation(**data, sampler="GLA2", adapt_mass="noise", batch_size=8, number_walkers=2,
+                          burn_in_steps=160, max_steps=168, every_nth=8, step_width=1e-3, seed=seed(13))
+    result = sim.sample()
+    sampler = sim.sampler
+    assert sampler.noise_precision == 8 / 64 and sampler.mass_floor == 0.25
+    assert sampler.metric_windows() == 2  # the start, and the first epoch start after the one window
+    assert result.run_info.gradient_evaluations.max() == 168 + 2 * mw.NOISE_BATCHES
+    assert np.all(sampler.metric_scales() <= 2.0) and np.any(sampler.metric_scales() < 2.0)
+    assert "mass from the gradient noise" in summarise("test", sim, result, True)
