@@ -76,7 +76,7 @@ def summarise(prog, simulation, result, sampler, seconds=None):
         lines.append("  " + simulation.warm_start.line())
     if measured is not None:
         lines.append("  " + measured.line())
-    if sampler and not legs and not proposal and getattr(simulation.sampler, "adapt_mass", False):
+    if sampler and not legs and not proposal and getattr(getattr(simulation, "sampler", None), "adapt_mass", False):
         lines.append(_langevin_mass_line(simulation.sampler))
     broken = ~np.isfinite(run_info["loss"].to_numpy(dtype=float))
     if broken.any():  # on_nan=continue ran on where U is not defined: no average or test means anything
