@@ -3,10 +3,13 @@ but the likelihood, the prior, batch_size, walkers, burn-in and draws given (too
 network, 4 walkers, batches of 32, seed 1), from the random start and from the MAP (L-BFGS).
 
     python tools/benchmark_measured_width.py [DATA_FOLDER] [--epochs 200] [--samplers BAOAB,SGHMC]
+        [--adapt-mass noise] [--friction 3] [--seed 1] [--starts random,map]
 
 Prints per run: the measured widths per walker, test RMSE and log-likelihood per point (the
-target's units, the predictive over the draws), and per walker beta |p|^2 / d after burn-in
-(equipartition reads 1). --step-width W: the same runs at a given width, nothing measured.
+target's units, the predictive over the draws), per walker beta |p|^2 / d after burn-in
+(equipartition reads 1), the loss's R-hat over the walkers after burn-in, the first and last
+draws' losses and the adapted mass's scales. --step-width W: the same runs at a given width,
+nothing measured; --adapt-mass noise: the mass from the gradient noise (doc/samplers.md).
 """
 
 import argparse
@@ -69,6 +72,7 @@ def main():
     parser.add_argument("--step-width", type=float, help="a given width instead of the measured one")
     parser.add_argument("--adapt-mass", default="auto", help="adapt_mass: auto, true or noise")
     parser.add_argument("--friction", type=float, default=1.0)
+    parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     import tati
     dataset = uci.read_dataset(args.folder)
@@ -76,12 +80,12 @@ def main():
     for start_name in args.starts.split(","):
         start = None
         if start_name == "map":
-            fitted = tati.Simulation(**uci.model_options(train, 50, 1), number_walkers=4, **uci.MAP_FIT)
+            fitted = tati.Simulation(**uci.model_options(train, 50, args.seed), number_walkers=4, **uci.MAP_FIT)
             fitted.fit()
             start = fitted.parameters
         for sampler in args.samplers.split(","):
             out = run(sampler, train, test, y_sd, args.epochs, start, args.step_width,
-                      adapt_mass=args.adapt_mass, friction_constant=args.friction)
+                      seed=args.seed, adapt_mass=args.adapt_mass, friction_constant=args.friction)
             w = out["widths"]
             print(f"{sampler} from {start_name}: " + (w.line() if w is not None else "no width measured"))
             if "error" in out:
