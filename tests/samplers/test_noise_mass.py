@@ -99,3 +99,28 @@ def test_the_option_is_checked_and_measured():
     assert result.run_info.gradient_evaluations.max() == 168 + 2 * mw.NOISE_BATCHES
     assert np.all(sampler.metric_scales() <= 2.0) and np.any(sampler.metric_scales() < 2.0)
     assert "mass from the gradient noise" in summarise("test", sim, result, True)
+
+
+def test_resumed_burn_in_continues_bitwise(tmp_path):
+    """BAOAB with the noise mass, 160 burn-in steps (one window, ending at step 110), cut by a
+    checkpoint at step 60 and continued in a new Simulation: the rows of one whole run, bitwise,
+    and the same masses, measured twice."""
+    import pandas as pd
+    rng = np.random.default_rng(seed(14))
+    x = rng.normal(size=(64, 2))
+    options = dict(dataset=(x, (x @ [1.0, -2.0])[:, None] + rng.normal(size=(64, 1))), hidden_dimension=[],
+                   output_activation="linear", likelihood="gaussian", dtype="float64", sampler="BAOAB",
+                   adapt_mass="noise", batch_size=8, number_walkers=2, burn_in_steps=160, step_width=1e-3,
+                   every_nth=4, seed=seed(15))
+    whole_sim = tati.Simulation(**options, max_steps=200)
+    whole = whole_sim.sample()
+    tati.Simulation(**options, max_steps=60, save_model=str(tmp_path / "c.npz")).sample()
+    rest_sim = tati.Simulation(**options, max_steps=140, restore_model=str(tmp_path / "c.npz"))
+    rest = rest_sim.sample()
+    for table in ("run_info", "trajectory"):
+        expected = getattr(whole, table)
+        expected = expected[expected.step > 60].reset_index(drop=True)
+        pd.testing.assert_frame_equal(getattr(rest, table).drop(columns="time_per_nth_step", errors="ignore"),
+                                      expected.drop(columns="time_per_nth_step", errors="ignore"), check_exact=True)
+    assert whole_sim.sampler.metric_windows() == rest_sim.sampler.metric_windows() == 2
+    np.testing.assert_array_equal(rest_sim.sampler.metric_scales(), whole_sim.sampler.metric_scales())
