@@ -89,3 +89,13 @@ def test_the_simulation_and_its_result_say_which_and_why():
     assert result.compilation is sim.compilation
     lines = summarise("tati-sample", sim, result, sampler=True, seconds=1.0).splitlines()
     assert lines[4] == f"  loop: graph mode (auto: 3 gradient steps on a potential; XLA pays from {BREAK_EVEN[GRADIENT][0]})"
+
+
+def test_the_command_line_takes_auto_and_names_a_bad_value():
+    from processes import tool_here
+    from tati.cli.common import TOOL_GROUPS, make_parser
+    from tati.cli.sample import main
+    parser = make_parser("tati-sample", "", TOOL_GROUPS["tati-sample"])
+    assert vars(parser.parse_args(["--jit_compile", "auto"]))["jit_compile"] == "auto"
+    code, err, out = tool_here(main, ["--jit_compile", "sometimes"])
+    assert (code, out) == (2, "") and err == "tati-sample: error: jit_compile must be auto, true or false, got 'sometimes'\n"
