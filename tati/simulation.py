@@ -29,7 +29,7 @@ import warnings
 import numpy as np
 import tensorflow as tf
 
-from tati.config import building
+from tati.config import building, compilation
 from tati.config import options as option_table
 from tati.config import preflight
 from tati.engine import checkpoint
@@ -61,6 +61,9 @@ class Result:
         # A run's first call: where the time to its first row went (tati/engine/clock.py FirstStep:
         # seconds, tracing, compiling, warm_start; .line()); None for a later call or a table read back.
         self.first_step = None
+        # Whether the call's loop ran under XLA, and why (tati/config/compilation.py Compilation:
+        # .xla, .reason, .line()); None for a table read back.
+        self.compilation = None
 
     @property
     def first_step_seconds(self):
@@ -141,6 +144,9 @@ class Simulation:
         self.options, notes = preflight.check(options)
         for note in notes:
             warnings.warn(note, stacklevel=2)
+        # jit_compile auto resolved once, for the whole run (tati/config/compilation.py)
+        self.compilation = compilation.choose(self.options)
+        self.options["jit_compile"] = self.compilation.xla
         from tati.engine import xla_cache
         xla_cache.apply(self.options["xla_cache_directory"])
         self._strategy, self._writes = None, True
@@ -164,6 +170,7 @@ class Simulation:
                              run_file=None, trajectory_file=None, averages_file=None, summaries_path=None,
                              progress=False, initial_parameters=rows[first_walker:first_walker + walkers])
         shard._first_walker, shard._total_walkers = first_walker, self.model.num_walkers
+        shard.compilation = self.compilation
         shard._strategy, shard._writes = None, False
         shard._build()
         if shard.ensemble is not None:
@@ -283,6 +290,7 @@ class Simulation:
                               f"{step}{saved}")
         groups = self.model.parameter_groups() if hasattr(self.model, "parameter_groups") else None
         result = Result(*(table.frame for table in recorder.tables), parameter_groups=groups)
+        result.compilation = self.compilation
         if first_call:
             result.first_step = self._first_step(run, began)
         if method == "sample":

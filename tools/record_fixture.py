@@ -171,6 +171,7 @@ PARTS = {"samplers": SAMPLERS, "loops": LOOPS}
 def options_of(spec):
     """A run's Simulation options (a Keras model is made afresh: a run changes its weights)."""
     o = {k: v for k, v in spec.items() if k not in ("method", "calls", "make", "save", "resume")}
+    o.setdefault("jit_compile", False)  # graph mode unless a case says XLA: not jit_compile auto's choice
     return dict(o, **spec["make"]() if "make" in spec else {}, seed=3)
 
 

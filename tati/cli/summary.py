@@ -5,6 +5,7 @@ whether the sampling looks right, and which files hold the tables. For example:
       model: network 2-8-1 (33 parameters: hidden layer of 8 relu, output 1 tanh) on two_clusters
       took 6.59 s: 759 steps per second (includes compiling the loop)
       first step after 1.37 s (tracing 0.612 s, compiling 0.301 s)
+      loop: graph mode (auto: 5000 gradient steps on a network; XLA pays from 10000)
       final loss 2, accuracy 0.5000
       average kinetic energy 16.41 +- 0.23 (equipartition d/(2 beta) = 16.5: consistent)
       average virial -0.005605 (theta . grad U / 2; equals d/(2 beta) only if U confines theta)
@@ -68,6 +69,8 @@ def summarise(prog, simulation, result, sampler, seconds=None):
         lines.append(_timing(seconds, steps, walkers, _first_call(o, run_info)))
     if getattr(result, "first_step", None) is not None:
         lines.append("  " + result.first_step.line())
+    if getattr(result, "compilation", None) is not None:
+        lines.append("  " + result.compilation.line())
     if run_info.empty:  # HMC writes rows at the ends of legs only; none ended in this call
         lines.append(f"  no leg ended in these {o['max_steps']} steps, so no row was written")
         return "\n".join(lines + [_files(o)])

@@ -311,11 +311,20 @@ OPTIONS = [
            "(as Stan's warm-up, 1000 of 2000 iterations; on resume the checkpoint's), 0 for the others. "
            "One given shorter than the metric's windows where adapt_mass is on (Stan's 75 + 25 + 50 "
            "steps; HMC: 200 gradient evaluations) warns in one line."),
-    Option("jit_compile", False, Boolean(), "run",
+    Option("jit_compile", "auto", BooleanOrAuto(), "run",
            "Compile the sampling loop with XLA: several times faster per step for potentials and "
-           "small networks, at a few seconds of compile time per run; not with mini-batches "
-           "(batch_size), whose varying batch shapes XLA cannot compile; a potential with several "
-           "walkers must be potential_batched."),
+           "small networks, after seconds of compiling (cold: 2-20 s on 2 cores; XLA's persistent "
+           "cache makes a later process's compile of the same loop about 1.6 s); not with "
+           "mini-batches (batch_size), whose varying batch shapes XLA cannot compile; a potential "
+           "with several walkers must be potential_batched. auto: XLA where the loop compiles and "
+           "max_steps repays a cold compile, as measured per sampler kind and target "
+           "(doc/benchmarks.md): NUTS from 1000 steps; RWMH from 50000; HMC1 and HMC2 from "
+           "300000 on a potential, 50000 on the built-in network, 100000 on a Keras model; the "
+           "Langevin samplers from 20000 on a potential, 10000 on the network, 100000 on a Keras "
+           "model; graph mode with distribution. Decided once per Simulation, for its sampler "
+           "(fit() runs as decided), so a run split into shorter calls may run in graph mode: "
+           "give true or false to compare runs bitwise. The tools' summary and Result.compilation "
+           "say which and why."),
     Option("xla_cache_directory", "auto", Optional(Text()), "run",
            "Directory where XLA keeps the programs it compiles (TensorFlow's persistent cache), "
            "so that a later process running the same loop (the same options) loads them "

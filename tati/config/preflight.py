@@ -101,7 +101,7 @@ def _check_combinations(o):
         raise InputError("give either dataset or batch_data_files, not both")
     if o["parse_steps"] is not None and o["parse_parameters_file"] is None:
         raise InputError("parse_steps needs parse_parameters_file")
-    if o["jit_compile"] and o["potential"] is not None and o["number_walkers"] > 1 and not o["potential_batched"]:
+    if o["jit_compile"] is True and o["potential"] is not None and o["number_walkers"] > 1 and not o["potential_batched"]:
         raise InputError("jit_compile with several walkers needs potential_batched=True (XLA "
                          "miscompiles the vectorised map of a one-walker potential)")
     if o["model"] is None and o["potential"] is None and not isinstance(o["loss"], str):

@@ -63,6 +63,9 @@ class Spec:
     walker_steps: an optimizer with a step width per walker (needs the model's walker axis); its
         rows' scaled_gradient is its own, from `scaled_gradients(gradients)`;
     takes_learning_rate: an optimizer that steps by learning_rate (L-BFGS chooses its steps);
+    xla_steps: (on a potential, on the built-in network, on a Keras model) the steps of a sample()
+        call from which jit_compile auto compiles with XLA, where they differ from its kind's
+        (tati/config/compilation.py: measured where XLA's cold compile is repaid);
     summary_header: an optimizer's summary line, a format of steps, name (its short name),
         optimizer (as given), learning_rate (with its schedule), first_learning_rate (the number)
         and stopped (" (converged or stopped early)" where it stopped before max_steps).
@@ -86,6 +89,7 @@ class Spec:
     walker_steps: bool = False
     takes_learning_rate: bool = True
     summary_header: str = "{steps} steps of {optimizer} (learning_rate {learning_rate})"
+    xla_steps: tuple = None
 
     def __post_init__(self):
         if self.kind not in KINDS:

@@ -62,10 +62,11 @@ _SPECS = [
     Spec("NUTS", "NoUTurnSampler", "tati.samplers.proposal:NUTS", kind=PROPOSAL, driver=_PROPOSALS,
          options=_ADAPTING + ("max_tree_depth",), metropolis=True, redraws_momenta=True, evaluates_target=True,
          full_batch=True, why_full_batch=_WHOLE_DATA, target_acceptance=0.8, infos=(NUTS_INFO,)),
-    # 0.234: optimal as d -> infinity (Roberts, Gelman & Gilks 1997); 0.8 above: Stan's delta
+    # 0.234: optimal as d -> infinity (Roberts, Gelman & Gilks 1997); 0.8 above: Stan's delta.
+    # One evaluation a step, not NUTS's tree of them: XLA repays its compile only in long runs.
     Spec("RWMH", "RandomWalkMetropolisHastings", "tati.samplers.proposal:RWMH", kind=PROPOSAL, driver=_PROPOSALS,
          options=_ADAPTING, metropolis=True, evaluates_target=True, full_batch=True, why_full_batch=_WHOLE_DATA,
-         target_acceptance=0.234, infos=(RWMH_INFO,)),
+         target_acceptance=0.234, infos=(RWMH_INFO,), xla_steps=(50000, 50000, 50000)),
     Spec("GradientDescent", "GradientDescent", "tati.optimizers.gradient_descent:GradientDescent", samples=False,
          aliases=("GD",), infos=(OPTIMIZER_INFO,)),
     Spec("BarzilaiBorweinGradientDescent", "BarzilaiBorweinGradientDescent",

@@ -365,7 +365,8 @@ def test_network_fit_summary(tmp_path):
     assert sim.num_parameters == 17
     last = result.run_info.iloc[-1]
     assert lines[3].startswith("  first step after ")  # fit()'s first call starts the run
-    assert lines[4] == f"  final loss {last['loss']:.6g}, accuracy {last['accuracy']:.4f}"
+    assert lines[4] == "  loop: graph mode (auto: 40 gradient steps on a network; XLA pays from 10000)"
+    assert lines[5] == f"  final loss {last['loss']:.6g}, accuracy {last['accuracy']:.4f}"
     assert "kinetic" not in text and "virial" not in text
     assert lines[-1] == f"  wrote run info to {tmp_path / 'run.csv'}"
 
