@@ -40,10 +40,19 @@ def test_threshold_is_the_typical_sets_upper_tail():
 @pytest.mark.parametrize("choice, sampler, walkers, burn_in, expected", [
     ("auto", "NUTS", 4, 20, True), ("auto", "HMC1", 4, 20, True), ("auto", "NUTS", 1, 20, False),
     ("auto", "RWMH", 4, 0, False), ("auto", "BAOAB", 4, 20, False), (True, "HMC2", 1, 0, True),
-    (False, "HMC2", 4, 20, False)])
+    (False, "HMC2", 4, 20, False), ("auto", "BAOAB:noise", 1, 20, True), ("auto", "CCAdL:noise", 4, 0, False)])
 def test_when_it_applies(choice, sampler, walkers, burn_in, expected):
-    options = {"warm_start": choice, "sampler": sampler, "burn_in_steps": burn_in}
+    sampler, _, mass = sampler.partition(":")
+    options = {"warm_start": choice, "sampler": sampler, "burn_in_steps": burn_in, "adapt_mass": mass or "auto"}
     assert warm_start.applies(options, walkers) is expected
+
+
+def test_to_the_mode_only_for_the_noise_mass():
+    """The Langevin samplers with adapt_mass noise go to the mode (MODE_ITERATIONS); NUTS and HMC keep
+    ITERATIONS, so their runs' numbers stay as they were."""
+    assert warm_start.iterations({"sampler": "BAOAB", "adapt_mass": "noise"}) == warm_start.MODE_ITERATIONS
+    assert warm_start.iterations({"sampler": "NUTS", "adapt_mass": "auto"}) == warm_start.ITERATIONS == 200
+    assert warm_start.iterations({"sampler": "BAOAB", "adapt_mass": True}) == warm_start.ITERATIONS
 
 
 def test_walkers_in_a_minor_well_restart_at_the_best_point():
