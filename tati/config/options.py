@@ -253,7 +253,9 @@ OPTIONS = [
            "NUTS, RWMH, HMC1, HMC2: before the first sample() call, L-BFGS (at most 200 iterations) from "
            "every walker's start, and a walker that ends far above the best (beta dU > d/2 + 4 sqrt(d/2)) "
            "restarts at the best walker's point, so that burn-in adapts from the typical set "
-           "(doc/samplers.md). auto: on with two walkers or more and burn_in_steps > 0."),
+           "(doc/samplers.md). auto: on with two walkers or more and burn_in_steps > 0; for GLA1, GLA2, "
+           "BAOAB, CCAdL with adapt_mass noise on with burn_in_steps > 0, towards the mode (at most 2000 "
+           "iterations), where the noise mass and the measured step width are taken."),
     # optimizer
     Option("optimizer", "GradientDescent", Text(), "optimizer",
            "Optimizer of fit(): GradientDescent, BarzilaiBorweinGradientDescent (step width "
