@@ -70,6 +70,15 @@ def timed_warm_start():
 WARM_SECONDS = []
 
 
+def bound(excess):
+    """measure_step_width's heat bound EXCESS set to `excess` (its functions take it as a default)."""
+    from tati.adaptation import measured_width
+    measured_width.EXCESS = excess
+    for name in ("noise_width", "friction_for"):
+        function = getattr(measured_width, name)
+        function.__defaults__ = function.__defaults__[:-1] + (excess,)
+
+
 def summary_lines(simulation, result):
     """The summary's kinetic-temperature and T_0.99 lines (record_momenta), if any."""
     from tati.cli import summary
@@ -78,7 +87,7 @@ def summary_lines(simulation, result):
     except Exception as error:  # a benchmark: the figures above still count
         return [f"summary failed: {error}"]
     lines = text if isinstance(text, list) else str(text).splitlines()
-    return [line.rstrip() for line in lines if any(word in line for word in ("kinetic", "T_0.99", "friction", "hot", "cold", "consistent", "layer", "mass"))]
+    return [line.rstrip() for line in lines if any(word in line for word in ("kinetic", "T_0.99", "friction", "hot", "cold", "consistent", "layer", "mass", "warm"))]
 
 
 def rhat(chains):
@@ -101,10 +110,13 @@ def main():
     parser.add_argument("--friction", default="1", help="friction_constant, or auto")
     parser.add_argument("--warm-iterations", type=int, help="the warm start's cap to the mode (start 'warm')")
     parser.add_argument("--record-momenta", action="store_true", help="the summary's T_0.99 line")
+    parser.add_argument("--excess", type=float, help="measure_step_width's heat bound instead of 5%%")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     import tati
     timed_warm_start()
+    if args.excess:
+        bound(args.excess)
     if args.warm_iterations:
         from tati.adaptation import warm_start
         warm_start.MODE_ITERATIONS = args.warm_iterations
