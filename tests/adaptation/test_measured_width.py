@@ -188,6 +188,20 @@ def test_friction_auto_measures_and_the_sampler_takes_it():
     assert simulation.sampler.friction_constant.numpy() == pytest.approx(friction)
 
 
+def test_a_resumed_run_keeps_the_measured_friction(tmp_path):
+    """friction_constant auto is measured once, at the start; the checkpoint carries it (CCAdL: with its
+    noise amplitude sqrt(2 gamma / beta)), a resumed run does not fall back to a default."""
+    options = regression(sampler="CCAdL", batch_size=10, friction_constant="auto", measure_step_width="auto")
+    first = tati.Simulation(**options, save_model=str(tmp_path / "run"))
+    first.sample()
+    resumed = tati.Simulation(**dict(options, max_steps=30), restore_model=str(tmp_path / "run"))
+    resumed.sample()
+    friction = first.measured_width.friction
+    values = {name: float(v.numpy()) for name, v in resumed.sampler._parameter_variables.items()}
+    assert friction != 1.0 and values["friction_constant"] == pytest.approx(friction)
+    assert values["sigmaA"] == pytest.approx(np.sqrt(2.0 * friction))
+
+
 @pytest.mark.parametrize("options", [dict(batch_size=10, friction_constant="auto", measure_step_width="auto", step_width=0.01),
                                      dict(batch_size=10, friction_constant="auto", sampler="SGHMC")])
 def test_friction_auto_needs_the_measured_width(options):

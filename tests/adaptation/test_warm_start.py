@@ -121,3 +121,20 @@ def test_nuts_and_rwmh_on_low_dim_gauss_mix_from_stans_inits(sampler, burn_in, s
                                     walkers=4)
     assert check.verdict(rows) == [], rows
     assert timing.evaluations > 0 and timing.warmup > 0 and timing.draws > 0
+
+
+def test_a_noise_mass_run_starts_at_the_mode():
+    """BAOAB with adapt_mass noise: the warm start runs by default and, on a linear regression's
+    convex U, ends at its minimum (the normal equations' solution) before the noise mass is taken."""
+    rng = np.random.default_rng(seed(61))
+    x = rng.normal(size=(100, 2))
+    y = x @ np.array([1.0, -2.0]) + 0.5 + rng.normal(size=100)
+    simulation = tati.Simulation(dataset=(x, y[:, None]), hidden_dimension=[], output_activation="linear",
+                                 likelihood="gaussian", dtype="float64", sampler="BAOAB", adapt_mass="noise",
+                                 batch_size=10, burn_in_steps=20, max_steps=20, number_walkers=2, seed=seed(62))
+    simulation.sample()
+    report = simulation.warm_start
+    design = np.column_stack([x, np.ones(100)])
+    mode = np.linalg.lstsq(design, y, rcond=None)[0]
+    np.testing.assert_allclose(report.positions, np.tile(mode, (2, 1)), atol=1e-6)
+    assert report.iterations < warm_start.MODE_ITERATIONS  # it stopped by itself, at the mode
