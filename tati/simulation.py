@@ -203,8 +203,8 @@ class Simulation:
         """The sampler (a Keras optimizer built on the model's variables, or for NUTS and RWMH
         a samplers.proposal.ProposalKernel on the model)."""
         if self._sampler is None:
-            self._sampler = building.make_sampler(self.options, self.model, self.ensemble, self._first_walker,
-                                                  self._total_walkers, self.data)
+            self._sampler = building.make_sampler(self._sampler_options(), self.model, self.ensemble,
+                                                  self._first_walker, self._total_walkers, self.data)
         return self._sampler
 
     @property
@@ -233,20 +233,33 @@ class Simulation:
             self._measure_width()
         return self._go("sample", self.sampler, began)
 
+    def _sampler_options(self):
+        """The options the sampler is made with: friction_constant auto is the measured friction once
+        measured (_measure_width), FRICTION_FLOOR until then."""
+        if self.options["friction_constant"] != "auto":
+            return self.options
+        measured = self.measured_width.friction if self.measured_width is not None else None
+        return dict(self.options, friction_constant=measured or measured_width.FRICTION_FLOOR)
+
     def _measure_width(self):
-        """measure_step_width: the sampler's step width from the walkers' start (tati/adaptation/measured_width.py)."""
+        """measure_step_width: the sampler's step width from the walkers' start (tati/adaptation/measured_width.py);
+        friction_constant auto: its friction too, and the sampler is made anew with it (before any step)."""
         o = self.options
         mass = o["mass"] if "mass" in spec_of(o["sampler"]).option_names else 1.0
         sampler = self.sampler
         scales_of = sampler.noise_scales if getattr(sampler, "noise_mass", False) else None
-        self.measured_width = measured_width.measure(self.model, self.data, o["friction_constant"] / mass,
+        friction = None if o["friction_constant"] == "auto" else o["friction_constant"] / mass
+        self.measured_width = measured_width.measure(self.model, self.data, friction,
                                                      1.0 / o["inverse_temperature"], mass, o["seed"], scales_of)
+        if friction is None:
+            self._sampler = None
         self.sampler.step_width = self.measured_width.width
 
     def _start_warm(self):
         """The warm start (tati/adaptation/warm_start.py) before the first sample() call; a warning names
         the walkers it restarted."""
-        self.warm_start = warm_start.warm_start(self.model, self.data, self.options["inverse_temperature"])
+        self.warm_start = warm_start.warm_start(self.model, self.data, self.options["inverse_temperature"],
+                                                warm_start.iterations(self.options))
         self.parameters = self.warm_start.positions
         if len(self.warm_start.restarted):
             warnings.warn(self.warm_start.line(), stacklevel=3)

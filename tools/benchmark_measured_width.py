@@ -34,8 +34,8 @@ def run(sampler, train, test, y_sd, epochs, start, width=None, seed=1, walkers=4
         options["initial_parameters"] = start
     if width is not None:  # a given width: nothing measured (the comparison)
         options["step_width"] = width
-    began = time.perf_counter()
     simulation = tati.Simulation(**options)
+    began = time.perf_counter()
     try:
         result = simulation.sample()
     except tati.SamplingError as error:
@@ -51,7 +51,43 @@ def run(sampler, train, test, y_sd, epochs, start, width=None, seed=1, walkers=4
     losses = result.run_info[result.run_info.step > options["burn_in_steps"]].pivot(index="step", columns="id",
                                                                                    values="loss").to_numpy()
     return dict(sampler=sampler, rmse=rmse, ll=ll, temperature=temperature, widths=simulation.measured_width,
-                seconds=seconds, d=d, rhat=rhat(losses), losses=losses, scales=simulation.sampler.metric_scales())
+                seconds=seconds, warm=simulation.warm_start, summary=summary_lines(simulation, result), d=d, rhat=rhat(losses), losses=losses, scales=simulation.sampler.metric_scales())
+
+
+def timed_warm_start():
+    """The warm start, its seconds kept as WARM_SECONDS[-1]."""
+    from tati.adaptation import warm_start
+    original = warm_start.warm_start
+
+    def timed(*args, **kwargs):
+        began = time.perf_counter()
+        report = original(*args, **kwargs)
+        WARM_SECONDS.append(time.perf_counter() - began)
+        return report
+    warm_start.warm_start = timed
+
+
+WARM_SECONDS = []
+
+
+def bound(excess):
+    """measure_step_width's heat bound EXCESS set to `excess` (its functions take it as a default)."""
+    from tati.adaptation import measured_width
+    measured_width.EXCESS = excess
+    for name in ("noise_width", "friction_for"):
+        function = getattr(measured_width, name)
+        function.__defaults__ = function.__defaults__[:-1] + (excess,)
+
+
+def summary_lines(simulation, result):
+    """The summary's kinetic-temperature and T_0.99 lines (record_momenta), if any."""
+    from tati.cli import summary
+    try:
+        text = summary.summarise("benchmark", simulation, result, True)
+    except Exception as error:  # a benchmark: the figures above still count
+        return [f"summary failed: {error}"]
+    lines = text if isinstance(text, list) else str(text).splitlines()
+    return [line.rstrip() for line in lines if any(word in line for word in ("kinetic", "T_0.99", "friction", "hot", "cold", "consistent", "layer", "mass", "warm"))]
 
 
 def rhat(chains):
@@ -71,23 +107,36 @@ def main():
     parser.add_argument("--starts", default="random,map")
     parser.add_argument("--step-width", type=float, help="a given width instead of the measured one")
     parser.add_argument("--adapt-mass", default="auto", help="adapt_mass: auto, true or noise")
-    parser.add_argument("--friction", type=float, default=1.0)
+    parser.add_argument("--friction", default="1", help="friction_constant, or auto")
+    parser.add_argument("--warm-iterations", type=int, help="the warm start's cap to the mode (start 'warm')")
+    parser.add_argument("--record-momenta", action="store_true", help="the summary's T_0.99 line")
+    parser.add_argument("--excess", type=float, help="measure_step_width's heat bound instead of 5%%")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     import tati
+    timed_warm_start()
+    if args.excess:
+        bound(args.excess)
+    if args.warm_iterations:
+        from tati.adaptation import warm_start
+        warm_start.MODE_ITERATIONS = args.warm_iterations
+    friction = args.friction if args.friction == "auto" else float(args.friction)
+    extra = dict(record_momenta=True) if args.record_momenta else {}
     dataset = uci.read_dataset(args.folder)
     train, test, y_sd = uci.standardise(dataset["x"], dataset["y"], *dataset["splits"][0])
     for start_name in args.starts.split(","):
-        start = None
+        start, extra["warm_start"] = None, start_name == "warm"
         if start_name == "map":
             fitted = tati.Simulation(**uci.model_options(train, 50, args.seed), number_walkers=4, **uci.MAP_FIT)
             fitted.fit()
             start = fitted.parameters
         for sampler in args.samplers.split(","):
             out = run(sampler, train, test, y_sd, args.epochs, start, args.step_width,
-                      seed=args.seed, adapt_mass=args.adapt_mass, friction_constant=args.friction)
+                      seed=args.seed, adapt_mass=args.adapt_mass, friction_constant=friction, **extra)
             w = out["widths"]
             print(f"{sampler} from {start_name}: " + (w.line() if w is not None else "no width measured"))
+            if out.get("warm") is not None:
+                print("  " + out["warm"].line() + f", {WARM_SECONDS[-1]:.1f} s")
             if "error" in out:
                 print("  " + out["error"])
                 continue
@@ -96,6 +145,8 @@ def main():
                   f"loss after burn-in first/last {np.round(out['losses'][[0, -1]], 0).tolist()}, scales "
                   f"{out['scales'].min():.3g} .. {out['scales'].max():.3g}, {out['seconds']:.0f} s",
                   flush=True)
+            for line in out["summary"]:
+                print("  " + line)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,13 @@ start point, with temperature T = 1 / beta and mass M (the samplers' scalar mass
    alpha, gives the same to first order). h_n solves h^2 V / (M (1 - exp(-2 gamma h))) = EXCESS T.
 3. the walker's width min(h_s, h_n); the run's (one width: the sampler's step_width) the least
    over the walkers.
+4. friction_constant auto: gamma is not given but measured with the width: the least friction at
+   which every walker's noise allows the run's stability width h = min h_s, from
+   1 - exp(-2 gamma h) = h^2 V / (M T EXCESS), so that the width is the stability bound's and no
+   more friction than that damps the dynamics (a friction of 1 gave a noise-bound width of 0.01 on
+   yacht, 10 over-damped it: doc/benchmarks.md). At least FRICTION_FLOOR (the option's default; a
+   small noise would otherwise leave the thermostat nothing to do), at most FRICTION_CEILING / h
+   (alpha = exp(-gamma h) of 1/e: where even that heats more, the noise bound sets a smaller width).
 
 Pure numpy on the measurements except `measure`, which evaluates the model.
 """
@@ -36,6 +43,7 @@ from tati.errors import SamplingError
 STABILITY = 0.5  # c of h = c / sqrt(lambda_max): 4 times inside the stability bound 2
 EXCESS = 0.05  # the kinetic temperature's excess from the gradient noise, relative to T
 POWER_ITERATIONS = 20
+FRICTION_FLOOR, FRICTION_CEILING = 1.0, 1.0  # friction auto: gamma >= 1 and gamma h <= 1
 NOISE_BATCHES = 16  # V's per-parameter relative error sqrt(2 / 15) = 0.37, far less averaged over d
 
 
@@ -47,6 +55,7 @@ class MeasuredWidth(NamedTuple):
     stable_width: np.ndarray
     noise_width: np.ndarray
     widths: np.ndarray
+    friction: float = None  # friction_constant auto's measured gamma (None where given)
 
     @property
     def width(self):
@@ -57,7 +66,8 @@ class MeasuredWidth(NamedTuple):
         return (f"measured step_width {self.width:.4g} (per walker {_values(self.widths)}): "
                 f"{STABILITY:g} / sqrt(largest curvature {_values(self.curvature)}) = {_values(self.stable_width)}, "
                 f"gradient noise variance {_values(self.noise_variance)} allows {_values(self.noise_width)} "
-                f"for {EXCESS:.0%} excess heat")
+                f"for {EXCESS:.0%} excess heat" + ("" if self.friction is None else
+                                                   f" at the measured friction_constant {self.friction:.3g}"))
 
 
 def power_iteration(hessian_vector, start, iterations=POWER_ITERATIONS):
@@ -96,16 +106,33 @@ def noise_width(variance, friction, temperature=1.0, mass=1.0, excess=EXCESS):
     return np.where(variance > 0.0, np.exp(low), np.inf)
 
 
+def friction_for(width, variance, temperature=1.0, mass=1.0, excess=EXCESS):
+    """The least friction at which excess_heat at `width` is `excess`, per walker: from
+    1 - exp(-2 gamma h) = h^2 V / (M T excess); inf where no friction holds it (the ratio >= 1)."""
+    ratio = width ** 2 * np.asarray(variance, float) / (mass * temperature * excess)
+    return np.where(ratio < 1.0, -np.log1p(-np.minimum(ratio, 1.0 - 1e-12)) / (2.0 * width), np.inf)
+
+
+def measured_friction(curvature, variance, temperature=1.0, mass=1.0):
+    """friction_constant auto (module docstring, 4.): the least friction at which every walker's noise
+    allows the run's stability width, within [FRICTION_FLOOR, FRICTION_CEILING / h]."""
+    width = np.min(STABILITY / np.sqrt(np.asarray(curvature, float) / mass))
+    needed = float(np.max(friction_for(width, variance, temperature, mass)))
+    return float(np.clip(needed, FRICTION_FLOOR, max(FRICTION_FLOOR, FRICTION_CEILING / width)))
+
+
 def widths(curvature, variance, friction, temperature=1.0, mass=1.0):
-    """MeasuredWidth of the curvatures (of H, not yet divided by the mass) and noise variances."""
+    """MeasuredWidth of the curvatures (of H, not yet divided by the mass) and noise variances;
+    friction None: measured (measured_friction), and kept in the MeasuredWidth."""
     curvature, variance = np.asarray(curvature, float), np.asarray(variance, float)
+    measured = None if friction is not None else measured_friction(curvature, variance, temperature, mass)
     stable = STABILITY / np.sqrt(curvature / mass)
-    noisy = noise_width(variance, friction, temperature, mass)
-    return MeasuredWidth(curvature, variance, stable, noisy, np.minimum(stable, noisy))
+    noisy = noise_width(variance, friction if measured is None else measured, temperature, mass)
+    return MeasuredWidth(curvature, variance, stable, noisy, np.minimum(stable, noisy), measured)
 
 
 def measure(model, data, friction, temperature=1.0, mass=1.0, seed=0, scales_of=None):
-    """MeasuredWidth of every walker at the model's parameters: curvature on the whole dataset,
+    """MeasuredWidth of every walker at the model's parameters (friction None: measured too): curvature on the whole dataset,
     noise from NOISE_BATCHES extra batches of the run's batch size (none without mini-batches).
     scales_of (adapt_mass noise): per-parameter variances [W, d] -> the whitened metric's scales
     s [d]; curvature and noise are then those of s H s and s^2 V."""

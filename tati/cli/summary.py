@@ -255,9 +255,11 @@ def _temperature_lines(simulation, result):
         lines.append(f"  momenta not judged: {o['sampler']} draws them afresh every "
                      f"{'step' if spec.evaluates_target else 'leg'} (equipartitioned by construction)")
     elif "average_kinetic_energy" in last and persist:  # not SGLD, which has no momenta
-        lines += _judged("average kinetic energy", last["average_kinetic_energy"].mean(),
-                         table_batch_means(run_info, "kinetic_energy", burn_in), expected,
-                         f"equipartition d/(2 beta) = {expected:.4g}", _kinetic_hint(o), run_info, burn_in)
+        value, stats = last["average_kinetic_energy"].mean(), table_batch_means(run_info, "kinetic_energy", burn_in)
+        reference = f"equipartition d/(2 beta) = {expected:.4g}"
+        lines += (_warm_line("average kinetic energy", value, stats, expected, reference, _noise_heat(o))
+                  or _judged("average kinetic energy", value, stats, expected, reference, _kinetic_hint(o),
+                             run_info, burn_in))
     if "average_virials" in last:  # not RWMH, which takes no gradients
         lines += _virial_lines(o, last, run_info, expected, burn_in)
     if persist and "kinetic_energy" in run_info and (run_info["step"] > burn_in).any():
@@ -265,6 +267,37 @@ def _temperature_lines(simulation, result):
         if getattr(result, "momenta", None) is not None and not result.momenta.empty:  # record_momenta
             lines += _layer_lines(result, o)
     return lines
+
+
+def _noise_heat(o):
+    """The kinetic temperature's relative excess that measure_step_width's width allows from the
+    mini-batch gradient noise (tati/adaptation/measured_width.py); 0 where it did not measure."""
+    if o.get("measure_step_width") is not True or o.get("batch_size") is None:
+        return 0.0
+    from tati.adaptation.measured_width import EXCESS
+    return EXCESS
+
+
+def _warm_line(name, value, stats, expected, reference, heat):
+    """The kinetic energy's line where it reads above equipartition but within `heat`, the noise heat
+    the measured step width allows (within SIGMAS standard errors of expected (1 + heat)): it says
+    so instead of "lower step_width", which the measurement chose. None otherwise."""
+    if not heat or stats is None or equipartition_verdict(value, stats[1], expected) == "consistent" \
+            or value < expected or equipartition_verdict(max(value, expected * (1 + heat)), stats[1],
+                                                         expected * (1 + heat)) != "consistent":
+        return None
+    return [f"  {name} {_plus_minus(value, stats[1])} ({reference}: {value / expected - 1:.1%} above)",
+            f"    {_warm(heat)}"]
+
+
+def _warm(heat):
+    return f"warm: within the {heat:.0%} heat from the gradient noise that the measured step_width allows"
+
+
+def _warm_fraction(dof, heat, quantile=0.99):
+    """T_0.99 of chi-square(dof) momenta at temperature 1 + heat: the least the allowed noise heat gives."""
+    from scipy import stats
+    return float(stats.chi2.cdf(stats.chi2.ppf(quantile, dof) / (1.0 + heat), dof))
 
 
 def _kinetic_hint(o):
@@ -291,6 +324,9 @@ def _momentum_lines(result, o, dof):
             f"({test['readings']} readings of chi-square({dof}))")
     if test["low"] <= 0.99 <= test["high"]:
         return [f"{head}: consistent"]
+    heat = _noise_heat(o)
+    if heat and _warm_fraction(dof, heat) <= test["high"] < 0.99:
+        return [head, f"    {_warm(heat)}"]
     if test["high"] < 0.99:
         hint = "momenta too hot (too few inside): lower step_width"
         if _noise_estimator_helps(o):
@@ -313,11 +349,16 @@ def _layer_lines(result, o):
     lines = [f"  momenta per layer, {readings} readings, 99% intervals (config. T = q . grad U / d, "
              "1/beta if U confines)",
              f"    {'':<{width}} {'dof':>5}  {'T_0.99':<29}{'kinetic T':<26}config. T"]
-    verdicts = set()
+    verdicts, heat = set(), _noise_heat(o)
     for name, row in table.iterrows():
         name = str(name) if len(str(name)) <= width else "..." + str(name)[3 - width:]
         fraction = _verdict(0.99, row["low"], row["high"])  # the fraction's interval holds 0.99?
         kinetic = _verdict(row["kinetic_temperature"], row["kinetic_low"], row["kinetic_high"])  # at 1/beta
+        if heat:  # hot by no more than the measured width allows: warm
+            beta = o["inverse_temperature"]
+            fraction = "warm" if fraction == "hot" and row["high"] >= _warm_fraction(row["dof"], heat) else fraction
+            kinetic = "warm" if kinetic == "hot" and row["kinetic_temperature"] <= row["kinetic_high"] + heat / beta \
+                else kinetic
         verdicts |= {fraction, kinetic}
         t = f"{row['fraction']:.4f} [{row['low']:.4f}, {row['high']:.4f}] {fraction}"
         k = f"{row['kinetic_temperature']:.3f} [{row['kinetic_low']:.3f}, {row['kinetic_high']:.3f}] {kinetic}"
@@ -328,6 +369,8 @@ def _layer_lines(result, o):
                      + (", or set gradient_noise_estimator" if _noise_estimator_helps(o) else ""))
     elif "cold" in verdicts:
         lines.append("    momenta too cold in some layer: run longer (burn_in_steps)")
+    elif "warm" in verdicts:
+        lines.append(f"    {_warm(heat)}")
     return lines
 
 

@@ -118,6 +118,22 @@ class BooleanOrAuto(Boolean):
             raise InputError(f"{option} must be {', '.join(self.words)}, true or false, got {value!r:.60}") from None
 
 
+class OrAuto(Kind):
+    """"auto" (kept as the string: resolved when the run measures it) or a value of the wrapped kind."""
+
+    def __init__(self, kind):
+        self.kind, self.metavar = kind, "{auto," + kind.metavar + "}"
+        self.bare, self.separator = kind.bare, kind.separator
+
+    def __call__(self, option, value):
+        if isinstance(value, str) and value.lower() == "auto":
+            return "auto"
+        try:
+            return self.kind(option, value)
+        except InputError as error:
+            raise InputError(f"{error} (or auto)") from None
+
+
 class ListOf(Kind):
     """A list; on the command line comma- or space-separated, e.g. --hidden_dimension 8,8 or 8 8."""
     separator = ","

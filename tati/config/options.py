@@ -12,7 +12,7 @@ import difflib
 import numbers
 
 from tati.config.option_kinds import (NONNEGATIVE, NONNEGATIVE_INT, POSITIVE, POSITIVE_INT,  # noqa: F401 (re-exported)
-                                      Boolean, BooleanOrAuto, Kind, ListOf, Number, Option, Optional,
+                                      Boolean, BooleanOrAuto, Kind, ListOf, Number, Option, Optional, OrAuto,
                                       Parameters, PythonObject, RateOrSchedule, Text, TextOrCallable)
 from tati.engine import registry
 from tati.errors import InputError
@@ -170,9 +170,12 @@ OPTIONS = [
            "step_width is given. Needs friction_constant > 0."),
     Option("inverse_temperature", 1.0, POSITIVE, "sampler",
            "beta: the sampler targets exp(-beta U)."),
-    Option("friction_constant", 1.0, NONNEGATIVE, "sampler",
+    Option("friction_constant", 1.0, OrAuto(NONNEGATIVE), "sampler",
            "gamma: how fast the thermostat replaces momentum by noise (alpha = exp(-gamma h)); "
-           "SGHMC's friction C; CCAdL's initial adaptive friction."),
+           "SGHMC's friction C; CCAdL's initial adaptive friction. auto (GLA1, GLA2, BAOAB, CCAdL with "
+           "measure_step_width): measured with the width, the least friction at which the gradient noise "
+           "heats the momenta by no more than measure_step_width's bound at the stability width, at "
+           "least 1 (doc/samplers.md)."),
     Option("sigma", 1.0, POSITIVE, "sampler",
            "CCAdL: coupling of the adaptive friction xi to the kinetic temperature, "
            "dxi/dt = sigma (|p|^2 / N - 1 / beta)."),
@@ -250,7 +253,9 @@ OPTIONS = [
            "NUTS, RWMH, HMC1, HMC2: before the first sample() call, L-BFGS (at most 200 iterations) from "
            "every walker's start, and a walker that ends far above the best (beta dU > d/2 + 4 sqrt(d/2)) "
            "restarts at the best walker's point, so that burn-in adapts from the typical set "
-           "(doc/samplers.md). auto: on with two walkers or more and burn_in_steps > 0."),
+           "(doc/samplers.md). auto: on with two walkers or more and burn_in_steps > 0; for GLA1, GLA2, "
+           "BAOAB, CCAdL with adapt_mass noise on with burn_in_steps > 0, towards the mode (at most 2000 "
+           "iterations), where the noise mass and the measured step width are taken."),
     # optimizer
     Option("optimizer", "GradientDescent", Text(), "optimizer",
            "Optimizer of fit(): GradientDescent, BarzilaiBorweinGradientDescent (step width "

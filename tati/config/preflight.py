@@ -86,6 +86,10 @@ def measures_step_width(o, width_given):
     if choice and o["friction_constant"] == 0:
         raise InputError("measure_step_width needs friction_constant > 0: without friction the gradient noise's "
                          "heat is never removed, at any step width")
+    if o["friction_constant"] == "auto" and not (choice and "adapt_mass" in spec_of(o["sampler"]).option_names):
+        raise InputError("friction_constant auto is measured with the step width: it needs measure_step_width "
+                         "(on, or auto with a likelihood, batch_size and no step_width) and sampler GLA1, GLA2, "
+                         "BAOAB or CCAdL")
     return choice
 
 

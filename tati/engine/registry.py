@@ -17,7 +17,7 @@ from tati.recording.columns import (HMC_INFO, LANGEVIN_INFO, NUTS_INFO, OPTIMIZE
                                     SGLD_INFO)
 from tati.recording.columns import integer_columns as integer_columns_of
 
-_LANGEVIN = ("friction_constant", "adapt_mass", "measure_step_width")
+_LANGEVIN = ("friction_constant", "adapt_mass", "measure_step_width", "warm_start")
 _ADAPTING = ("adapt_step_width", "target_acceptance_rate", "adapt_mass", "metric", "warm_start")
 _HMC = ("hamiltonian_dynamics_time",) + _ADAPTING + ("adapt_trajectory_length",)
 _SGHMC = ("friction_constant", "mass", "measure_step_width", "noise_estimate", "gradient_noise_estimator",
@@ -47,7 +47,7 @@ _SPECS = [
     Spec("BAOAB", "BAOAB", "tati.samplers.baoab:BAOAB", options=_LANGEVIN, persistent_momenta=True,
          infos=(LANGEVIN_INFO,)),
     Spec("CCAdL", "CovarianceControlledAdaptiveLangevin", "tati.samplers.ccadl:CCAdL",
-         options=("friction_constant", "sigma", "sigmaA", "adapt_mass", "measure_step_width"),
+         options=("friction_constant", "sigma", "sigmaA", "adapt_mass", "measure_step_width", "warm_start"),
          aliases=("CovarianceControlledAdaptiveLangevinThermostat",), persistent_momenta=True, infos=(LANGEVIN_INFO,)),
     Spec("SGHMC", "StochasticGradientHamiltonianMonteCarlo", "tati.samplers.sghmc:SGHMC", options=_SGHMC,
          persistent_momenta=True, infos=(LANGEVIN_INFO, SGHMC_ESTIMATING_INFO)),

@@ -162,3 +162,48 @@ def test_the_summary_line_gives_a_range_for_many_walkers():
     assert "per walker 0.25, 0.125" in few.line() and few.width == 0.125
     many = mw.widths(np.linspace(4.0, 16.0, 10), np.zeros(10), GAMMA)
     assert "per walker 0.125 .. 0.25" in many.line()
+
+
+def test_measured_friction_lets_the_noise_allow_the_stability_width():
+    """friction_constant auto: at the measured friction the noisiest walker's noise width is the
+    run's stability width (yacht's figures: curvatures 240-401, whitened noise 7-10: gamma 2.75),
+    within [1, 1 / h]."""
+    curvature, variance = np.array([401.0, 401.0, 387.0, 240.0]), np.array([7.22, 9.02, 8.06, 10.3])
+    measured = mw.widths(curvature, variance, None)
+    stable = mw.STABILITY / np.sqrt(curvature.max())
+    np.testing.assert_allclose(mw.excess_heat(stable, variance.max(), measured.friction), mw.EXCESS, rtol=1e-9)
+    assert measured.width == pytest.approx(stable, rel=1e-9) and measured.friction == pytest.approx(2.75, abs=0.01)
+    assert "at the measured friction_constant 2.75" in measured.line()
+    assert mw.widths(curvature, variance * 1e-6, None).friction == mw.FRICTION_FLOOR  # little noise: the floor
+    loud = mw.widths(curvature, variance * 1e3, None)  # no friction holds it: 1 / h, the noise bound's width
+    assert loud.friction == pytest.approx(1.0 / stable) and loud.width < stable
+
+
+def test_friction_auto_measures_and_the_sampler_takes_it():
+    simulation = tati.Simulation(**regression(sampler="BAOAB", batch_size=10, friction_constant="auto",
+                                              measure_step_width="auto"))
+    simulation.sample()
+    friction = simulation.measured_width.friction
+    assert friction >= mw.FRICTION_FLOOR and simulation.options["friction_constant"] == "auto"
+    assert simulation.sampler.friction_constant.numpy() == pytest.approx(friction)
+
+
+def test_a_resumed_run_keeps_the_measured_friction(tmp_path):
+    """friction_constant auto is measured once, at the start; the checkpoint carries it (CCAdL: with its
+    noise amplitude sqrt(2 gamma / beta)), a resumed run does not fall back to a default."""
+    options = regression(sampler="CCAdL", batch_size=10, friction_constant="auto", measure_step_width="auto")
+    first = tati.Simulation(**options, save_model=str(tmp_path / "run"))
+    first.sample()
+    resumed = tati.Simulation(**dict(options, max_steps=30), restore_model=str(tmp_path / "run"))
+    resumed.sample()
+    friction = first.measured_width.friction
+    values = {name: float(v.numpy()) for name, v in resumed.sampler._parameter_variables.items()}
+    assert friction != 1.0 and values["friction_constant"] == pytest.approx(friction)
+    assert values["sigmaA"] == pytest.approx(np.sqrt(2.0 * friction))
+
+
+@pytest.mark.parametrize("options", [dict(batch_size=10, friction_constant="auto", measure_step_width="auto", step_width=0.01),
+                                     dict(batch_size=10, friction_constant="auto", sampler="SGHMC")])
+def test_friction_auto_needs_the_measured_width(options):
+    with pytest.raises(tati.InputError, match=r"^friction_constant auto is measured with the step width"):
+        tati.Simulation(**regression(**options))

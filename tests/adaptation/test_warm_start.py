@@ -40,10 +40,19 @@ def test_threshold_is_the_typical_sets_upper_tail():
 @pytest.mark.parametrize("choice, sampler, walkers, burn_in, expected", [
     ("auto", "NUTS", 4, 20, True), ("auto", "HMC1", 4, 20, True), ("auto", "NUTS", 1, 20, False),
     ("auto", "RWMH", 4, 0, False), ("auto", "BAOAB", 4, 20, False), (True, "HMC2", 1, 0, True),
-    (False, "HMC2", 4, 20, False)])
+    (False, "HMC2", 4, 20, False), ("auto", "BAOAB:noise", 1, 20, True), ("auto", "CCAdL:noise", 4, 0, False)])
 def test_when_it_applies(choice, sampler, walkers, burn_in, expected):
-    options = {"warm_start": choice, "sampler": sampler, "burn_in_steps": burn_in}
+    sampler, _, mass = sampler.partition(":")
+    options = {"warm_start": choice, "sampler": sampler, "burn_in_steps": burn_in, "adapt_mass": mass or "auto"}
     assert warm_start.applies(options, walkers) is expected
+
+
+def test_to_the_mode_only_for_the_noise_mass():
+    """The Langevin samplers with adapt_mass noise go to the mode (MODE_ITERATIONS); NUTS and HMC keep
+    ITERATIONS, so their runs' numbers stay as they were."""
+    assert warm_start.iterations({"sampler": "BAOAB", "adapt_mass": "noise"}) == warm_start.MODE_ITERATIONS
+    assert warm_start.iterations({"sampler": "NUTS", "adapt_mass": "auto"}) == warm_start.ITERATIONS == 200
+    assert warm_start.iterations({"sampler": "BAOAB", "adapt_mass": True}) == warm_start.ITERATIONS
 
 
 def test_walkers_in_a_minor_well_restart_at_the_best_point():
@@ -112,3 +121,20 @@ def test_nuts_and_rwmh_on_low_dim_gauss_mix_from_stans_inits(sampler, burn_in, s
                                     walkers=4)
     assert check.verdict(rows) == [], rows
     assert timing.evaluations > 0 and timing.warmup > 0 and timing.draws > 0
+
+
+def test_a_noise_mass_run_starts_at_the_mode():
+    """BAOAB with adapt_mass noise: the warm start runs by default and, on a linear regression's
+    convex U, ends at its minimum (the normal equations' solution) before the noise mass is taken."""
+    rng = np.random.default_rng(seed(61))
+    x = rng.normal(size=(100, 2))
+    y = x @ np.array([1.0, -2.0]) + 0.5 + rng.normal(size=100)
+    simulation = tati.Simulation(dataset=(x, y[:, None]), hidden_dimension=[], output_activation="linear",
+                                 likelihood="gaussian", dtype="float64", sampler="BAOAB", adapt_mass="noise",
+                                 batch_size=10, burn_in_steps=20, max_steps=20, number_walkers=2, seed=seed(62))
+    simulation.sample()
+    report = simulation.warm_start
+    design = np.column_stack([x, np.ones(100)])
+    mode = np.linalg.lstsq(design, y, rcond=None)[0]
+    np.testing.assert_allclose(report.positions, np.tile(mode, (2, 1)), atol=1e-6)
+    assert report.iterations < warm_start.MODE_ITERATIONS  # it stopped by itself, at the mode

@@ -718,3 +718,21 @@ def test_the_first_step_line_names_the_warm_start_and_parts_it_knows():
     assert FirstStep(3.0, 0.5, 1.5, 0.25).line() == ("first step after 3 s (warm start 0.25 s, tracing 0.5 s, "
                                                      "compiling 1.5 s)")
     assert FirstStep(4.0, None, 3.5).line() == "first step after 4 s (compiling 3.5 s)"
+
+
+def test_heat_within_what_the_measured_width_allows_reads_warm():
+    """measure_step_width lets the gradient noise heat the momenta by up to 5% (EXCESS): a kinetic
+    energy or T_0.99 hot by no more than that reads "warm", not "lower step_width" (which the
+    measurement chose); one hot beyond it, or a run that did not measure, keeps the hot verdict."""
+    from tati.adaptation.measured_width import EXCESS
+    from tati.cli import summary
+    assert summary._noise_heat(dict(measure_step_width=True, batch_size=32)) == EXCESS
+    assert summary._noise_heat(dict(measure_step_width=False, batch_size=32)) == 0.0
+    warm = summary._warm_line("average kinetic energy", 230.5, (230.5, 0.9), 226.0, "equipartition", EXCESS)
+    assert warm == ["  average kinetic energy 230.50 +- 0.90 (equipartition: 2.0% above)",
+                    "    warm: within the 5% heat from the gradient noise that the measured step_width allows"]
+    assert summary._warm_line("average kinetic energy", 241.0, (241.0, 0.9), 226.0, "e", EXCESS) is None  # 6.6%
+    assert summary._warm_line("average kinetic energy", 226.5, (226.5, 0.9), 226.0, "e", EXCESS) is None  # consistent
+    assert summary._warm_line("average kinetic energy", 230.5, (230.5, 0.9), 226.0, "e", 0.0) is None
+    assert summary._warm_fraction(452, 0.0) == pytest.approx(0.99)
+    assert 0.9 < summary._warm_fraction(452, EXCESS) < 0.96  # chi-square(452)'s 0.99 quantile / 1.05
