@@ -9,12 +9,14 @@ Simulation's own chunk (one gradient per step, no rows in between), TFP's is
 `tfp.mcmc.sample_chain` in one tf.function. Each in graph mode and compiled with XLA
 (`jit_compile`), timed interleaved, median of `--repeats`.
 
-    python tools/benchmark_hmc.py [--steps 5000] [--repeats 5] [--threads N] [--chains C]
+    python tools/benchmark_hmc.py [--steps 5000] [--repeats 5] [--threads N] [--chains C] [--modes graph,XLA]
     (or: python tools/benchmark.py --hmc)
 
 `--threads N` runs TensorFlow's operations on N threads (inter- and intra-op) instead of its
 default, one per core: for problems this small, thread hand-offs cost more than they save.
-`--chains C` runs C walkers of ours against C batched chains of TFP's (default 1).
+`--chains C` runs C walkers of ours against C batched chains of TFP's (default 1). `--modes`
+picks graph mode, XLA or both (the default). Ours runs without a warm-up (burn_in_steps=0, whose
+default adapts h and T during half the run), so both take the same h and L.
 """
 
 import argparse
@@ -55,7 +57,7 @@ def ours(potential, dimension, h, steps, jit, chains=1):
     sim = tati.Simulation(potential=potential, potential_batched=True, dtype="float64",
                           initial_parameters=np.full((chains, dimension), 0.01), number_walkers=chains,
                           sampler="HMC2", step_width=h, hamiltonian_dynamics_time=LEG * h, every_nth=10 ** 9,
-                          jit_compile=jit, seed=1)
+                          burn_in_steps=0, jit_compile=jit, seed=1)  # no warm-up: TFP's h and L, as TFP's kernel
     chunk = compile_chunk(Loop(sim.model, sim.data, sim.sampler, tf.Variable(tf.constant(0, tf.int64)),
                                RunningAverages(chains), every_nth=10 ** 9, jit_compile=jit))
 
@@ -88,13 +90,17 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, help="TensorFlow's inter- and intra-op threads (default: its own)")
     parser.add_argument("--chains", type=int, default=1, help="walkers of ours, batched chains of TFP's")
+    parser.add_argument("--modes", default="graph,XLA", help="graph, XLA or both, comma-separated (default both)")
     args = parser.parse_args(argv)
+    modes = {"graph": False, "XLA": True}
+    if not args.modes or any(m not in modes for m in args.modes.split(",")):
+        parser.error(f"--modes: graph, XLA or graph,XLA, got {args.modes!r}")
     set_threads(args.threads)
     print("| case | mode | HMC2 us/step | TFP HMC us/step | ratio | HMC2 gradients per leg (mean L) | rejection rate |")
     print("|---|---|---|---|---|---|---|")
     for name, case in (("(a) 100-D Gaussian", gaussian), ("(b) logistic regression, 25 weights", logistic_regression)):
         potential, dimension, h = case()
-        for jit in (False, True):
+        for jit in (modes[m] for m in args.modes.split(",")):
             run_ours, sim = ours(potential, dimension, h, args.steps, jit, args.chains)
             run_theirs = theirs(potential, dimension, h, args.steps, jit, args.chains)
             run_ours(), run_theirs()  # trace and compile

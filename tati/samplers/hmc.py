@@ -239,14 +239,18 @@ class HamiltonianMonteCarlo(LegAdaptation, SamplerBase):
         leg_end = tf.reduce_min(self._legs.row("leg_end"))
         return tf.cast(leg_end - tf.cast(self.iterations, tf.float64), tf.int32)
 
-    def integrate(self, steps, gradients, variables):
+    def integrate(self, steps, gradients, variables, widths=None, counted=False):
         """`steps` (at most free_steps()) integration calls as apply would make them, at a fraction
         of the cost: B then A, p <- p - h' F(grad U(q)); q <- q + h' V(p), for every walker, h'
         its leg's step width. `gradients(positions)` gives grad U at the positions (tensors,
         one per variable). Positions and momenta are loop tensors, written
-        back to the variables once, after the loop."""
-        width = self._legs.row("leg_width")
-        widths = [tf.cast(self._broadcast(width, v), v.dtype) for v in variables]
+        back to the variables once, after the loop.
+
+        A caller that has them already (HMC's evaluation program, once per leg) passes
+        `widths` (`leg_widths()`) and `counted` (iterations already advanced by `steps`): in
+        graph mode each read and count here is an operation of its own."""
+        if widths is None:
+            widths = self.leg_widths(variables)
         metrics = self._metric_values()
 
         def kick_and_drift(i, positions, momenta):
@@ -265,7 +269,13 @@ class HamiltonianMonteCarlo(LegAdaptation, SamplerBase):
         for v, q, p in zip(variables, positions, momenta):
             v.assign(q)
             self._momentum(v).assign(p)
-        self.iterations.assign_add(tf.cast(steps, self.iterations.dtype))
+        if not counted:
+            self.iterations.assign_add(tf.cast(steps, self.iterations.dtype))
+
+    def leg_widths(self, variables):
+        """The current legs' step widths h', shaped and cast to each variable (`integrate`)."""
+        width = self._legs.row("leg_width")
+        return [tf.cast(self._broadcast(width, v), v.dtype) for v in variables]
 
     # -- helpers -------------------------------------------------------------------------------
     def _metric_force(self, gradient, metric):

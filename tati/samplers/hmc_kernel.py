@@ -18,7 +18,7 @@ from typing import NamedTuple
 import tensorflow as tf
 
 from tati.engine.driver import Kernel
-from tati.engine.rows import Rows, row_fields
+from tati.engine.rows import Rows, flat, row_fields
 
 
 class LegInfo(NamedTuple):
@@ -65,7 +65,9 @@ class LegsKernel(Kernel):
         walkers = model.num_walkers
         self.fields = row_fields(walkers, model.num_parameters, sampler.info.run_info, loop.has_accuracy,
                                  extra={"due": [walkers]})
-        self.rows = Rows(self.fields, walkers, model.num_parameters, loop.jit_compile)
+        # Packed: the evaluation joins the row into one vector, so that in graph mode a leg writes
+        # one TensorArray, not one per field (each write an operation and a loop variable).
+        self.rows = Rows(self.fields, walkers, model.num_parameters, loop.jit_compile, packed=True)
         self.evaluation = tf.function(self.evaluate, jit_compile=True, autograph=False)
 
     def gradients_at(self, positions):
@@ -75,6 +77,13 @@ class LegsKernel(Kernel):
     def integrate(self, steps):
         self.loop.kernel.integrate(steps, self.gradients_at, self.loop.model.variables)
         self.loop.step.assign_add(tf.cast(steps, tf.int64))
+
+    def count_free(self, free):
+        """Advance the sampler's and the loop's step counts by the `free` integration steps that
+        follow an evaluation, inside its program (graph mode would spend six operations on it
+        per leg)."""
+        self.loop.kernel.iterations.assign_add(tf.cast(free, self.loop.kernel.iterations.dtype))
+        self.loop.step.assign_add(tf.cast(free, tf.int64))
 
     def start(self, n):
         """The inner steps up to the first evaluation (or the chunk's end)."""
@@ -87,7 +96,9 @@ class LegsKernel(Kernel):
         averages, the row) as one XLA program, in graph mode too: there, each of its about 170
         small operations would cost a microsecond or more of executor time. Returns the walkers
         whose row is due, how many kick-and-drift steps follow (up to the next evaluation, at
-        most `left`) and the row's values."""
+        most `left`), the evaluation's step number, the new legs' step widths per variable
+        (sampler.leg_widths) and the row's values, joined in one vector (Rows(packed=True)).
+        The step counts already include the kick-and-drift steps (`count_free`)."""
         loop, sampler = self.loop, self.loop.kernel
         sampler.apply(grads, loop.model.variables, loss=losses, accuracy=accuracy)
         loop.step.assign_add(1)
@@ -98,16 +109,19 @@ class LegsKernel(Kernel):
                              evaluated & (loop.step > loop.burn_in_steps))
         due = evaluated & tf.equal(tf.math.floormod(report["legs"], float(loop.every_nth)), 0.0)
         row = leg_row(sampler, report, loop.averages, due, loop.step, self.fields)
-        return tf.reduce_any(due), tf.minimum(sampler.free_steps(), left), row
+        packed = tf.concat([flat(row[name]) for name in self.fields], 0)
+        free, at = tf.minimum(sampler.free_steps(), left), tf.convert_to_tensor(loop.step)
+        widths = sampler.leg_widths(loop.model.variables)
+        self.count_free(free)
+        return tf.reduce_any(due), free, at, widths, {"packed": packed}
 
     def step(self, state, record, left):
         loop = self.loop
         if loop.ensemble is not None:
             loop.ensemble.maybe_refresh(loop.kernel.chain_positions()[0], loop.kernel.iterations)
         losses, gradient, accuracy = loop.model.loss_and_gradient(*loop.data.next(), with_accuracy=loop.has_accuracy)
-        due, free, row = self.evaluation(losses, [gradient], accuracy, left - 1)
-        at = tf.convert_to_tensor(loop.step)  # the evaluation's step, read before the inner steps
-        self.integrate(free)
+        due, free, at, widths, row = self.evaluation(losses, [gradient], accuracy, left - 1)
+        loop.kernel.integrate(free, self.gradients_at, loop.model.variables, widths=widths, counted=True)
         return state, LegInfo(due, free, at, row)
 
     def trace(self, state, info):

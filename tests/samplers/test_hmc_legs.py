@@ -1,11 +1,16 @@
 """HMC's named parts, each against its rule: the legs' draws and the ensemble's phases
 (tati/dynamics/hmc_legs.py), the packed per-walker state, the decision's energy error
-(tati/dynamics/metropolis.py). All exact."""
+(tati/dynamics/metropolis.py). All exact. And the graph-mode cost of a leg's bookkeeping, in
+operations."""
+
+import collections
 
 import keras
 import numpy as np
 import tensorflow as tf
 
+import tati
+from tati.engine.running import Run
 from tati.dynamics.hmc_legs import LEG, PAUSE, PackedState, ensemble_phases, first_kick, leg_steps, leg_width
 from tati.dynamics.metropolis import energy_error, metropolis, reported_energy
 
@@ -67,3 +72,33 @@ def test_decision_reads_the_energy_error():
     assert accepted.numpy().tolist() == [True, True, False] and divergent.numpy().tolist() == [False, False, True]
     shown = reported_energy(tf.constant([1.0, 3.0, np.nan], F64), error).numpy()
     assert shown[:2].tolist() == [1.0, 3.0] and shown[2] == np.inf
+
+
+def loop_bodies(graph_def):
+    """{name: Counter of operation types} of every while loop's body in a graph's library, and
+    the name of the body that holds another loop (HMC's leg: evaluation, then kick-and-drift)."""
+    library = {f.signature.name: f for f in graph_def.library.function}
+    bodies = {name: collections.Counter(node.op for node in f.node_def) for name, f in library.items()
+              if "body" in name}
+    outer = [name for name, ops in bodies.items() if ops["StatelessWhile"] + ops["While"] > 0]
+    return bodies, outer
+
+
+def test_a_leg_in_graph_mode_costs_few_operations_besides_its_gradients():
+    """In graph mode each operation costs microseconds of executor time on a small target, as
+    much as the arithmetic (doc/benchmarks.md, issue #42). A leg's loop body (evaluation and
+    row, then the kick-and-drift loop) holds the evaluation's gradient, one XLA program and one
+    row write: at most 20 operations more than a kick-and-drift step (before the row was packed
+    and the step counts and widths came out of the program: 55 more, 15 TensorArray writes)."""
+    sim = tati.Simulation(potential=lambda x: 0.5 * tf.reduce_sum(x * x, axis=-1), potential_batched=True,
+                          dtype="float64", initial_parameters=np.zeros((1, 5)), sampler="HMC2", step_width=0.05,
+                          hamiltonian_dynamics_time=0.5, burn_in_steps=0, jit_compile=False, seed=1)
+    run = Run("sample", sim.sampler, sim)
+    graph = run.chunk.get_concrete_function(tf.TensorSpec([], tf.int32)).graph.as_graph_def()
+    bodies, outer = loop_bodies(graph)
+    assert len(outer) == 1
+    leg = bodies[outer[0]]
+    step = next(ops for name, ops in bodies.items() if name.startswith(outer[0].split("_body")[0] + "_while_body"))
+    assert step["StatefulPartitionedCall"] == 0 and leg["StatefulPartitionedCall"] == 1  # the evaluation program
+    assert leg["TensorListSetItem"] == 2  # the row and its step number
+    assert sum(leg.values()) - sum(step.values()) <= 20
