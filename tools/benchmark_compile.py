@@ -11,10 +11,9 @@ tati is not included (about 4-5 s on this machine).
 """
 
 import argparse
-import json
 import statistics
-import subprocess
-import sys
+
+from fresh_process import child_result
 
 CHILD = r"""
 import json, sys, time
@@ -46,13 +45,7 @@ print(json.dumps([tracing, first, later]))
 
 
 def measure(sampler, walkers, mode, repeats):
-    runs = []
-    for _ in range(repeats):
-        done = subprocess.run([sys.executable, "-c", CHILD, sampler, str(walkers), mode],
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            raise SystemExit(done.stderr[-2000:])
-        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    runs = [child_result(CHILD, sampler, walkers, mode) for _ in range(repeats)]
     return [statistics.median(part) for part in zip(*runs)]
 
 

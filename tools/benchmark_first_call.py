@@ -11,11 +11,10 @@ cache empty (cold), then filled by the cold run (warm). Medians over --repeats.
 """
 
 import argparse
-import json
 import statistics
-import subprocess
-import sys
 import tempfile
+
+from fresh_process import child_result
 
 CHILD = r"""
 import json, sys, time
@@ -44,13 +43,8 @@ PARTS = ("imports", "setup", "warm_start", "tracing", "compiling", "first_step",
 
 
 def measure(mode, cache, repeats, warm):
-    runs = []
-    for _ in range(repeats):
-        directory = cache if warm else tempfile.mkdtemp(prefix="tati-xla-")
-        done = subprocess.run([sys.executable, "-c", CHILD, mode, directory], capture_output=True, text=True)
-        if done.returncode != 0:
-            raise SystemExit(done.stderr[-2000:])
-        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    runs = [child_result(CHILD, mode, cache if warm else tempfile.mkdtemp(prefix="tati-xla-"))
+            for _ in range(repeats)]
     return {part: statistics.median(run[part] for run in runs) for part in PARTS}
 
 

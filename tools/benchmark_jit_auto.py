@@ -14,10 +14,9 @@ network as a Keras model with 4 walkers.
 """
 
 import argparse
-import json
 import statistics
-import subprocess
-import sys
+
+from fresh_process import child_result
 
 STEPS = {"NUTS": 100, "HMC2": 1000, "BAOAB": 1000, "RWMH": 1000}
 
@@ -51,13 +50,8 @@ print(json.dumps([times[0] - step * steps, step]))
 
 
 def measure(sampler, target, mode, repeats):
-    runs = []
-    for _ in range(repeats):
-        done = subprocess.run([sys.executable, "-c", CHILD, sampler, target, mode, str(STEPS[sampler])],
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            raise SystemExit(f"{sampler} on {target}, {mode}: " + done.stderr[-2000:])
-        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    runs = [child_result(CHILD, sampler, target, mode, STEPS[sampler], what=f"{sampler} on {target}, {mode}: ")
+            for _ in range(repeats)]
     return [statistics.median(part) for part in zip(*runs)]
 
 
