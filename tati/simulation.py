@@ -231,6 +231,8 @@ class Simulation:
         if self._run is None and self.measured_width is None and self.options["measure_step_width"] is True \
                 and self.options["restore_model"] is None:
             self._measure_width()
+        if self._run is None and self.options["measure_step_width"] is True:
+            self._follow_width()
         return self._go("sample", self.sampler, began)
 
     def _sampler_options(self):
@@ -255,11 +257,22 @@ class Simulation:
             self._sampler = None
         self.sampler.step_width = self.measured_width.width
 
+    def _follow_width(self):
+        """With adapt_mass noise the measured width is measured again with each new mass, in the
+        compiled loop (samplers/mass.py), with the friction the sampler was made with (also after a
+        restore_model, which measures nothing)."""
+        if not getattr(self.sampler, "noise_mass", False):
+            return
+        o = self.options
+        mass = o["mass"] if "mass" in spec_of(o["sampler"]).option_names else 1.0
+        measured = self.measured_width.friction if self.measured_width is not None else None
+        friction = measured if measured is not None else self._sampler_options()["friction_constant"] / mass
+        self.sampler.width_rule = (friction, 1.0 / o["inverse_temperature"], mass)
+
     def _start_warm(self):
         """The warm start (tati/adaptation/warm_start.py) before the first sample() call; a warning names
         the walkers it restarted."""
-        self.warm_start = warm_start.warm_start(self.model, self.data, self.options["inverse_temperature"],
-                                                warm_start.iterations(self.options))
+        self.warm_start = warm_start.warm_start(self.model, self.data, self.options["inverse_temperature"])
         self.parameters = self.warm_start.positions
         if len(self.warm_start.restarted):
             warnings.warn(self.warm_start.line(), stacklevel=3)

@@ -108,7 +108,7 @@ def main():
     parser.add_argument("--step-width", type=float, help="a given width instead of the measured one")
     parser.add_argument("--adapt-mass", default="auto", help="adapt_mass: auto, true or noise")
     parser.add_argument("--friction", default="1", help="friction_constant, or auto")
-    parser.add_argument("--warm-iterations", type=int, help="the warm start's cap to the mode (start 'warm')")
+    parser.add_argument("--warm-iterations", type=int, help="the warm start's L-BFGS cap (start 'warm'; 200 without)")
     parser.add_argument("--record-momenta", action="store_true", help="the summary's T_0.99 line")
     parser.add_argument("--excess", type=float, help="measure_step_width's heat bound instead of 5%%")
     parser.add_argument("--seed", type=int, default=1)
@@ -119,7 +119,7 @@ def main():
         bound(args.excess)
     if args.warm_iterations:
         from tati.adaptation import warm_start
-        warm_start.MODE_ITERATIONS = args.warm_iterations
+        warm_start.ITERATIONS = args.warm_iterations
     friction = args.friction if args.friction == "auto" else float(args.friction)
     extra = dict(record_momenta=True) if args.record_momenta else {}
     dataset = uci.read_dataset(args.folder)

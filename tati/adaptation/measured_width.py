@@ -7,11 +7,18 @@ small h keeps the reading hot and the feedback shrinks h to nothing. Here, per w
 start point, with temperature T = 1 / beta and mass M (the samplers' scalar mass; 1 for the others):
 
 1. stability: lambda, the largest curvature of U in the metric (|eigenvalue| of H / M, by
-   POWER_ITERATIONS power iterations of Hessian-vector products on the whole dataset). A
-   splitting scheme is stable for h sqrt(lambda) < 2; h_s = STABILITY / sqrt(lambda), a factor 4
-   inside, as the curvature where the walkers go may exceed the start's, and BAOAB's stiffest
-   mode then keeps its kinetic temperature within h^2 lambda / 4 = 6% (its momentum variance is
-   (1 - h^2 omega^2 / 4) / beta).
+   POWER_ITERATIONS power iterations of Hessian-vector products). A splitting scheme is stable
+   for h sqrt(lambda) < 2; h_s = STABILITY / sqrt(lambda), a factor 4 inside, as the curvature
+   where the walkers go may exceed the start's, and BAOAB's stiffest mode then keeps its kinetic
+   temperature within h^2 lambda / 4 = 6% (its momentum variance is (1 - h^2 omega^2 / 4) / beta).
+   With mini-batches a step's force is the batch's gradient, so the step's map has the batch's
+   Hessian H_b = (N / B) sum over its points of H_i, and lambda is the largest over the batches
+   of one epoch (a permutation of the data of its own, `Batches.curvature_batch`, so every
+   point is in one batch): where a few points dominate a direction, H_b's largest eigenvalue
+   exceeds the whole dataset's, up to N / B times. At the warm start's mode it was 5.4-6.3 times
+   on bostonHousing (split 0, where a point's fitted noise variance sits at its floor) and
+   1.9-3.1 times on yacht; with the whole dataset's curvature the width was at h sqrt(lambda_b)
+   = 1.3 on boston, and every one of its 20 splits blew up.
 2. heat from the gradient noise: V, the mini-batch gradient's variance per parameter about the
    full one (the sample variance of NOISE_BATCHES batches of the run's batch size, averaged over
    the parameters: the kinetic temperature is that average). Each step kicks p by h times a
@@ -21,7 +28,14 @@ start point, with temperature T = 1 / beta and mass M (the samplers' scalar mass
    T + h V / (2 gamma M) for small gamma h (SGHMC's Euler friction, 1 - gamma h instead of
    alpha, gives the same to first order). h_n solves h^2 V / (M (1 - exp(-2 gamma h))) = EXCESS T.
 3. the walker's width min(h_s, h_n); the run's (one width: the sampler's step_width) the least
-   over the walkers.
+   over the walkers. With adapt_mass noise the metric changes at each of the mass's measurements
+   (the first at step 0, then after each of Stan's windows) and the width is measured again in
+   the new one, in the compiled loop (`graph_width`): the walkers leave the start (a warm
+   start's sharp mode, where the fitted noise variance is small) for wider regions where the
+   gradient noise, hence the mass, is smaller by orders of magnitude (bostonHousing: the median
+   scale s grew 37 times at step 100), and the start's width is then far beyond the stability
+   bound in the new metric (every one of 20 bostonHousing splits blew up before the width
+   followed the mass).
 4. friction_constant auto: gamma is not given but measured with the width: the least friction at
    which every walker's noise allows the run's stability width h = min h_s, from
    1 - exp(-2 gamma h) = h^2 V / (M T EXCESS), so that the width is the stability bound's and no
@@ -48,14 +62,16 @@ NOISE_BATCHES = 16  # V's per-parameter relative error sqrt(2 / 15) = 0.37, far 
 
 
 class MeasuredWidth(NamedTuple):
-    """Per walker: the largest curvature, the mean gradient-noise variance, the two widths and
-    the smaller; `width`, the least over the walkers, is the run's."""
+    """Per walker: the largest curvature (of the largest batch's, `batches` > 1), the mean
+    gradient-noise variance, the two widths and the smaller; `width`, the least over the
+    walkers, is the run's."""
     curvature: np.ndarray
     noise_variance: np.ndarray
     stable_width: np.ndarray
     noise_width: np.ndarray
     widths: np.ndarray
     friction: float = None  # friction_constant auto's measured gamma (None where given)
+    batches: int = 1  # the batches whose largest curvature is taken (1: the whole dataset)
 
     @property
     def width(self):
@@ -64,23 +80,11 @@ class MeasuredWidth(NamedTuple):
     def line(self):
         """One line for the summary."""
         return (f"measured step_width {self.width:.4g} (per walker {_values(self.widths)}): "
-                f"{STABILITY:g} / sqrt(largest curvature {_values(self.curvature)}) = {_values(self.stable_width)}, "
+                f"{STABILITY:g} / sqrt(largest curvature{_of_batches(self.batches)} {_values(self.curvature)}) = "
+                f"{_values(self.stable_width)}, "
                 f"gradient noise variance {_values(self.noise_variance)} allows {_values(self.noise_width)} "
                 f"for {EXCESS:.0%} excess heat" + ("" if self.friction is None else
                                                    f" at the measured friction_constant {self.friction:.3g}"))
-
-
-def power_iteration(hessian_vector, start, iterations=POWER_ITERATIONS):
-    """Per row of start [W, d], the largest |eigenvalue| of the symmetric operator
-    hessian_vector ([W, d] -> [W, d], row by row): |H v| of the normalised iterate v, which
-    approaches it from below."""
-    v = start / np.linalg.norm(start, axis=1, keepdims=True)
-    estimate = np.zeros(len(start))
-    for _ in range(iterations):
-        w = hessian_vector(v)
-        estimate = np.linalg.norm(w, axis=1)
-        v = w / np.where(estimate > 0.0, estimate, 1.0)[:, None]
-    return estimate
 
 
 def noise_variance(gradients):
@@ -121,33 +125,28 @@ def measured_friction(curvature, variance, temperature=1.0, mass=1.0):
     return float(np.clip(needed, FRICTION_FLOOR, max(FRICTION_FLOOR, FRICTION_CEILING / width)))
 
 
-def widths(curvature, variance, friction, temperature=1.0, mass=1.0):
+def widths(curvature, variance, friction, temperature=1.0, mass=1.0, batches=1):
     """MeasuredWidth of the curvatures (of H, not yet divided by the mass) and noise variances;
     friction None: measured (measured_friction), and kept in the MeasuredWidth."""
     curvature, variance = np.asarray(curvature, float), np.asarray(variance, float)
     measured = None if friction is not None else measured_friction(curvature, variance, temperature, mass)
     stable = STABILITY / np.sqrt(curvature / mass)
     noisy = noise_width(variance, friction if measured is None else measured, temperature, mass)
-    return MeasuredWidth(curvature, variance, stable, noisy, np.minimum(stable, noisy), measured)
+    return MeasuredWidth(curvature, variance, stable, noisy, np.minimum(stable, noisy), measured, batches)
 
 
 def measure(model, data, friction, temperature=1.0, mass=1.0, seed=0, scales_of=None):
-    """MeasuredWidth of every walker at the model's parameters (friction None: measured too): curvature on the whole dataset,
-    noise from NOISE_BATCHES extra batches of the run's batch size (none without mini-batches).
+    """MeasuredWidth of every walker at the model's parameters (friction None: measured too):
+    curvature on one epoch's batches (`batch_curvature`; the whole dataset without mini-batches),
+    noise from NOISE_BATCHES extra batches of the run's batch size (none without mini-batches),
+    the batches of step 0, which the noise mass's first measurement in the run takes too.
     scales_of (adapt_mass noise): per-parameter variances [W, d] -> the whitened metric's scales
     s [d]; curvature and noise are then those of s H s and s^2 V."""
-    features, labels = data.all() if model.uses_data else (None, None)
     theta = tf.constant(model.flat_parameters().numpy(), model.dtype)
 
     @tf.function(autograph=False)
-    def hessian_vector(tangent):
-        with tf.autodiff.ForwardAccumulator(theta, tf.cast(tangent, model.dtype)) as accumulator:
-            _, gradient, _ = model.loss_and_gradient(features, labels, theta=theta)
-        return tf.cast(accumulator.jvp(gradient), tf.float64)
-
-    @tf.function(autograph=False)
     def batch_gradient(k):
-        return tf.cast(model.loss_and_gradient(*data.extra_batch(-1, k), theta=theta)[1], tf.float64)
+        return tf.cast(model.loss_and_gradient(*data.extra_batch(0, k), theta=theta)[1], tf.float64)
 
     variances = np.zeros(theta.shape)
     if not getattr(data, "full", True):
@@ -155,12 +154,94 @@ def measure(model, data, friction, temperature=1.0, mass=1.0, seed=0, scales_of=
                            axis=0, ddof=1)
     scales = np.ones(theta.shape[-1]) if scales_of is None else scales_of(variances)
     start = np.random.default_rng(seed).standard_normal(theta.shape)
-    curvature = power_iteration(lambda v: scales * hessian_vector(tf.constant(scales * v)).numpy(), start)
+    batches = curvature_batches(data)
+    hessian_vector = hessian_vector_on(model, data, lambda: theta, 0)
+    s = tf.constant(scales, tf.float64)
+    curvature = tf.function(autograph=False)(lambda: batch_curvature(
+        lambda b, v: s * hessian_vector(b, s * v), batches, tf.constant(start)))().numpy()
     variance = np.mean(scales ** 2 * variances, axis=-1)
     if not np.all(np.isfinite(curvature)) or not np.all(np.isfinite(variance)):
         raise SamplingError("measure_step_width: the loss's curvature or gradient is not finite at the walkers' "
                             "start; give initial_parameters or a step_width")
-    return widths(curvature, variance, friction, temperature, mass)
+    return widths(curvature, variance, friction, temperature, mass, batches)
+
+
+def curvature_batches(data):
+    """The batches whose largest curvature sets the stable width: an epoch's (1 without mini-batches)."""
+    return 1 if getattr(data, "full", True) else int(data.batches_per_epoch)
+
+
+def hessian_vector_on(model, data, parameters, step):
+    """(b, tangent [W, d]) -> each walker's Hessian of U on curvature batch b (keyed by step) times
+    its row, float64: forward over reverse mode at parameters() (a tensor [W, d])."""
+    def product(b, tangent):
+        theta = parameters()
+        features, labels = data.curvature_batch(step, b) if model.uses_data else (None, None)
+        with tf.autodiff.ForwardAccumulator(theta, tf.cast(tangent, theta.dtype)) as accumulator:
+            _, gradient, _ = model.loss_and_gradient(features, labels, theta=theta)
+        return tf.cast(accumulator.jvp(gradient), tf.float64)
+    return product
+
+
+def batch_curvature(hessian_vector, batches, start, iterations=POWER_ITERATIONS):
+    """Per walker, the largest over b < batches of the largest |eigenvalue| of v -> hessian_vector(b, v)
+    (graph_power_iteration from the same start [W, d] for each), float64 [W]."""
+    def body(b, best):
+        found = graph_power_iteration(lambda v: hessian_vector(b, v), start, iterations)
+        finite = tf.math.is_finite(best) & tf.math.is_finite(found)  # a non-finite one stays (tf.maximum drops NaN)
+        return b + 1, tf.where(finite, tf.maximum(best, found), tf.where(tf.math.is_finite(best), found, best))
+
+    return tf.while_loop(lambda b, _: b < batches, body,
+                         (tf.constant(0), tf.zeros(tf.shape(start)[:1], tf.float64)))[1]
+
+
+def graph_power_iteration(hessian_vector, start, iterations=POWER_ITERATIONS):
+    """Per row of start [W, d] (float64), the largest |eigenvalue| of the symmetric operator
+    hessian_vector ([W, d] -> [W, d], row by row): |H v| of the normalised iterate v, which
+    approaches it from below."""
+    def body(i, v, estimate):
+        w = hessian_vector(v)
+        estimate = tf.norm(w, axis=1)
+        return i + 1, w / tf.where(estimate > 0.0, estimate, 1.0)[:, None], estimate
+
+    v = start / tf.norm(start, axis=1, keepdims=True)
+    _, _, estimate = tf.while_loop(lambda i, *_: i < iterations, body,
+                                   (tf.constant(0), v, tf.zeros(tf.shape(start)[:1], tf.float64)))
+    return estimate
+
+
+def graph_noise_width(variance, friction, temperature=1.0, mass=1.0, excess=EXCESS):
+    """noise_width in the graph (float64 [W]), by the same bisection of log h."""
+    def body(i, low, high):
+        middle = 0.5 * (low + high)
+        hot = excess_heat_tensor(tf.exp(middle), variance, friction, temperature, mass) > excess
+        return i + 1, tf.where(hot, low, middle), tf.where(hot, middle, high)
+
+    bounds = (tf.fill(tf.shape(variance), -40.0), tf.fill(tf.shape(variance), 40.0))
+    _, low, _ = tf.while_loop(lambda i, *_: i < 100, body, (tf.constant(0),) + tuple(
+        tf.cast(b, tf.float64) for b in bounds))
+    return tf.where(variance > 0.0, tf.exp(low), tf.constant(np.inf, tf.float64))
+
+
+def excess_heat_tensor(width, variance, friction, temperature=1.0, mass=1.0):
+    """excess_heat of tensors."""
+    return width ** 2 * variance / (mass * temperature * -tf.math.expm1(-2.0 * friction * width))
+
+
+def graph_width(hessian_vector, batches, noise_variance, start, friction, temperature=1.0, mass=1.0):
+    """In the compiled loop: the run's width, min over walkers of min(h_s, h_n) (module docstring,
+    1.-3.), from hessian_vector ((b, v [W, d]) -> the curvature in the metric on batch b < batches),
+    the walkers' mean noise variance in the metric [W] and a start [W, d] of the power iteration
+    (float64). NaN where a curvature or variance is not finite."""
+    curvature = batch_curvature(hessian_vector, batches, start)
+    stable = STABILITY / tf.sqrt(curvature / mass)
+    noisy = graph_noise_width(noise_variance, friction, temperature, mass)
+    finite = tf.reduce_all(tf.math.is_finite(curvature)) & tf.reduce_all(tf.math.is_finite(noise_variance))
+    return tf.where(finite, tf.reduce_min(tf.minimum(stable, noisy)), tf.constant(np.nan, tf.float64))
+
+
+def _of_batches(batches):
+    return f" of {batches} batches" if batches > 1 else ""
 
 
 def _values(values):

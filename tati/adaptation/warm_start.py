@@ -35,12 +35,12 @@ from tati.diagnostics.outliers import typical_set_width as threshold  # U above 
 from tati.engine.registry import spec_of
 
 ITERATIONS, CORRECTION_PAIRS = 200, 10
-# The Langevin samplers with adapt_mass noise start at the mode: their noise mass and measured width are
-# taken there, and from 200 iterations on yacht they sampled near a loss of -450 against the mode's -1000
-# (doc/benchmarks.md). There the loss never levels off (|grad U| stays in the thousands at 5000 iterations,
-# where sharper minima read worse): the cap, the best of 200 ... 5000 measured, stops it. NUTS and HMC
-# keep ITERATIONS (their runs' numbers stay as they were).
-MODE_ITERATIONS = 2000
+# The Langevin samplers with adapt_mass noise take the same cap. Further towards the mode a
+# heteroscedastic network fits some training points' noise variance down to its floor, a sharp
+# mode the walkers then stay in: on bostonHousing (splits 0-2, BAOAB) the test log-likelihood read
+# -2.29 / -2.40 / -2.32 from 200 iterations, -2.67 / -2.63 / -2.70 from 500 and -4.6 / -4.2 / -9.3
+# from 2000; yacht, nearly noiseless, gains from going further (-0.07 / -0.19 from 200, +0.16 /
+# +0.05 from 2000: doc/benchmarks.md).
 # A walker stops once an iteration lowers beta U by less than DECREASE (the threshold for stuck is
 # d/2 + 4 sqrt(d/2) of beta U); a line search halves its step at most BACKTRACKS times, and a
 # walker whose searches failed ROUNDS times stops where it is.
@@ -74,28 +74,19 @@ class WarmStart(NamedTuple):
 def applies(options, walkers):
     """Whether the run starts warm: warm_start true, or auto for an adapting sampler (NUTS, RWMH,
     HMC1, HMC2) with two walkers or more and a burn-in, and for a Langevin sampler with adapt_mass
-    noise and a burn-in (to the mode: `iterations`)."""
+    noise and a burn-in (its mass and measured width are taken where the walkers start)."""
     choice = options.get("warm_start", False)
     if choice == "auto":
-        if to_mode(options):
+        if options.get("adapt_mass") == "noise" and not spec_of(options["sampler"]).metropolis:
             return options["burn_in_steps"] > 0
         return spec_of(options["sampler"]).metropolis and walkers > 1 and options["burn_in_steps"] > 0
     return bool(choice)
 
 
-def to_mode(options):
-    """Whether the warm start goes to the mode: a Langevin sampler with adapt_mass noise."""
-    return options.get("adapt_mass") == "noise" and not spec_of(options["sampler"]).metropolis
-
-
-def iterations(options):
-    """L-BFGS's cap: MODE_ITERATIONS where the warm start goes to the mode, else ITERATIONS."""
-    return MODE_ITERATIONS if to_mode(options) else ITERATIONS
-
-
-def warm_start(model, data, inverse_temperature, cap=ITERATIONS):
-    """The walkers' points in the typical set (module docstring), as a WarmStart; the model's
-    parameters stay as they are."""
+def warm_start(model, data, inverse_temperature, cap=None):
+    """The walkers' points in the typical set (module docstring), as a WarmStart, after at most cap
+    (ITERATIONS) L-BFGS iterations; the model's parameters stay as they are."""
+    cap = ITERATIONS if cap is None else cap
     features, labels = data.all() if model.uses_data else (None, None)
 
     @tf.function(autograph=False)

@@ -62,8 +62,9 @@ def summarise(prog, simulation, result, sampler, seconds=None):
     steps = _steps(o, run_info, legs)
     width = _adapted_width(o, run_info) if sampler else None
     measured = getattr(simulation, "measured_width", None) if sampler else None
+    followed = _followed_widths(simulation) if sampler else ()
     if measured is not None:
-        width = measured.width
+        width = followed[-1] if len(followed) else measured.width
     lines = [_header(prog, o, steps, walkers, sampler, width), "  " + _model(simulation)]
     if seconds is not None:
         lines.append(_timing(seconds, steps, walkers, _first_call(o, run_info)))
@@ -79,6 +80,9 @@ def summarise(prog, simulation, result, sampler, seconds=None):
         lines.append("  " + simulation.warm_start.line())
     if measured is not None:
         lines.append("  " + measured.line())
+    if len(followed):
+        lines.append(f"  step_width measured again with each new mass: {', '.join(f'{w:.3g}' for w in followed)} "
+                     "(the last is the run's)")
     if sampler and not legs and not proposal and getattr(getattr(simulation, "sampler", None), "adapt_mass", False):
         lines.append(_langevin_mass_line(simulation.sampler))
     broken = ~np.isfinite(run_info["loss"].to_numpy(dtype=float))
@@ -473,6 +477,12 @@ def _burn_in_for_metric(o, run_info, walkers, draws):
     steps = burn_in * needed / max(legs, 1)
     scale = 10.0 ** max(math.floor(math.log10(steps)) - 1, 0)  # two significant digits, up
     return legs, int(math.ceil(steps / scale) * scale)
+
+
+def _followed_widths(simulation):
+    """The widths measured with each of a noise mass's measurements (samplers/mass.py), if any."""
+    sampler = getattr(simulation, "_sampler", None)
+    return sampler.followed_widths() if hasattr(sampler, "followed_widths") else ()
 
 
 def _langevin_mass_line(sampler):

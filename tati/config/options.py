@@ -254,8 +254,8 @@ OPTIONS = [
            "every walker's start, and a walker that ends far above the best (beta dU > d/2 + 4 sqrt(d/2)) "
            "restarts at the best walker's point, so that burn-in adapts from the typical set "
            "(doc/samplers.md). auto: on with two walkers or more and burn_in_steps > 0; for GLA1, GLA2, "
-           "BAOAB, CCAdL with adapt_mass noise on with burn_in_steps > 0, towards the mode (at most 2000 "
-           "iterations), where the noise mass and the measured step width are taken."),
+           "BAOAB, CCAdL with adapt_mass noise on with burn_in_steps > 0 (the noise mass and the measured "
+           "step width are taken where the walkers start)."),
     # optimizer
     Option("optimizer", "GradientDescent", Text(), "optimizer",
            "Optimizer of fit(): GradientDescent, BarzilaiBorweinGradientDescent (step width "

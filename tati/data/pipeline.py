@@ -107,6 +107,20 @@ class Batches:
         indices = tf.math.top_k(draws, k=self.batch_size, sorted=False).indices
         return tf.gather(self._all[0], indices), tf.gather(self._all[1], indices)
 
+    def curvature_batch(self, step, index):
+        """The index-th of the batches_per_epoch batches of an evaluation at `step` (measure_step_width's
+        curvature, tati/adaptation/measured_width.py): a permutation of the points keyed by (seed, step)
+        alone, cut as an epoch is, so that every point is in one of them; nothing moves. A full
+        batch: all points."""
+        if self.full:
+            return self._all
+        key = tf.random.experimental.stateless_fold_in(
+            tf.constant([self.seed, 4], tf.int64), tf.cast(step, tf.int64), alg="philox")
+        order = tf.argsort(tf.random.stateless_uniform([self.size], seed=key, alg="philox"), stable=True)
+        start = tf.cast(index, tf.int32) * self.batch_size
+        indices = order[start:tf.minimum(start + self.batch_size, self.size)]
+        return tf.gather(self._all[0], indices), tf.gather(self._all[1], indices)
+
     def epoch(self, step):
         """Number of completed passes over the data after `step` steps."""
         return step // self.batches_per_epoch
@@ -122,6 +136,8 @@ class NoData:
 
     def extra_batch(self, step, index):
         return None, None
+
+    curvature_batch = extra_batch
 
     def epoch(self, step):
         return step

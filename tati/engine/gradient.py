@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 import tensorflow as tf
 
+from tati.adaptation import measured_width
 from tati.engine.driver import Kernel
 from tati.engine.rows import Rows, row_fields
 from tati.engine.kernels import has_walker_steps, info_of, is_sampler
@@ -74,13 +75,20 @@ class GradientKernel(Kernel):
         def gradients_of(k):
             return [loop.model.loss_and_gradient(*loop.data.extra_batch(loop.step, k))[1]]
 
+        follows = optimizer.width_rule is not None  # the width follows a noise mass
+
         if getattr(loop.data, "full", True):
             due = tf.equal(tf.math.floormod(loop.step, optimizer.noise_estimation_steps), 0)
         else:
             due = loop.data.starts_epoch()
 
         def estimate():
-            optimizer.estimate_noise(gradients_of)
+            if follows:  # the width measured again in the new mass's metric, on this step's curvature batches
+                optimizer.estimate_noise(gradients_of, measured_width.hessian_vector_on(
+                    loop.model, loop.data, loop.model.flat_parameters, loop.step), measured_width.curvature_batches(
+                    loop.data))
+            else:
+                optimizer.estimate_noise(gradients_of)
             return tf.constant(True)
 
         tf.cond(due, estimate, lambda: tf.constant(False))

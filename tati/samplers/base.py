@@ -71,6 +71,9 @@ class SamplerBase(keras.optimizers.Optimizer):
     # Batches of its own whose gradients estimate the gradient noise at an epoch's start (SGHMC's
     # estimator; tati/engine/gradient.py then calls estimate_noise and reads noise_evaluations).
     noise_batches = 0
+    # (friction, temperature, mass) where estimate_noise also measures the step width again (the
+    # noise mass with measure_step_width: samplers/mass.py); the engine then passes the curvature.
+    width_rule = None
     # Whether the leading axis of the variables is the walker: reports are then kept per walker.
     walker_axis = False
     # Ensemble preconditioner (ensemble.Ensemble: force(g) = B^T g, velocity(p) = B p, per

@@ -27,6 +27,14 @@ from the next step on; p' keeps its value (in whitened coordinates it is already
 N(0, I / beta)). After the last window s is frozen. The step width is the user's throughout:
 these samplers have no acceptance to adapt it to.
 
+adapt_mass "noise" (`estimate_noise`): M_i = max(V_i B / N, mass_floor) from V_i, the variance of
+NOISE_BATCHES extra batch gradients at the walkers' positions, at step 0 and at the start of the
+step after each window's end, then frozen. With measure_step_width (the Simulation sets
+`width_rule`) each measurement also measures the step width again in the new metric
+(tati/adaptation/measured_width.py graph_width: the largest curvature of s H s on the whole
+dataset, by power iteration, and the noise heat of s^2 V), so that the width is never the old
+metric's: the walkers' descent from a sharp start can shrink the mass by orders of magnitude.
+
 The draws are pooled over the walkers (one s for all walkers, as HMC, NUTS and RWMH do): a
 window then holds W times as many draws, which matters for Langevin dynamics, whose draws are
 correlated over many steps; walkers started apart also show a wide direction's spread before
@@ -45,6 +53,7 @@ import numpy as np
 import tensorflow as tf
 
 from tati.config import options as option_table
+from tati.adaptation import measured_width
 from tati.adaptation import metric as moments
 from tati.adaptation import windows
 
@@ -91,6 +100,9 @@ class AdaptedMass:
                                                          initializer="zeros")
             self._noise_evaluations = self.add_variable((), dtype="float64", name="noise_evaluations",
                                                         initializer="zeros")
+            # the step width measured with each of the mass's measurements (width_rule; else zeros)
+            self._followed_widths = self.add_variable((1 + len(self.metric_ends),), dtype="float64",
+                                                      name="measured_step_widths", initializer="zeros")
         self._scales = [self.add_variable(self._walker_shape(v), dtype=v.dtype, name="metric_scale",
                                           initializer="ones") for v in variables]
         self._metric_draws = [self.add_variable((1 + 2 * int(np.prod(self._walker_shape(v))),), dtype="float64",
@@ -144,24 +156,55 @@ class AdaptedMass:
         """The gradient evaluations of the mass's measurements so far, per walker (float64)."""
         return tf.convert_to_tensor(self._noise_evaluations)
 
-    def estimate_noise(self, gradients_of):
+    def estimate_noise(self, gradients_of, hessian_vector_on=None, curvature_batches=1):
         """If a measurement is due (none yet, or a window closed since the last), the scales
         s_i = M_i^-1/2 from V_i, the sample variance of gradients_of(k), k < K, at the current
         parameters, averaged over the walkers; else nothing. The whitened momenta p' keep their
-        values, so the momenta p = p' / s stay N(0, M / beta) with the new M."""
+        values, so the momenta p = p' / s stay N(0, M / beta) with the new M. With width_rule
+        and hessian_vector_on ((b, flat [W, d]) -> the Hessian of U on curvature batch b <
+        curvature_batches times it, per walker) the step width is measured again in the new
+        metric (`_follow_width`)."""
         step = tf.cast(self.iterations, tf.int64)
         closed = tf.reduce_sum(tf.cast(tf.constant(self.metric_ends, tf.int64) <= step, tf.int64))
         due = self._noise_measurements < closed + 1
 
         def measure():
-            for scale, variance in zip(self._scales, self._noise_variances(gradients_of)):
-                mass = tf.maximum(variance * self.noise_precision, self.mass_floor)
+            variances = self._noise_variances(gradients_of)
+            for scale, variance in zip(self._scales, variances):
+                mean = tf.reduce_mean(variance, axis=0) if self._walkers is not None else variance
+                mass = tf.maximum(mean * self.noise_precision, self.mass_floor)
                 scale.assign(tf.cast(tf.reshape(tf.math.rsqrt(mass), scale.shape), scale.dtype))
+            if self.width_rule is not None and hessian_vector_on is not None:
+                self._follow_width(hessian_vector_on, curvature_batches, variances, closed)
             self._noise_measurements.assign(closed + 1)
             self._noise_evaluations.assign_add(float(NOISE_BATCHES))
             return tf.constant(True)
 
         tf.cond(due, measure, lambda: tf.constant(False))
+
+    def _follow_width(self, hessian_vector_on, batches, variances, closed):
+        """The step width measured in the metric just set (measured_width.graph_width): the
+        largest curvature of the batches' s H_b s by power iteration from a fixed start (keyed by
+        the measurement), the walkers' mean of s^2 V. A non-finite measurement keeps the width
+        (the run's finite check then names the step)."""
+        rows = 1 if self._walkers is None else self._walkers
+        s = tf.concat([tf.reshape(tf.cast(scale, tf.float64), [-1]) for scale in self._scales], 0)
+        noise = tf.concat([tf.reshape(v, [rows, -1]) for v in variances], 1)
+        noise_variance = tf.reduce_mean(tf.square(s) * noise, axis=1)
+        start = tf.random.stateless_normal([rows, tf.size(s)], seed=tf.stack([tf.constant(5, tf.int64), closed]),
+                                           dtype=tf.float64)
+        friction, temperature, mass = self.width_rule
+        width = measured_width.graph_width(lambda b, v: s * hessian_vector_on(b, s * v), batches, noise_variance,
+                                           start, friction, temperature, mass)
+        width = tf.where(tf.math.is_finite(width), width, tf.cast(self._learning_rate, tf.float64))
+        self._learning_rate.assign(tf.cast(width, self._learning_rate.dtype))
+        self._followed_widths.assign(tf.tensor_scatter_nd_update(self._followed_widths, [[closed]], [width]))
+
+    def followed_widths(self):
+        """numpy: the step widths measured with the mass's measurements so far (width_rule), else empty."""
+        if not self.noise_mass or self.width_rule is None:
+            return np.zeros(0)
+        return self._followed_widths.numpy()[:self.metric_windows()]
 
     def noise_scales(self, variances):
         """numpy: the scales s = M^-1/2 of per-walker variances [W, d] (or [d]), as estimate_noise sets them."""
@@ -169,8 +212,8 @@ class AdaptedMass:
         return 1.0 / np.sqrt(np.maximum(variance * self.noise_precision, self.mass_floor))
 
     def _noise_variances(self, gradients_of):
-        """Per variable, one walker's shape: the sample variance (divisor K - 1) of the K
-        gradients, averaged over the walkers (Welford's sums: no cancellation under a large mean)."""
+        """Per variable, in its shape (walkers first): the sample variance (divisor K - 1) of the K
+        gradients (Welford's sums: no cancellation under a large mean)."""
         def add(k, means, squares):
             gradients = [tf.cast(g, tf.float64) for g in gradients_of(k)]
             new = [m + (g - m) / tf.cast(k + 1, tf.float64) for g, m in zip(gradients, means)]
@@ -178,8 +221,7 @@ class AdaptedMass:
 
         zeros = [tf.zeros(v.shape, tf.float64) for v in self._trainable_variables]
         _, _, squares = tf.while_loop(lambda k, *_: k < NOISE_BATCHES, add, (tf.constant(0), zeros, zeros))
-        variances = [s / (NOISE_BATCHES - 1.0) for s in squares]
-        return [tf.reduce_mean(v, axis=0) if self._walkers is not None else v for v in variances]
+        return [s / (NOISE_BATCHES - 1.0) for s in squares]
 
     def _adapt_metric(self):
         """After step k (= iterations): collect the positions if first < k <= the last window's

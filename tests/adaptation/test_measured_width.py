@@ -25,8 +25,23 @@ def test_power_iteration_finds_the_largest_curvature():
     rng = np.random.default_rng(seed(1))
     rotation, _ = np.linalg.qr(rng.normal(size=(40, 40)))
     hessian = rotation @ np.diag(np.r_[np.linspace(1.0, 50.0, 39), 100.0]) @ rotation.T
-    found = mw.power_iteration(lambda v: v @ hessian, rng.normal(size=(3, 40)))
+    found = mw.graph_power_iteration(lambda v: v @ hessian, tf.constant(rng.normal(size=(3, 40)))).numpy()
     assert np.all(found <= 100.0 * (1 + 1e-12)) and np.all(found > 95.0)
+
+
+def test_batch_curvature_is_the_largest_batch_and_graph_width_the_numpy_one():
+    """Three batches' diagonal Hessians (largest 2, 9, 5): the largest is found, per walker; the
+    graph's width equals `widths` of the same curvature and noise; a NaN curvature gives NaN."""
+    diagonals = tf.constant([[1.0, 2.0, 0.5], [9.0, 1.0, 3.0], [5.0, 4.0, 1.0]], tf.float64)
+    start = tf.constant(np.random.default_rng(seed(9)).normal(size=(2, 3)))
+    found = mw.batch_curvature(lambda b, v: v * diagonals[b], 3, start).numpy()
+    np.testing.assert_allclose(found, [9.0, 9.0], rtol=1e-6)
+    noise = tf.constant([3.0, 0.5], tf.float64)
+    width = mw.graph_width(lambda b, v: v * diagonals[b], 3, noise, start, GAMMA, 2.0, 1.5).numpy()
+    expected = mw.widths([9.0, 9.0], [3.0, 0.5], GAMMA, 2.0, 1.5).width
+    assert abs(width - expected) < 1e-6 * expected
+    broken = mw.graph_width(lambda b, v: v * diagonals[b] * (np.nan if b == 1 else 1.0), 3, noise, start, GAMMA)
+    assert np.isnan(broken.numpy())
 
 
 def test_noise_variance_within_its_sampling_error():
@@ -46,9 +61,11 @@ def test_noise_width_gives_the_asked_excess():
 
 
 def test_measure_on_linear_regression():
-    """Bayesian linear regression on 200 points, batches of 10: U = sum (w.x + b - y)^2 / 2 has the
-    Hessian A^T A, A = [x, 1], at every point; V is the sample variance of the 16 extra batches'
-    gradients N / n sum_batch (f - y) (x, 1), recomputed here."""
+    """Bayesian linear regression on 200 points, batches of 10: a batch's U = N / n sum_batch
+    (w.x + b - y)^2 / 2 has the Hessian N / n A_b^T A_b, A_b = [x, 1] of its points; the curvature
+    is the largest over the 20 curvature batches (every point in one), which exceeds the whole
+    dataset's A^T A; V is the sample variance of the 16 extra batches' gradients N / n sum_batch
+    (f - y) (x, 1), recomputed here."""
     rng = np.random.default_rng(seed(3))
     x = rng.normal(size=(200, 2)) * [1.0, 3.0]
     y = x @ np.array([1.0, -2.0]) + 0.5 + rng.normal(size=200)
@@ -57,11 +74,19 @@ def test_measure_on_linear_regression():
                                  seed=seed(4))
     measured = mw.measure(simulation.model, simulation.data, GAMMA)
     design = np.column_stack([x, np.ones(200)])
-    np.testing.assert_allclose(measured.curvature, np.linalg.eigvalsh(design.T @ design)[-1], rtol=0.05)
+    seen, largest = [], 0.0
+    for b in range(20):
+        bx = simulation.data.curvature_batch(0, b)[0].numpy()
+        seen.append(bx)
+        batch = np.column_stack([bx, np.ones(len(bx))])
+        largest = max(largest, np.linalg.eigvalsh(20.0 * batch.T @ batch)[-1])
+    assert np.array_equal(np.sort(np.concatenate(seen), axis=0), np.sort(x, axis=0)) and measured.batches == 20
+    assert largest > 1.2 * np.linalg.eigvalsh(design.T @ design)[-1]
+    np.testing.assert_allclose(measured.curvature, largest, rtol=0.05)
     theta = simulation.parameters
     gradients = []
     for k in range(mw.NOISE_BATCHES):
-        bx, by = (a.numpy() for a in simulation.data.extra_batch(-1, k))
+        bx, by = (a.numpy() for a in simulation.data.extra_batch(0, k))
         residual = bx @ theta[:, :2].T + theta[:, 2] - by  # [n, W]
         gradients.append(20.0 * np.stack([np.column_stack([bx * r[:, None], r]).sum(axis=0) for r in residual.T]))
     np.testing.assert_allclose(measured.noise_variance, mw.noise_variance(np.array(gradients)), rtol=1e-9)
@@ -104,7 +129,7 @@ def test_measured_width_holds_the_temperature_where_the_default_runs_hot():
     (<= 5%) within its Monte Carlo interval (Student-t over the walkers); at width 0.1 it reads
     about 1.48 (negative control)."""
     rng = np.random.default_rng(seed(5))
-    curvature = mw.power_iteration(lambda v: v * OMEGA2, rng.normal(size=(WALKERS, D)))
+    curvature = mw.graph_power_iteration(lambda v: v * OMEGA2, tf.constant(rng.normal(size=(WALKERS, D)))).numpy()
     noisy = rng.normal(size=(WALKERS, D)) + np.sqrt(V) * rng.normal(size=(mw.NOISE_BATCHES, WALKERS, D))
     measured = mw.widths(curvature, mw.noise_variance(noisy), GAMMA, 1.0 / BETA)
     h = measured.width

@@ -124,3 +124,42 @@ def test_resumed_burn_in_continues_bitwise(tmp_path):
                                       expected.drop(columns="time_per_nth_step", errors="ignore"), check_exact=True)
     assert whole_sim.sampler.metric_windows() == rest_sim.sampler.metric_windows() == 2
     np.testing.assert_array_equal(rest_sim.sampler.metric_scales(), whole_sim.sampler.metric_scales())
+
+
+def test_the_width_is_measured_again_with_each_new_mass():
+    """measure_step_width with the noise mass: each of the mass's measurements (step 0, and the
+    epoch start after the one window) measures the width again, in the compiled loop, and the
+    sampler steps with the last. The one at step 0 recomputed here, at the warm start's point
+    (the least-squares fit; labels with noise 1e-3, so the gradient noise is small and the
+    stability bound sets the width): the mass from the 16 extra batches' gradients there, the
+    curvature exactly (linear regression: a batch's Hessian is N / n A_b^T A_b plus the prior's
+    1 / sd^2, in the metric s H_b s, the largest over the 8 curvature batches), the width from
+    `widths`; the graph's power iteration comes from below within 5%, so its width is within
+    2.6% above."""
+    rng = np.random.default_rng(seed(16))
+    x = rng.normal(size=(64, 2)) * [1.0, 4.0]
+    sim = tati.Simulation(dataset=(x, (x @ [1.0, -2.0])[:, None] + 1e-3 * rng.normal(size=(64, 1))),
+                          hidden_dimension=[], output_activation="linear", likelihood="gaussian", dtype="float64",
+                          prior_standard_deviation=2.0, sampler="BAOAB", adapt_mass="noise", measure_step_width=True,
+                          batch_size=8, number_walkers=2, burn_in_steps=160, max_steps=200, every_nth=10,
+                          seed=seed(17))
+    sim.sample()
+    start = tf.constant(sim.warm_start.positions)
+    sampler = sim.sampler
+    followed = sampler.followed_widths()
+    assert len(followed) == sampler.metric_windows() == 2 and np.all(followed > 0)
+    assert float(sampler.step_width) == pytest.approx(followed[-1], rel=1e-6)
+    gradients = np.stack([sim.model.loss_and_gradient(*sim.data.extra_batch(0, k), theta=start)[1].numpy()
+                          for k in range(mw.NOISE_BATCHES)])
+    variances = np.var(gradients, axis=0, ddof=1)  # [W, d]
+    s = sampler.noise_scales(variances)
+    largest = 0.0
+    for b in range(8):
+        bx = sim.data.curvature_batch(0, b)[0].numpy()
+        design = np.column_stack([bx, np.ones(len(bx))])
+        hessian = 8.0 * design.T @ design + np.eye(3) / 4.0
+        largest = max(largest, np.linalg.eigvalsh(s[:, None] * hessian * s[None, :])[-1])
+    friction, temperature, mass = sampler.width_rule
+    expected = mw.widths([largest] * 2, np.mean(s ** 2 * variances, axis=1), friction, temperature, mass)
+    assert np.all(expected.stable_width < expected.noise_width)
+    assert expected.width * (1 - 1e-9) <= followed[0] <= 1.026 * expected.width
