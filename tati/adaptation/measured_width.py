@@ -1,5 +1,6 @@
 """The step width of the stochastic-gradient samplers (GLA1, GLA2, BAOAB, CCAdL, SGHMC, SGNHT),
-set once from quantities measured at the walkers' start, not by feedback during the run.
+set from quantities measured at the walkers' start (with a noise mass, again with each new mass:
+3. below), not by feedback on the run's temperature.
 
 Feedback on the kinetic temperature fails on a network (doc/benchmarks.md, h-sgadapt): the
 momenta keep the heat of the descent, a thermostat removes it at about gamma h per step, so a
@@ -30,12 +31,9 @@ start point, with temperature T = 1 / beta and mass M (the samplers' scalar mass
 3. the walker's width min(h_s, h_n); the run's (one width: the sampler's step_width) the least
    over the walkers. With adapt_mass noise the metric changes at each of the mass's measurements
    (the first at step 0, then after each of Stan's windows) and the width is measured again in
-   the new one, in the compiled loop (`graph_width`): the walkers leave the start (a warm
-   start's sharp mode, where the fitted noise variance is small) for wider regions where the
-   gradient noise, hence the mass, is smaller by orders of magnitude (bostonHousing: the median
-   scale s grew 37 times at step 100), and the start's width is then far beyond the stability
-   bound in the new metric (every one of 20 bostonHousing splits blew up before the width
-   followed the mass).
+   the new one, in the compiled loop (`graph_width`, on the batches of that step): as the walkers
+   leave a sharp start the mass falls and the width grows (bostonHousing split 0: 0.0014 at the
+   start, 0.0050 after the last window).
 4. friction_constant auto: gamma is not given but measured with the width: the least friction at
    which every walker's noise allows the run's stability width h = min h_s, from
    1 - exp(-2 gamma h) = h^2 V / (M T EXCESS), so that the width is the stability bound's and no
@@ -44,7 +42,8 @@ start point, with temperature T = 1 / beta and mass M (the samplers' scalar mass
    small noise would otherwise leave the thermostat nothing to do), at most FRICTION_CEILING / h
    (alpha = exp(-gamma h) of 1/e: where even that heats more, the noise bound sets a smaller width).
 
-Pure numpy on the measurements except `measure`, which evaluates the model.
+Numpy on the measurements (`widths`, called by `measure`, which evaluates the model), and the
+same rules on tensors for the compiled loop (`graph_width`, `batch_curvature`).
 """
 
 from typing import NamedTuple
@@ -87,10 +86,10 @@ class MeasuredWidth(NamedTuple):
                                                    f" at the measured friction_constant {self.friction:.3g}"))
 
 
-def noise_variance(gradients):
-    """Per walker, the sample variance of K batch gradients [K, W, d] (divisor K - 1), averaged
-    over the parameters: [W]."""
-    return np.mean(np.var(gradients, axis=0, ddof=1), axis=1)
+def noise_variance(gradients, scales=1.0):
+    """Per walker, the sample variance of K batch gradients [K, W, d] (divisor K - 1), in the
+    metric of the scales s [d] (s^2 V), averaged over the parameters: [W]."""
+    return np.mean(np.square(scales) * np.var(gradients, axis=0, ddof=1), axis=-1)
 
 
 def excess_heat(width, variance, friction, temperature=1.0, mass=1.0):
@@ -148,18 +147,21 @@ def measure(model, data, friction, temperature=1.0, mass=1.0, seed=0, scales_of=
     def batch_gradient(k):
         return tf.cast(model.loss_and_gradient(*data.extra_batch(0, k), theta=theta)[1], tf.float64)
 
-    variances = np.zeros(theta.shape)
+    gradients = np.zeros((2,) + tuple(theta.shape))  # no noise without mini-batches
     if not getattr(data, "full", True):
-        variances = np.var(np.stack([batch_gradient(tf.constant(k)).numpy() for k in range(NOISE_BATCHES)]),
-                           axis=0, ddof=1)
-    scales = np.ones(theta.shape[-1]) if scales_of is None else scales_of(variances)
+        gradients = np.stack([batch_gradient(tf.constant(k)).numpy() for k in range(NOISE_BATCHES)])
+    scales = np.ones(theta.shape[-1]) if scales_of is None else scales_of(np.var(gradients, axis=0, ddof=1))
     start = np.random.default_rng(seed).standard_normal(theta.shape)
     batches = curvature_batches(data)
     hessian_vector = hessian_vector_on(model, data, lambda: theta, 0)
     s = tf.constant(scales, tf.float64)
-    curvature = tf.function(autograph=False)(lambda: batch_curvature(
-        lambda b, v: s * hessian_vector(b, s * v), batches, tf.constant(start)))().numpy()
-    variance = np.mean(scales ** 2 * variances, axis=-1)
+
+    @tf.function(autograph=False)  # one trace, a call per batch (one call per trace warns of retracing)
+    def largest(b):
+        return graph_power_iteration(lambda v: s * hessian_vector(b, s * v), tf.constant(start))
+
+    curvature = np.max([largest(tf.constant(b)).numpy() for b in range(batches)], axis=0)
+    variance = noise_variance(gradients, scales)
     if not np.all(np.isfinite(curvature)) or not np.all(np.isfinite(variance)):
         raise SamplingError("measure_step_width: the loss's curvature or gradient is not finite at the walkers' "
                             "start; give initial_parameters or a step_width")

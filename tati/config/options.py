@@ -164,9 +164,10 @@ OPTIONS = [
     Option("measure_step_width", False, BooleanOrAuto(), "sampler",
            "GLA1, GLA2, BAOAB, CCAdL, SGHMC, SGNHT: before the first sample() call, set step_width "
            "from every walker's start: the least over the walkers of "
-           "0.5 / sqrt(largest curvature of U / mass) and the width at which the mini-batch gradient's "
-           "noise heats the kinetic temperature by 5% (doc/samplers.md); reported in the summary and "
-           "as Simulation.measured_width. auto: on with a likelihood and batch_size when no "
+           "0.5 / sqrt(largest curvature of U / mass; with batch_size, of the largest batch's U) and the "
+           "width at which the mini-batch gradient's noise heats the kinetic temperature by 5% "
+           "(doc/samplers.md); with adapt_mass noise measured again with each new mass. Reported in the "
+           "summary and as Simulation.measured_width. auto: on with a likelihood and batch_size when no "
            "step_width is given. Needs friction_constant > 0."),
     Option("inverse_temperature", 1.0, POSITIVE, "sampler",
            "beta: the sampler targets exp(-beta U)."),
