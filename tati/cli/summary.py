@@ -261,9 +261,14 @@ def _temperature_lines(simulation, result):
     elif "average_kinetic_energy" in last and persist:  # not SGLD, which has no momenta
         value, stats = last["average_kinetic_energy"].mean(), table_batch_means(run_info, "kinetic_energy", burn_in)
         reference = f"equipartition d/(2 beta) = {expected:.4g}"
-        lines += (_warm_line("average kinetic energy", value, stats, expected, reference, _noise_heat(o))
-                  or _judged("average kinetic energy", value, stats, expected, reference, _kinetic_hint(o),
-                             run_info, burn_in))
+        blown = sorted({x.walker for x in walker_outliers(result, simulation) if x.kind == "blew up"})
+        if blown:  # its error bar spans everything: "consistent" would mean nothing (the walker lines say why)
+            which = f"walker{'s' if len(blown) > 1 else ''} {', '.join(map(str, blown))}"
+            lines.append(f"  average kinetic energy {value:.4g} ({reference}: not judged, {which} blew up)")
+        else:
+            lines += (_warm_line("average kinetic energy", value, stats, expected, reference, _noise_heat(o))
+                      or _judged("average kinetic energy", value, stats, expected, reference, _kinetic_hint(o),
+                                 run_info, burn_in))
     if "average_virials" in last:  # not RWMH, which takes no gradients
         lines += _virial_lines(o, last, run_info, expected, burn_in)
     if persist and "kinetic_energy" in run_info and (run_info["step"] > burn_in).any():

@@ -222,9 +222,11 @@ def _fix(outlier, o, off, warm):
     """The likely cause's remedy: a walker hot, cold or far out at the wrong temperature moves
     with too large a step; one far out at the right temperature is stuck where it started (or
     in a minor mode): for the adapting samplers the warm start, else another start or a longer
-    burn-in."""
+    burn-in. A measured width (measure_step_width) is the user's to replace: give one."""
     lower = "lower step_width"
-    if ("gradient_noise_estimator" in spec_of(o["sampler"]).option_names and o["batch_size"] is not None
+    if o.get("measure_step_width") is True:  # the user gave none: a measured width was too large here
+        lower = "the measured step_width was too large here: give a smaller step_width, or raise batch_size"
+    elif ("gradient_noise_estimator" in spec_of(o["sampler"]).option_names and o["batch_size"] is not None
             and o["gradient_noise_estimator"] == "none"):
         lower += ", or set gradient_noise_estimator"  # mini-batch gradients heat it; with one set, only the step
     if outlier.kind in ("hot", "blew up") or (outlier.kind == "far out" and off):
