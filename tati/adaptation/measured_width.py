@@ -14,15 +14,18 @@ start point, with temperature T = 1 / beta and mass M (the samplers' scalar mass
    temperature within h^2 lambda / 4 = 6% (its momentum variance is (1 - h^2 omega^2 / 4) / beta).
    With mini-batches a step's force is the batch's gradient, so the step's map has the batch's
    Hessian H_b = (N / B) sum over its points of H_i, and lambda is the largest over the batches
-   of one epoch (a permutation of the data of its own, `Batches.curvature_batch`, so every
+   of one epoch (a permutation of the data of its own, `Batches.covering_batch`, so every
    point is in one batch): where a few points dominate a direction, H_b's largest eigenvalue
    exceeds the whole dataset's, up to N / B times. At the warm start's mode it was 5.4-6.3 times
    on bostonHousing (split 0, where a point's fitted noise variance sits at its floor) and
    1.9-3.1 times on yacht; with the whole dataset's curvature the width was at h sqrt(lambda_b)
    = 1.3 on boston, and every one of its 20 splits blew up.
 2. heat from the gradient noise: V, the mini-batch gradient's variance per parameter about the
-   full one (the sample variance of NOISE_BATCHES batches of the run's batch size, averaged over
-   the parameters: the kinetic temperature is that average). Each step kicks p by h times a
+   full one (the sample variance of the gradients of max(NOISE_BATCHES, batches per epoch)
+   batches of the run's batch size that cover the data, `noise_batch_count`: a few points can
+   carry the noise, as a training point whose fitted noise variance sits at its floor does, and
+   16 random batches of wine's 45 missed such points, whose batches then kicked walkers out on 11
+   of 20 splits; averaged over the parameters: the kinetic temperature is that average). Each step kicks p by h times a
    noise of variance V; BAOAB's O step keeps alpha^2 = exp(-2 gamma h) of p's variance s and
    restores (1 - alpha^2) T, so in equilibrium s = alpha^2 (s + h^2 V / M) + (1 - alpha^2) T,
    s = T + alpha^2 h^2 V / (M (1 - alpha^2)) <= T + h^2 V / (M (1 - exp(-2 gamma h))), about
@@ -137,19 +140,19 @@ def widths(curvature, variance, friction, temperature=1.0, mass=1.0, batches=1):
 def measure(model, data, friction, temperature=1.0, mass=1.0, seed=0, scales_of=None):
     """MeasuredWidth of every walker at the model's parameters (friction None: measured too):
     curvature on one epoch's batches (`batch_curvature`; the whole dataset without mini-batches),
-    noise from NOISE_BATCHES extra batches of the run's batch size (none without mini-batches),
-    the batches of step 0, which the noise mass's first measurement in the run takes too.
+    noise from noise_batch_count batches of the run's batch size (none without mini-batches), the
+    covering batches of step 0, which the noise mass's first measurement in the run takes too.
     scales_of (adapt_mass noise): per-parameter variances [W, d] -> the whitened metric's scales
     s [d]; curvature and noise are then those of s H s and s^2 V."""
     theta = tf.constant(model.flat_parameters().numpy(), model.dtype)
 
     @tf.function(autograph=False)
     def batch_gradient(k):
-        return tf.cast(model.loss_and_gradient(*data.extra_batch(0, k), theta=theta)[1], tf.float64)
+        return tf.cast(model.loss_and_gradient(*data.covering_batch(0, k), theta=theta)[1], tf.float64)
 
     gradients = np.zeros((2,) + tuple(theta.shape))  # no noise without mini-batches
     if not getattr(data, "full", True):
-        gradients = np.stack([batch_gradient(tf.constant(k)).numpy() for k in range(NOISE_BATCHES)])
+        gradients = np.stack([batch_gradient(tf.constant(k)).numpy() for k in range(noise_batch_count(data))])
     scales = np.ones(theta.shape[-1]) if scales_of is None else scales_of(np.var(gradients, axis=0, ddof=1))
     start = np.random.default_rng(seed).standard_normal(theta.shape)
     batches = curvature_batches(data)
@@ -168,6 +171,11 @@ def measure(model, data, friction, temperature=1.0, mass=1.0, seed=0, scales_of=
     return widths(curvature, variance, friction, temperature, mass, batches)
 
 
+def noise_batch_count(data):
+    """The batches whose gradients' variance is the noise: NOISE_BATCHES, or one epoch's if more."""
+    return max(NOISE_BATCHES, curvature_batches(data))
+
+
 def curvature_batches(data):
     """The batches whose largest curvature sets the stable width: an epoch's (1 without mini-batches)."""
     return 1 if getattr(data, "full", True) else int(data.batches_per_epoch)
@@ -178,7 +186,7 @@ def hessian_vector_on(model, data, parameters, step):
     its row, float64: forward over reverse mode at parameters() (a tensor [W, d])."""
     def product(b, tangent):
         theta = parameters()
-        features, labels = data.curvature_batch(step, b) if model.uses_data else (None, None)
+        features, labels = data.covering_batch(step, b) if model.uses_data else (None, None)
         with tf.autodiff.ForwardAccumulator(theta, tf.cast(tangent, theta.dtype)) as accumulator:
             _, gradient, _ = model.loss_and_gradient(features, labels, theta=theta)
         return tf.cast(accumulator.jvp(gradient), tf.float64)

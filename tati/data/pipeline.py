@@ -107,17 +107,21 @@ class Batches:
         indices = tf.math.top_k(draws, k=self.batch_size, sorted=False).indices
         return tf.gather(self._all[0], indices), tf.gather(self._all[1], indices)
 
-    def curvature_batch(self, step, index):
-        """The index-th of the batches_per_epoch batches of an evaluation at `step` (measure_step_width's
-        curvature, tati/adaptation/measured_width.py): a permutation of the points keyed by (seed, step)
-        alone, cut as an epoch is, so that every point is in one of them; nothing moves. A full
-        batch: all points."""
+    def covering_batch(self, step, index):
+        """The index-th batch of an evaluation at `step` that covers the data (the noise mass's
+        gradient noise and measure_step_width's curvature, tati/adaptation/measured_width.py):
+        batches 0 .. batches_per_epoch - 1 cut a permutation of the points as an epoch is, so that
+        every point is in one of them, and each further batches_per_epoch another permutation;
+        keyed by (seed, step, index // batches_per_epoch) alone; nothing moves. A full batch: all
+        points."""
         if self.full:
             return self._all
-        key = tf.random.experimental.stateless_fold_in(
-            tf.constant([self.seed, 4], tf.int64), tf.cast(step, tf.int64), alg="philox")
+        index = tf.cast(index, tf.int64)
+        key = tf.random.experimental.stateless_fold_in(tf.random.experimental.stateless_fold_in(
+            tf.constant([self.seed, 4], tf.int64), tf.cast(step, tf.int64), alg="philox"),
+            index // self.batches_per_epoch, alg="philox")
         order = tf.argsort(tf.random.stateless_uniform([self.size], seed=key, alg="philox"), stable=True)
-        start = tf.cast(index, tf.int32) * self.batch_size
+        start = tf.cast(index % self.batches_per_epoch, tf.int32) * self.batch_size
         indices = order[start:tf.minimum(start + self.batch_size, self.size)]
         return tf.gather(self._all[0], indices), tf.gather(self._all[1], indices)
 
@@ -137,7 +141,7 @@ class NoData:
     def extra_batch(self, step, index):
         return None, None
 
-    curvature_batch = extra_batch
+    covering_batch = extra_batch
 
     def epoch(self, step):
         return step

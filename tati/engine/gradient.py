@@ -68,27 +68,31 @@ class GradientKernel(Kernel):
     def estimate_noise(self):
         """At the start of each epoch (without mini-batches, every noise_estimation_steps steps
         from the first), the sampler's V-hat from the gradients of K batches of their own
-        (data.extra_batch, keyed by the step) at the current parameters: evaluations only, the
+        (data.extra_batch, keyed by the step; the noise mass's cover the data: covering_batch) at
+        the current parameters: evaluations only, the
         chain, its noise stream and the training batches do not move."""
         loop, optimizer = self.loop, self.loop.kernel
 
         def gradients_of(k):
-            return [loop.model.loss_and_gradient(*loop.data.extra_batch(loop.step, k))[1]]
+            batch = loop.data.covering_batch if optimizer.noise_covers else loop.data.extra_batch
+            return [loop.model.loss_and_gradient(*batch(loop.step, k))[1]]
 
         follows = optimizer.width_rule is not None  # the width follows a noise mass
-
         if getattr(loop.data, "full", True):
             due = tf.equal(tf.math.floormod(loop.step, optimizer.noise_estimation_steps), 0)
         else:
             due = loop.data.starts_epoch()
 
         def estimate():
-            if follows:  # the width measured again in the new mass's metric, on this step's curvature batches
-                optimizer.estimate_noise(gradients_of, measured_width.hessian_vector_on(
-                    loop.model, loop.data, loop.model.flat_parameters, loop.step), measured_width.curvature_batches(
-                    loop.data))
-            else:
+            if not optimizer.noise_covers:
                 optimizer.estimate_noise(gradients_of)
+            elif not follows:
+                optimizer.estimate_noise(gradients_of, measured_width.noise_batch_count(loop.data))
+            else:  # the width measured again in the new mass's metric, on this step's curvature batches
+                optimizer.estimate_noise(gradients_of, measured_width.noise_batch_count(loop.data),
+                                         measured_width.hessian_vector_on(loop.model, loop.data,
+                                                                          loop.model.flat_parameters, loop.step),
+                                         measured_width.curvature_batches(loop.data))
             return tf.constant(True)
 
         tf.cond(due, estimate, lambda: tf.constant(False))

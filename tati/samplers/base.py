@@ -71,6 +71,9 @@ class SamplerBase(keras.optimizers.Optimizer):
     # Batches of its own whose gradients estimate the gradient noise at an epoch's start (SGHMC's
     # estimator; tati/engine/gradient.py then calls estimate_noise and reads noise_evaluations).
     noise_batches = 0
+    # Whether those batches cover the data (Batches.covering_batch, at least noise_batches of
+    # them): the noise mass's (samplers/mass.py); SGHMC's are random (extra_batch).
+    noise_covers = False
     # (friction, temperature, mass) where estimate_noise also measures the step width again (the
     # noise mass with measure_step_width: samplers/mass.py); the engine then passes the curvature.
     width_rule = None

@@ -28,7 +28,7 @@ N(0, I / beta)). After the last window s is frozen. The step width is the user's
 these samplers have no acceptance to adapt it to.
 
 adapt_mass "noise" (`estimate_noise`): M_i = max(V_i B / N, mass_floor) from V_i, the variance of
-NOISE_BATCHES extra batch gradients at the walkers' positions, at step 0 and at the start of the
+the gradients of batches that cover the data (at least NOISE_BATCHES) at the walkers' positions, at step 0 and at the start of the
 step after each window's end, then frozen. With measure_step_width (the Simulation sets
 `width_rule`) each measurement also measures the step width again in the new metric
 (tati/adaptation/measured_width.py graph_width: the largest curvature of s H s on the whole
@@ -58,7 +58,7 @@ from tati.adaptation import metric as moments
 from tati.adaptation import windows
 
 NOISE = "noise"
-NOISE_BATCHES = 16  # V_i's relative error sqrt(2 / 15) = 0.37 per walker, less pooled over walkers
+NOISE_BATCHES = measured_width.NOISE_BATCHES  # V_i's relative error sqrt(2 / 15) = 0.37 per walker at 16
 
 
 class AdaptedMass:
@@ -70,6 +70,7 @@ class AdaptedMass:
 
     # Options the Simulation passes by name besides `parameters` (with adaptation_steps).
     adaptation_options = ("adapt_mass",)
+    noise_covers = True  # the engine's noise batches cover the data (measured_width.noise_batch_count)
 
     def _init_mass(self, adapt_mass, adaptation_steps, noise_mass_sizes=(1.0, 1.0)):
         """adapt_mass: true, false, "auto" (off here: the dynamics is what these samplers'
@@ -156,10 +157,10 @@ class AdaptedMass:
         """The gradient evaluations of the mass's measurements so far, per walker (float64)."""
         return tf.convert_to_tensor(self._noise_evaluations)
 
-    def estimate_noise(self, gradients_of, hessian_vector_on=None, curvature_batches=1):
+    def estimate_noise(self, gradients_of, count=NOISE_BATCHES, hessian_vector_on=None, curvature_batches=1):
         """If a measurement is due (none yet, or a window closed since the last), the scales
-        s_i = M_i^-1/2 from V_i, the sample variance of gradients_of(k), k < K, at the current
-        parameters, averaged over the walkers; else nothing. The whitened momenta p' keep their
+        s_i = M_i^-1/2 from V_i, the sample variance of gradients_of(k), k < count (the engine's
+        batches covering the data), at the current parameters, averaged over the walkers; else nothing. The whitened momenta p' keep their
         values, so the momenta p = p' / s stay N(0, M / beta) with the new M. With width_rule
         and hessian_vector_on ((b, flat [W, d]) -> the Hessian of U on curvature batch b <
         curvature_batches times it, per walker) the step width is measured again in the new
@@ -169,7 +170,7 @@ class AdaptedMass:
         due = self._noise_measurements < closed + 1
 
         def measure():
-            variances = self._noise_variances(gradients_of)
+            variances = self._noise_variances(gradients_of, count)
             for scale, variance in zip(self._scales, variances):
                 mean = tf.reduce_mean(variance, axis=0) if self._walkers is not None else variance
                 mass = tf.maximum(mean * self.noise_precision, self.mass_floor)
@@ -177,7 +178,7 @@ class AdaptedMass:
             if self.width_rule is not None and hessian_vector_on is not None:
                 self._follow_width(hessian_vector_on, curvature_batches, variances, closed)
             self._noise_measurements.assign(closed + 1)
-            self._noise_evaluations.assign_add(float(NOISE_BATCHES))
+            self._noise_evaluations.assign_add(tf.cast(count, tf.float64))
             return tf.constant(True)
 
         tf.cond(due, measure, lambda: tf.constant(False))
@@ -211,7 +212,7 @@ class AdaptedMass:
         variance = np.mean(np.reshape(variances, (-1, np.shape(variances)[-1])), axis=0)
         return 1.0 / np.sqrt(np.maximum(variance * self.noise_precision, self.mass_floor))
 
-    def _noise_variances(self, gradients_of):
+    def _noise_variances(self, gradients_of, count):
         """Per variable, in its shape (walkers first): the sample variance (divisor K - 1) of the K
         gradients (Welford's sums: no cancellation under a large mean)."""
         def add(k, means, squares):
@@ -220,8 +221,8 @@ class AdaptedMass:
             return k + 1, new, [s + (g - m) * (g - n) for s, g, m, n in zip(squares, gradients, means, new)]
 
         zeros = [tf.zeros(v.shape, tf.float64) for v in self._trainable_variables]
-        _, _, squares = tf.while_loop(lambda k, *_: k < NOISE_BATCHES, add, (tf.constant(0), zeros, zeros))
-        return [s / (NOISE_BATCHES - 1.0) for s in squares]
+        _, _, squares = tf.while_loop(lambda k, *_: k < count, add, (tf.constant(0), zeros, zeros))
+        return [s / (tf.cast(count, tf.float64) - 1.0) for s in squares]
 
     def _adapt_metric(self):
         """After step k (= iterations): collect the positions if first < k <= the last window's

@@ -64,8 +64,8 @@ def test_measure_on_linear_regression():
     """Bayesian linear regression on 200 points, batches of 10: a batch's U = N / n sum_batch
     (w.x + b - y)^2 / 2 has the Hessian N / n A_b^T A_b, A_b = [x, 1] of its points; the curvature
     is the largest over the 20 curvature batches (every point in one), which exceeds the whole
-    dataset's A^T A; V is the sample variance of the 16 extra batches' gradients N / n sum_batch
-    (f - y) (x, 1), recomputed here."""
+    dataset's A^T A; V is the sample variance of the gradients N / n sum_batch (f - y) (x, 1) of
+    the 20 covering batches (one epoch's), recomputed here."""
     rng = np.random.default_rng(seed(3))
     x = rng.normal(size=(200, 2)) * [1.0, 3.0]
     y = x @ np.array([1.0, -2.0]) + 0.5 + rng.normal(size=200)
@@ -76,7 +76,7 @@ def test_measure_on_linear_regression():
     design = np.column_stack([x, np.ones(200)])
     seen, largest = [], 0.0
     for b in range(20):
-        bx = simulation.data.curvature_batch(0, b)[0].numpy()
+        bx = simulation.data.covering_batch(0, b)[0].numpy()
         seen.append(bx)
         batch = np.column_stack([bx, np.ones(len(bx))])
         largest = max(largest, np.linalg.eigvalsh(20.0 * batch.T @ batch)[-1])
@@ -85,8 +85,8 @@ def test_measure_on_linear_regression():
     np.testing.assert_allclose(measured.curvature, largest, rtol=0.05)
     theta = simulation.parameters
     gradients = []
-    for k in range(mw.NOISE_BATCHES):
-        bx, by = (a.numpy() for a in simulation.data.extra_batch(0, k))
+    for k in range(mw.noise_batch_count(simulation.data)):  # 20: one epoch's, more than 16
+        bx, by = (a.numpy() for a in simulation.data.covering_batch(0, k))
         residual = bx @ theta[:, :2].T + theta[:, 2] - by  # [n, W]
         gradients.append(20.0 * np.stack([np.column_stack([bx * r[:, None], r]).sum(axis=0) for r in residual.T]))
     np.testing.assert_allclose(measured.noise_variance, mw.noise_variance(np.array(gradients)), rtol=1e-9)

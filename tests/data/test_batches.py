@@ -63,3 +63,23 @@ def test_a_batch_as_large_as_the_data_is_the_full_batch():
     assert batches.full and batches.batches_per_epoch == 1
     np.testing.assert_array_equal(batches.next()[0].numpy(), features)
     assert batches.epoch(7) == 7
+
+
+def test_covering_batches_cut_one_permutation_per_epoch_keyed_by_the_step():
+    """The noise mass's and the measured width's batches: each run of batches_per_epoch of them
+    holds every point once, the next run another order; keyed by (seed, step) and the index,
+    leaving the training batches alone."""
+    batches = Batches(*dataset(), batch_size=5, seed=2)
+    before = int(batches.position.numpy())
+
+    def labels(step, indices):
+        return [batches.covering_batch(tf.constant(step, tf.int64), k)[1].numpy().ravel() for k in indices]
+
+    first, second = labels(7, range(5)), labels(7, range(5, 10))
+    for run in (first, second):
+        assert [len(p) for p in run] == [5, 5, 5, 5, 3]
+        np.testing.assert_array_equal(np.sort(np.concatenate(run)), np.arange(23))
+    assert not np.array_equal(np.concatenate(first), np.concatenate(second))
+    np.testing.assert_array_equal(np.concatenate(first), np.concatenate(labels(7, range(5))))
+    assert not np.array_equal(np.concatenate(first), np.concatenate(labels(8, range(5))))
+    assert int(batches.position.numpy()) == before

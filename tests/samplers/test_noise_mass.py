@@ -131,7 +131,7 @@ def test_the_width_is_measured_again_with_each_new_mass():
     epoch start after the one window) measures the width again, in the compiled loop, and the
     sampler steps with the last. The one at step 0 recomputed here, at the warm start's point
     (the least-squares fit; labels with noise 1e-3, so the gradient noise is small and the
-    stability bound sets the width): the mass from the 16 extra batches' gradients there, the
+    stability bound sets the width): the mass from the 16 covering batches' gradients there, the
     curvature exactly (linear regression: a batch's Hessian is N / n A_b^T A_b plus the prior's
     1 / sd^2, in the metric s H_b s, the largest over the 8 curvature batches), the width from
     `widths`; the graph's power iteration comes from below within 5%, so its width is within
@@ -149,13 +149,13 @@ def test_the_width_is_measured_again_with_each_new_mass():
     followed = sampler.followed_widths()
     assert len(followed) == sampler.metric_windows() == 2 and np.all(followed > 0)
     assert float(sampler.step_width) == pytest.approx(followed[-1], rel=1e-6)
-    gradients = np.stack([sim.model.loss_and_gradient(*sim.data.extra_batch(0, k), theta=start)[1].numpy()
-                          for k in range(mw.NOISE_BATCHES)])
+    gradients = np.stack([sim.model.loss_and_gradient(*sim.data.covering_batch(0, k), theta=start)[1].numpy()
+                          for k in range(mw.noise_batch_count(sim.data))])
     variances = np.var(gradients, axis=0, ddof=1)  # [W, d]
     s = sampler.noise_scales(variances)
     largest = 0.0
     for b in range(8):
-        bx = sim.data.curvature_batch(0, b)[0].numpy()
+        bx = sim.data.covering_batch(0, b)[0].numpy()
         design = np.column_stack([bx, np.ones(len(bx))])
         hessian = 8.0 * design.T @ design + np.eye(3) / 4.0
         largest = max(largest, np.linalg.eigvalsh(s[:, None] * hessian * s[None, :])[-1])
