@@ -50,9 +50,9 @@ MAP_FIT = dict(optimizer="L-BFGS", max_steps=2000, every_nth=100)
 # (and SWAG's learning rate) is set, as the default 0.1 diverges: U is the sum over a few hundred
 # points, and where the fitted noise variance is small (yacht: near noiseless) its curvature is
 # huge. The widths are untuned guesses (doc/benchmarks.md: on yacht they still diverge). BAOAB
-# instead measures its mass from the gradient noise, its width and friction (adapt_mass noise,
-# doc/samplers.md) and starts warm (L-BFGS towards each walker's mode); burn-in and draws are
-# yacht's 200 + 200 epochs of 9 batches.
+# runs with its defaults: with a likelihood, batch_size and no step_width it measures its mass
+# from the gradient noise, its width and friction, from a warm start (doc/samplers.md, "No
+# tuning"); burn-in and draws are yacht's 200 + 200 epochs of 9 batches.
 METHODS = {
     "map": dict(fit=MAP_FIT),
     "ensemble": dict(fit={**MAP_FIT, "number_walkers": 5}),
@@ -61,8 +61,7 @@ METHODS = {
     "nuts": dict(sampler="NUTS", number_walkers=2, burn_in=500, steps=1500, jit_compile=True),
     "hmc2": dict(sampler="HMC2", number_walkers=4, burn_in=10000, steps=20000, jit_compile=False,
                  hamiltonian_dynamics_time=0.01),
-    "baoab": dict(sampler="BAOAB", number_walkers=4, batch_size=32, adapt_mass="noise", measure_step_width=True,
-                  friction_constant="auto", burn_in=1800, steps=3600, every_nth=10),
+    "baoab": dict(sampler="BAOAB", number_walkers=4, batch_size=32, burn_in=1800, steps=3600, every_nth=10),
     "sghmc": dict(start_at_map=True, sampler="SGHMC", step_width=3e-5, batch_size=32, burn_in=2000, steps=12000,
                   every_nth=10),
     "sgld": dict(start_at_map=True, sampler="SGLD", step_width=1e-8, batch_size=32, burn_in=2000, steps=12000,

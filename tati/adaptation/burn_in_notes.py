@@ -1,5 +1,6 @@
 """The one-line warnings of a burn-in that cannot adapt what its sampler adapts: burn_in_steps 0
-where HMC, NUTS or RWMH would adapt, and a given burn-in too short for the metric's windows
+where HMC, NUTS or RWMH would adapt or a Langevin sampler would take its mass from the gradient
+noise, and a given burn-in too short for the metric's windows
 (tati/adaptation/windows.py). The Simulation warns them at the user's first sample() call."""
 
 from tati.adaptation import windows
@@ -18,7 +19,7 @@ def notes(o, given=False):
     if o["burn_in_steps"] != 0:
         return _window_note(o) if given else []
     if not spec_of(o["sampler"]).metropolis:
-        return []
+        return _noise_mass_note(o)
     adapting = [name for name, option in (("step_width", "adapt_step_width"), ("metric", "adapt_mass"),
                                           ("hamiltonian_dynamics_time", "adapt_trajectory_length"))
                 if o[option] and o["sampler"] in samplers_taking(option)]  # auto: on for these
@@ -30,6 +31,21 @@ def notes(o, given=False):
     return [f"sampler {o['sampler']} adapts its {what} during burn-in only, and burn_in_steps is 0: nothing "
             f"adapts (the acceptance rate may be far from its target); give burn_in_steps {steps} "
             f"(--burn_in_steps {steps}: {why})"]
+
+
+def _noise_mass_note(o):
+    """[a warning] where GLA1, GLA2, BAOAB or CCAdL measures its step width on mini-batches with
+    burn_in_steps 0: its mass would come from the gradient noise during burn-in (adapt_mass auto:
+    noise, tati/config/preflight.py no_tuning), so it stays 1 and the width is the noisiest
+    direction's (4e-9 on yacht, where the walkers did not move)."""
+    sampler = o["sampler"]
+    if not (o["measure_step_width"] is True and o["adapt_mass"] == "auto" and o["batch_size"] is not None
+            and sampler in samplers_taking("adapt_mass")):
+        return []
+    steps = max(windows.MIN_METRIC_BURN_IN, o["max_steps"] // 2)
+    return [f"sampler {sampler} takes its mass from the gradient noise during burn-in only, and burn_in_steps is 0: "
+            f"the mass stays 1 and the measured step_width is the noisiest direction's (the walkers may hardly "
+            f"move); give burn_in_steps {steps} (--burn_in_steps {steps})"]
 
 
 def _metric_adapts(o):

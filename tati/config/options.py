@@ -161,14 +161,15 @@ OPTIONS = [
            "Time step h of the sampler's integrator. HMC1, HMC2, NUTS, RWMH with burn_in_steps > 0 "
            "and adapt_step_width: only the start of the initial width's search, which doubles or "
            "halves it at the first step of burn-in until the one-step acceptance crosses 0.5."),
-    Option("measure_step_width", False, BooleanOrAuto(), "sampler",
+    Option("measure_step_width", "auto", BooleanOrAuto(), "sampler",
            "GLA1, GLA2, BAOAB, CCAdL, SGHMC, SGNHT: before the first sample() call, set step_width "
            "from every walker's start: the least over the walkers of "
            "0.5 / sqrt(largest curvature of U / mass; with batch_size, of the largest batch's U) and the "
            "width at which the mini-batch gradient's noise heats the kinetic temperature by 5% "
            "(doc/samplers.md); with adapt_mass noise measured again with each new mass. Reported in the "
-           "summary and as Simulation.measured_width. auto: on with a likelihood and batch_size when no "
-           "step_width is given. Needs friction_constant > 0."),
+           "summary and as Simulation.measured_width. auto: on for GLA1, GLA2, BAOAB, CCAdL with a likelihood "
+           "and batch_size when no step_width is given (the run then tunes itself: friction_constant and "
+           "adapt_mass below); SGHMC and SGNHT measure only with true. Needs friction_constant > 0."),
     Option("inverse_temperature", 1.0, POSITIVE, "sampler",
            "beta: the sampler targets exp(-beta U)."),
     Option("friction_constant", 1.0, OrAuto(NONNEGATIVE), "sampler",
@@ -176,7 +177,7 @@ OPTIONS = [
            "SGHMC's friction C; CCAdL's initial adaptive friction. auto (GLA1, GLA2, BAOAB, CCAdL with "
            "measure_step_width): measured with the width, the least friction at which the gradient noise "
            "heats the momenta by no more than measure_step_width's bound at the stability width, at "
-           "least 1 (doc/samplers.md)."),
+           "least 1 (doc/samplers.md); the default there where measure_step_width is auto and on."),
     Option("sigma", 1.0, POSITIVE, "sampler",
            "CCAdL: coupling of the adaptive friction xi to the kinetic temperature, "
            "dxi/dt = sigma (|p|^2 / N - 1 / beta)."),
@@ -233,10 +234,10 @@ OPTIONS = [
            "NUTS, RWMH, HMC1, HMC2, GLA1, GLA2, BAOAB, CCAdL: estimate a diagonal metric (each "
            "parameter's scale s; for the samplers with momenta the inverse mass s^2) from the "
            "draws of burn-in in Stan's windows; needs burn_in_steps >= 20 (HMC: >= 200 gradient "
-           "evaluations, windows counted in legs). auto: on for NUTS, RWMH, HMC1, HMC2; off for "
-           "GLA1, GLA2, BAOAB, CCAdL, whose dynamics (trajectories, kinetic temperature) it changes, "
-           "so they adapt only with true, and keep their step_width (then relative to each "
-           "parameter's scale). With covariance_blending the ensemble preconditioner takes its place. "
+           "evaluations, windows counted in legs). auto: on for NUTS, RWMH, HMC1, HMC2; for GLA1, GLA2, "
+           "BAOAB, CCAdL noise where measure_step_width is auto and on and burn_in_steps >= 20, else "
+           "off: their dynamics (trajectories, kinetic temperature) it changes, so otherwise they adapt "
+           "only when asked, and keep their step_width (then relative to each parameter's scale). With covariance_blending the ensemble preconditioner takes its place. "
            "noise (GLA1, GLA2, BAOAB, CCAdL with batch_size): the mass from the gradient noise, "
            "M_i = max(V_i batch_size / data size, 1 / prior_standard_deviation^2), V_i the variance of a "
            "batch's gradient, measured at the start and after each window, frozen after burn-in; every "

@@ -44,7 +44,12 @@ def check(options, method=None):
     if values["restore_model"] is not None:
         meta, _ = load_checkpoint(values["restore_model"])
     values["burn_in_steps"] = burn_in_steps(values, meta)
-    values["measure_step_width"] = measures_step_width(values, "step_width" in options)
+    untuned = no_tuning(values, options)
+    if untuned and values["burn_in_steps"] >= MIN_METRIC_BURN_IN and values["adapt_mass"] == "auto":
+        values["adapt_mass"] = "noise"
+    if untuned and "friction_constant" not in options:
+        values["friction_constant"] = "auto"
+    values["measure_step_width"] = measures_step_width(values, options)
     _check_combinations(values)
     _check_record_momenta(values, method)
     _check_input_files(values)
@@ -76,13 +81,28 @@ def burn_in_steps(o, meta=None):
     return o["max_steps"] // 2 if spec_of(o["sampler"]).metropolis else 0
 
 
-def measures_step_width(o, width_given):
-    """The option measure_step_width resolved: auto is on for a sampler that takes it, with a
-    likelihood (U grows with the data) and mini-batches, when no step_width was given."""
+MIN_METRIC_BURN_IN = 20  # tati/adaptation/windows.py's, which imports TensorFlow (bad input exits before it)
+
+
+def no_tuning(o, given):
+    """Whether a run of GLA1, GLA2, BAOAB or CCAdL tunes itself (options `given` by the user, `o`
+    resolved): a likelihood (U grows with the data) and mini-batches, no step_width and
+    measure_step_width auto. It then measures its step width (measure_step_width) and friction
+    (friction_constant auto, unless given), and with burn_in_steps >= 20 its mass from the
+    gradient noise (adapt_mass noise, unless adapt_mass was given), from a warm start
+    (doc/samplers.md)."""
+    sampler = spec_of(o["sampler"])
+    return (not sampler.metropolis and "adapt_mass" in sampler.option_names and o["likelihood"] != "none"
+            and o["batch_size"] is not None and "step_width" not in given and o["measure_step_width"] == "auto")
+
+
+def measures_step_width(o, given):
+    """The option measure_step_width resolved: auto is on where the run tunes itself (`no_tuning`);
+    SGHMC and SGNHT, whose scalar mass makes the width the noisiest direction's (4e-9 on yacht,
+    where the walkers did not move), measure only when asked."""
     choice = o["measure_step_width"]
     if choice == "auto":
-        choice = (option_table.takes("measure_step_width", spec_of(o["sampler"]).name) and o["likelihood"] != "none"
-                  and o["batch_size"] is not None and not width_given)
+        choice = no_tuning(o, given)
     if choice and o["friction_constant"] == 0:
         raise InputError("measure_step_width needs friction_constant > 0: without friction the gradient noise's "
                          "heat is never removed, at any step width")

@@ -153,12 +153,12 @@ def regression(**options):
                 dtype="float64", number_walkers=2, max_steps=20, every_nth=10, seed=seed(8), **options)
 
 
-@pytest.mark.parametrize("sampler", ["BAOAB", "SGHMC"])
-def test_option_sets_the_sampler_width_before_the_first_step(sampler):
-    """auto with a likelihood, batch_size and no step_width: the sampler steps at the measured
-    width (the least over the walkers), which the summary names."""
+@pytest.mark.parametrize("sampler, choice", [("BAOAB", "auto"), ("SGHMC", True)])
+def test_option_sets_the_sampler_width_before_the_first_step(sampler, choice):
+    """On (BAOAB: auto, with a likelihood, batch_size and no step_width; SGHMC only when asked):
+    the sampler steps at the measured width (the least over the walkers), which the summary names."""
     from tati.cli.summary import summarise
-    simulation = tati.Simulation(**regression(sampler=sampler, batch_size=10, measure_step_width="auto"))
+    simulation = tati.Simulation(**regression(sampler=sampler, batch_size=10, measure_step_width=choice))
     result = simulation.sample()
     measured = simulation.measured_width
     assert measured.width == np.min(measured.widths) and len(measured.widths) == 2
@@ -170,7 +170,8 @@ def test_option_sets_the_sampler_width_before_the_first_step(sampler):
 @pytest.mark.parametrize("options, measures", [
     (dict(batch_size=10, measure_step_width="auto", step_width=0.01), False),  # a width given
     (dict(measure_step_width="auto"), False),  # full batch
-    (dict(batch_size=10), False),  # the default
+    (dict(batch_size=10), True),  # the default: auto
+    (dict(batch_size=10, sampler="SGHMC"), False),  # auto: only GLA1, GLA2, BAOAB, CCAdL
     (dict(measure_step_width=True, step_width=0.01), True)])
 def test_when_it_measures(options, measures):
     simulation = tati.Simulation(**regression(**options))

@@ -628,6 +628,23 @@ def test_python_users_get_the_burn_in_warning_and_an_adapted_width_in_the_header
         f"tati-sample: 40 steps of NUTS (step_width {width:.3g}, adapted from 0.1) at inverse temperature 1")
 
 
+def test_an_untuned_langevin_run_without_burn_in_says_its_mass_stays_one():
+    """BAOAB measuring its width on mini-batches (the default with a likelihood and batch_size)
+    with burn_in_steps 0: its noise mass would adapt during burn-in, so one line says the mass
+    stays 1 and gives a burn-in (half of max_steps); none with a burn-in, a given step_width or
+    a mass already chosen."""
+    from tati.adaptation.burn_in_notes import notes as _burn_in_notes
+    from tati.config import preflight
+    x = np.arange(40.0).reshape(20, 2)
+    base = dict(dataset=(x, x[:, :1]), likelihood="gaussian", batch_size=5, max_steps=400)
+    [note] = _burn_in_notes(preflight.check(base)[0])
+    assert note == ("sampler BAOAB takes its mass from the gradient noise during burn-in only, and burn_in_steps is 0: "
+                    "the mass stays 1 and the measured step_width is the noisiest direction's (the walkers may hardly "
+                    "move); give burn_in_steps 200 (--burn_in_steps 200)")
+    for quiet in ({"burn_in_steps": 100}, {"step_width": 0.01}, {"adapt_mass": False}):
+        assert _burn_in_notes(preflight.check({**base, **quiet})[0]) == []
+
+
 def test_a_burn_in_too_short_for_the_metrics_windows_says_so_in_one_line():
     """A burn_in_steps given shorter than Stan's windows (75 + 25 + 50) for NUTS, RWMH (and a
     Langevin sampler with adapt_mass true) names the one window the metric adapts in, or, below

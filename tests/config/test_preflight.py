@@ -14,6 +14,7 @@ import sys
 import types
 import warnings
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -261,3 +262,26 @@ def test_a_checkpoint_of_an_unknown_format_is_refused_naming_the_version(tmp_pat
     np.savez(checkpoint, **arrays)
     with pytest.raises(InputError, match=r"has checkpoint format 7; this version of tati reads formats 1 and 2$"):
         tati.Simulation(restore_model=checkpoint, **options)
+
+
+def test_the_untuned_langevin_run_takes_the_noise_mass_width_and_friction():
+    """GLA1, GLA2, BAOAB, CCAdL with a likelihood, batch_size and no step_width tune themselves:
+    measure_step_width on, friction_constant auto, adapt_mass noise from 20 burn-in steps
+    (windows.py's least; preflight keeps its own copy so that bad input exits before TensorFlow).
+    A given step_width, friction_constant or adapt_mass is kept; SGHMC measures only when asked."""
+    from tati.adaptation import windows
+    assert preflight.MIN_METRIC_BURN_IN == windows.MIN_METRIC_BURN_IN
+    x = np.arange(20.0).reshape(10, 2)
+    base = dict(dataset=(x, x[:, :1]), likelihood="gaussian", batch_size=5, burn_in_steps=20)
+
+    def resolved(**options):
+        values, _ = preflight.check({**base, **options})
+        return values["measure_step_width"], values["adapt_mass"], values["friction_constant"]
+
+    assert resolved(sampler="BAOAB") == (True, "noise", "auto")
+    assert resolved(sampler="GLA2", burn_in_steps=19) == (True, "auto", "auto")
+    assert resolved(sampler="CCAdL", friction_constant=2.0, adapt_mass=False) == (True, False, 2.0)
+    assert resolved(sampler="BAOAB", step_width=0.01) == (False, "auto", 1.0)
+    assert resolved(sampler="BAOAB", measure_step_width=False) == (False, "auto", 1.0)
+    assert resolved(sampler="SGHMC") == (False, "auto", 1.0)
+    assert resolved(sampler="BAOAB", likelihood="none", loss="mean_squared") == (False, "auto", 1.0)
