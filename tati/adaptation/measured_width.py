@@ -102,14 +102,10 @@ def excess_heat(width, variance, friction, temperature=1.0, mass=1.0):
 
 
 def noise_width(variance, friction, temperature=1.0, mass=1.0, excess=EXCESS):
-    """The width h at which excess_heat is `excess` (it rises with h), per walker; inf where V = 0."""
-    variance = np.asarray(variance, float)
-    low, high = np.full(variance.shape, -40.0), np.full(variance.shape, 40.0)  # log h
-    for _ in range(100):
-        middle = 0.5 * (low + high)
-        hot = excess_heat(np.exp(middle), variance, friction, temperature, mass) > excess
-        low, high = np.where(hot, low, middle), np.where(hot, middle, high)
-    return np.where(variance > 0.0, np.exp(low), np.inf)
+    """The width h at which excess_heat is `excess` (it rises with h), per walker; inf where V = 0
+    (graph_noise_width's bisection of log h, on numpy)."""
+    variance = tf.constant(np.asarray(variance, float), tf.float64)
+    return graph_noise_width(variance, friction, temperature, mass, excess).numpy()
 
 
 def friction_for(width, variance, temperature=1.0, mass=1.0, excess=EXCESS):

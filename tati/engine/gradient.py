@@ -69,8 +69,9 @@ class GradientKernel(Kernel):
         """At the start of each epoch (without mini-batches, every noise_estimation_steps steps
         from the first), the sampler's V-hat from the gradients of K batches of their own
         (data.extra_batch, keyed by the step; the noise mass's cover the data: covering_batch) at
-        the current parameters: evaluations only, the
-        chain, its noise stream and the training batches do not move."""
+        the current parameters: evaluations only, the chain, its noise stream and the training
+        batches do not move. Where the width follows the noise mass (width_rule), the curvature
+        batches' Hessian-vector products too (tati/adaptation/measured_width.py)."""
         loop, optimizer = self.loop, self.loop.kernel
 
         def gradients_of(k):

@@ -28,12 +28,13 @@ N(0, I / beta)). After the last window s is frozen. The step width is the user's
 these samplers have no acceptance to adapt it to.
 
 adapt_mass "noise" (`estimate_noise`): M_i = max(V_i B / N, mass_floor) from V_i, the variance of
-the gradients of batches that cover the data (at least NOISE_BATCHES) at the walkers' positions, at step 0 and at the start of the
-step after each window's end, then frozen. With measure_step_width (the Simulation sets
-`width_rule`) each measurement also measures the step width again in the new metric
-(tati/adaptation/measured_width.py graph_width: the largest curvature of s H s on the whole
-dataset, by power iteration, and the noise heat of s^2 V), so that the width is never the old
-metric's: the walkers' descent from a sharp start can shrink the mass by orders of magnitude.
+the gradients of batches that cover the data (at least NOISE_BATCHES) at the walkers' positions,
+at step 0 and at the first epoch start after each window's end, then frozen. With
+measure_step_width (the Simulation sets `width_rule`) each measurement also measures the step
+width again in the new metric (tati/adaptation/measured_width.py graph_width: the largest
+curvature of s H_b s over one epoch's batches, by power iteration, and the noise heat of s^2 V),
+so that the width is never the old metric's: as the walkers leave a sharp start the mass falls
+and the width grows (bostonHousing split 0: 0.0014 to 0.0050).
 
 The draws are pooled over the walkers (one s for all walkers, as HMC, NUTS and RWMH do): a
 window then holds W times as many draws, which matters for Langevin dynamics, whose draws are
@@ -160,8 +161,9 @@ class AdaptedMass:
     def estimate_noise(self, gradients_of, count=NOISE_BATCHES, hessian_vector_on=None, curvature_batches=1):
         """If a measurement is due (none yet, or a window closed since the last), the scales
         s_i = M_i^-1/2 from V_i, the sample variance of gradients_of(k), k < count (the engine's
-        batches covering the data), at the current parameters, averaged over the walkers; else nothing. The whitened momenta p' keep their
-        values, so the momenta p = p' / s stay N(0, M / beta) with the new M. With width_rule
+        batches covering the data), at the current parameters, averaged over the walkers; else
+        nothing. The whitened momenta p' keep their values, so the momenta p = p' / s stay
+        N(0, M / beta) with the new M. With width_rule
         and hessian_vector_on ((b, flat [W, d]) -> the Hessian of U on curvature batch b <
         curvature_batches times it, per walker) the step width is measured again in the new
         metric (`_follow_width`)."""
