@@ -97,8 +97,9 @@ def noise_variance(gradients, scales=1.0):
 
 def excess_heat(width, variance, friction, temperature=1.0, mass=1.0):
     """The kinetic temperature's rise from gradient noise of variance V per parameter at step
-    width h, relative to T: h^2 V / (M T (1 - exp(-2 gamma h)))."""
-    return width ** 2 * variance / (mass * temperature * -np.expm1(-2.0 * friction * width))
+    width h, relative to T: h^2 V / (M T (1 - exp(-2 gamma h))); numpy or tensors (the graph's
+    bisection, graph_noise_width, takes it too)."""
+    return width ** 2 * variance / (mass * temperature * -tf.math.expm1(-2.0 * friction * width))
 
 
 def noise_width(variance, friction, temperature=1.0, mass=1.0, excess=EXCESS):
@@ -220,18 +221,13 @@ def graph_noise_width(variance, friction, temperature=1.0, mass=1.0, excess=EXCE
     """noise_width in the graph (float64 [W]), by the same bisection of log h."""
     def body(i, low, high):
         middle = 0.5 * (low + high)
-        hot = excess_heat_tensor(tf.exp(middle), variance, friction, temperature, mass) > excess
+        hot = excess_heat(tf.exp(middle), variance, friction, temperature, mass) > excess
         return i + 1, tf.where(hot, low, middle), tf.where(hot, middle, high)
 
     bounds = (tf.fill(tf.shape(variance), -40.0), tf.fill(tf.shape(variance), 40.0))
     _, low, _ = tf.while_loop(lambda i, *_: i < 100, body, (tf.constant(0),) + tuple(
         tf.cast(b, tf.float64) for b in bounds))
     return tf.where(variance > 0.0, tf.exp(low), tf.constant(np.inf, tf.float64))
-
-
-def excess_heat_tensor(width, variance, friction, temperature=1.0, mass=1.0):
-    """excess_heat of tensors."""
-    return width ** 2 * variance / (mass * temperature * -tf.math.expm1(-2.0 * friction * width))
 
 
 def graph_width(hessian_vector, batches, noise_variance, start, friction, temperature=1.0, mass=1.0):

@@ -147,8 +147,9 @@ class AdaptedMass:
     # -- the mass from the gradient noise (adapt_mass="noise") -----------------------------------
     @property
     def noise_batches(self):
-        """K, the batches of its own `estimate_noise` wants (the engine calls it at each epoch's
-        start, without mini-batches every noise_estimation_steps = 1 steps), else 0."""
+        """The least of the batches of its own `estimate_noise` wants (the engine gives it
+        measured_width.noise_batch_count, at least one epoch's, covering the data; it calls it at
+        each epoch's start, without mini-batches every noise_estimation_steps = 1 steps), else 0."""
         return NOISE_BATCHES if self.noise_mass else 0
 
     noise_estimation_steps = 1
