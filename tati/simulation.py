@@ -247,7 +247,7 @@ class Simulation:
         """measure_step_width: the sampler's step width from the walkers' start (tati/adaptation/measured_width.py);
         friction_constant auto: its friction too, and the sampler is made anew with it (before any step)."""
         o = self.options
-        mass = self._scalar_mass()
+        mass = o["mass"] if "mass" in spec_of(o["sampler"]).option_names else 1.0  # the scalar mass, if any
         sampler = self.sampler
         scales_of = sampler.noise_scales if getattr(sampler, "noise_mass", False) else None
         friction = None if o["friction_constant"] == "auto" else o["friction_constant"] / mass
@@ -257,22 +257,12 @@ class Simulation:
             self._sampler = None
         self.sampler.step_width = self.measured_width.width
 
-    def _scalar_mass(self):
-        """The sampler's scalar mass option (1 for those without one), which the measured width divides by."""
-        o = self.options
-        return o["mass"] if "mass" in spec_of(o["sampler"]).option_names else 1.0
-
     def _follow_width(self):
         """With adapt_mass noise the measured width is measured again with each new mass, in the
-        compiled loop (samplers/mass.py), with the friction the sampler was made with (also after a
-        restore_model, which measures nothing)."""
-        if not getattr(self.sampler, "noise_mass", False):
-            return
-        o = self.options
-        mass = self._scalar_mass()
-        measured = self.measured_width.friction if self.measured_width is not None else None
-        friction = measured if measured is not None else self._sampler_options()["friction_constant"] / mass
-        self.sampler.width_rule = (friction, 1.0 / o["inverse_temperature"], mass)
+        compiled loop (samplers/mass.py), with the friction the sampler steps with (after a
+        restore_model, which measures nothing, the checkpoint's)."""
+        if getattr(self.sampler, "noise_mass", False):
+            self.sampler.follows_width = True
 
     def _start_warm(self):
         """The warm start (tati/adaptation/warm_start.py) before the first sample() call; a warning names

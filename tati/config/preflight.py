@@ -55,7 +55,7 @@ def check(options, method=None):
     _check_input_files(values)
     _check_input_columns(values)
     _check_inputs_not_outputs(values)
-    notes, continuing = [], False
+    notes, continuing = untuned_notes(values, options), False
     if meta is not None:
         notes = compare_checkpoint(values["restore_model"], meta, values, method)
         continuing = method is not None and meta["method"] == method
@@ -94,6 +94,22 @@ def no_tuning(o, given):
     sampler = spec_of(o["sampler"])
     return (not sampler.metropolis and "adapt_mass" in sampler.option_names and o["likelihood"] != "none"
             and o["batch_size"] is not None and "step_width" not in given and o["measure_step_width"] == "auto")
+
+
+def untuned_notes(o, given):
+    """[a warning] where a stochastic-gradient sampler that cannot tune itself (SGLD, pSGLD, SGHMC,
+    SGNHT) meets a likelihood and mini-batches with no step_width: it steps with the option's
+    default, which knows nothing of U's scale (U grows with the data: on yacht's 308 points
+    SGHMC's default sent a walker to 142,460 times its equipartition energy, issue #41)."""
+    sampler = spec_of(o["sampler"])
+    if (sampler.metropolis or "adapt_mass" in sampler.option_names or o["likelihood"] == "none"
+            or o["batch_size"] is None or "step_width" in given or o["measure_step_width"] is True
+            or o["restore_model"] is not None):
+        return []
+    return [f"sampler {o['sampler']} does not tune itself: it steps with the default step_width "
+            f"{_show(o['step_width'])}, which knows nothing of this likelihood's scale (U grows with the data); "
+            "give step_width, or take sampler BAOAB (or GLA1, GLA2, CCAdL), which tunes itself with a likelihood "
+            "and batch_size"]
 
 
 def measures_step_width(o, given):

@@ -70,7 +70,7 @@ class GradientKernel(Kernel):
         from the first), the sampler's V-hat from the gradients of K batches of their own
         (data.extra_batch, keyed by the step; the noise mass's cover the data: covering_batch) at
         the current parameters: evaluations only, the chain, its noise stream and the training
-        batches do not move. Where the width follows the noise mass (width_rule), the curvature
+        batches do not move. Where the width follows the noise mass (follows_width), the curvature
         batches' Hessian-vector products too (tati/adaptation/measured_width.py)."""
         loop, optimizer = self.loop, self.loop.kernel
 
@@ -78,7 +78,7 @@ class GradientKernel(Kernel):
             batch = loop.data.covering_batch if optimizer.noise_covers else loop.data.extra_batch
             return [loop.model.loss_and_gradient(*batch(loop.step, k))[1]]
 
-        follows = optimizer.width_rule is not None  # the width follows a noise mass
+        follows = optimizer.follows_width  # the width follows a noise mass
         if getattr(loop.data, "full", True):
             due = tf.equal(tf.math.floormod(loop.step, optimizer.noise_estimation_steps), 0)
         else:

@@ -74,9 +74,10 @@ class SamplerBase(keras.optimizers.Optimizer):
     # Whether those batches cover the data (Batches.covering_batch, at least noise_batches of
     # them): the noise mass's (samplers/mass.py); SGHMC's are random (extra_batch).
     noise_covers = False
-    # (friction, temperature, mass) where estimate_noise also measures the step width again (the
-    # noise mass with measure_step_width: samplers/mass.py); the engine then passes the curvature.
-    width_rule = None
+    # Whether estimate_noise also measures the step width again, with the sampler's own friction and
+    # temperature (the noise mass with measure_step_width: samplers/mass.py); the engine then passes
+    # the curvature.
+    follows_width = False
     # Whether the leading axis of the variables is the walker: reports are then kept per walker.
     walker_axis = False
     # Ensemble preconditioner (ensemble.Ensemble: force(g) = B^T g, velocity(p) = B p, per

@@ -30,7 +30,7 @@ these samplers have no acceptance to adapt it to.
 adapt_mass "noise" (`estimate_noise`): M_i = max(V_i B / N, mass_floor) from V_i, the variance of
 the gradients of batches that cover the data (at least NOISE_BATCHES) at the walkers' positions,
 at step 0 and at the first epoch start after each window's end, then frozen. With
-measure_step_width (the Simulation sets `width_rule`) each measurement also measures the step
+measure_step_width (the Simulation sets `follows_width`) each measurement also measures the step
 width again in the new metric (tati/adaptation/measured_width.py graph_width: the largest
 curvature of s H_b s over one epoch's batches, by power iteration, and the noise heat of s^2 V),
 so that the width is never the old metric's: as the walkers leave a sharp start the mass falls
@@ -102,7 +102,7 @@ class AdaptedMass:
                                                          initializer="zeros")
             self._noise_evaluations = self.add_variable((), dtype="float64", name="noise_evaluations",
                                                         initializer="zeros")
-            # the step width measured with each of the mass's measurements (width_rule; else zeros)
+            # the step width measured with each of the mass's measurements (follows_width; else zeros)
             self._followed_widths = self.add_variable((1 + len(self.metric_ends),), dtype="float64",
                                                       name="measured_step_widths", initializer="zeros")
         self._scales = [self.add_variable(self._walker_shape(v), dtype=v.dtype, name="metric_scale",
@@ -164,7 +164,7 @@ class AdaptedMass:
         s_i = M_i^-1/2 from V_i, the sample variance of gradients_of(k), k < count (the engine's
         batches covering the data), at the current parameters, averaged over the walkers; else
         nothing. The whitened momenta p' keep their values, so the momenta p = p' / s stay
-        N(0, M / beta) with the new M. With width_rule
+        N(0, M / beta) with the new M. With follows_width
         and hessian_vector_on ((b, flat [W, d]) -> the Hessian of U on curvature batch b <
         curvature_batches times it, per walker) the step width is measured again in the new
         metric (`_follow_width`)."""
@@ -178,7 +178,7 @@ class AdaptedMass:
                 mean = tf.reduce_mean(variance, axis=0) if self._walkers is not None else variance
                 mass = tf.maximum(mean * self.noise_precision, self.mass_floor)
                 scale.assign(tf.cast(tf.reshape(tf.math.rsqrt(mass), scale.shape), scale.dtype))
-            if self.width_rule is not None and hessian_vector_on is not None:
+            if self.follows_width and hessian_vector_on is not None:
                 self._follow_width(hessian_vector_on, curvature_batches, variances, closed)
             self._noise_measurements.assign(closed + 1)
             self._noise_evaluations.assign_add(tf.cast(count, tf.float64))
@@ -197,16 +197,18 @@ class AdaptedMass:
         noise_variance = tf.reduce_mean(tf.square(s) * noise, axis=1)
         start = tf.random.stateless_normal([rows, tf.size(s)], seed=tf.stack([tf.constant(5, tf.int64), closed]),
                                            dtype=tf.float64)
-        friction, temperature, mass = self.width_rule
+        # the friction and temperature the sampler steps with: a measured friction, a restored one
+        friction = self._parameter_variables["friction_constant"]
+        temperature = 1.0 / self._parameter_variables["inverse_temperature"]
         width = measured_width.graph_width(lambda b, v: s * hessian_vector_on(b, s * v), batches, noise_variance,
-                                           start, friction, temperature, mass)
+                                           start, friction, temperature)
         width = tf.where(tf.math.is_finite(width), width, tf.cast(self._learning_rate, tf.float64))
         self._learning_rate.assign(tf.cast(width, self._learning_rate.dtype))
         self._followed_widths.assign(tf.tensor_scatter_nd_update(self._followed_widths, [[closed]], [width]))
 
     def followed_widths(self):
-        """numpy: the step widths measured with the mass's measurements so far (width_rule), else empty."""
-        if not self.noise_mass or self.width_rule is None:
+        """numpy: the step widths measured with the mass's measurements so far (follows_width), else empty."""
+        if not self.noise_mass or not self.follows_width:
             return np.zeros(0)
         return self._followed_widths.numpy()[:self.metric_windows()]
 

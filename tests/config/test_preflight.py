@@ -285,3 +285,31 @@ def test_the_untuned_langevin_run_takes_the_noise_mass_width_and_friction():
     assert resolved(sampler="BAOAB", measure_step_width=False) == (False, "auto", 1.0)
     assert resolved(sampler="SGHMC") == (False, "auto", 1.0)
     assert resolved(sampler="BAOAB", likelihood="none", loss="mean_squared") == (False, "auto", 1.0)
+
+
+def test_a_sampler_that_cannot_tune_itself_says_so_in_one_line(tmp_path, monkeypatch):
+    """SGLD, pSGLD, SGHMC and SGNHT with a likelihood, batch_size and no step_width step with the
+    option's default, blind to U's scale: one note names it and the cure (a step_width, or a sampler
+    that tunes itself); none with a step_width, measure_step_width, no likelihood, or for BAOAB. The
+    command line says the same on stderr, once."""
+    x = np.arange(20.0).reshape(10, 2)
+    base = dict(dataset=(x, x[:, :1]), likelihood="gaussian", batch_size=5)
+
+    def notes(**options):
+        return preflight.check({**base, **options})[1]
+
+    for sampler in ("SGLD", "pSGLD", "SGHMC", "SGNHT"):
+        [note] = notes(sampler=sampler)
+        assert note == (f"sampler {sampler} does not tune itself: it steps with the default step_width 0.1, "
+                        "which knows nothing of this likelihood's scale (U grows with the data); give step_width, "
+                        "or take sampler BAOAB (or GLA1, GLA2, CCAdL), which tunes itself with a likelihood and "
+                        "batch_size")
+    assert notes(sampler="SGHMC", step_width=1e-4) == notes(sampler="SGHMC", measure_step_width=True) == []
+    assert notes(sampler="SGLD", likelihood="none", loss="mean_squared") == notes(sampler="BAOAB") == []
+    assert notes(sampler="SGLD", batch_size=None) == notes(sampler="HMC2", batch_size=None) == []
+    (tmp_path / "d.csv").write_text("x1,x2,y\n" + "".join(f"{a},{b},{a}\n" for a, b in x))
+    argv = ["--sampler", "SGLD", "--batch_data_files", "d.csv", "--likelihood", "gaussian", "--batch_size", "5",
+            "--max_steps", "2", "--hidden_dimension", ""]
+    default, given = run_cli([argv, argv + ["--step_width", "1e-4"]], tmp_path, monkeypatch)
+    assert default["code"] == 0 and default["stderr"].count("does not tune itself") == 1, default["stderr"]
+    assert given["code"] == 0 and "does not tune itself" not in given["stderr"], given["stderr"]

@@ -101,17 +101,21 @@ def test_the_option_is_checked_and_measured():
     assert "mass from the gradient noise" in summarise("test", sim, result, True)
 
 
-def test_resumed_burn_in_continues_bitwise(tmp_path):
+@pytest.mark.parametrize("tuning", [dict(step_width=1e-3), dict(friction_constant="auto", measure_step_width=True)],
+                         ids=["given width", "measured width and friction"])
+def test_resumed_burn_in_continues_bitwise(tmp_path, tuning):
     """BAOAB with the noise mass, 160 burn-in steps (one window, ending at step 110), cut by a
     checkpoint at step 60 and continued in a new Simulation: the rows of one whole run, bitwise,
-    and the same masses, measured twice."""
+    and the same masses, measured twice. With the width and friction measured, the width measured
+    again with the second mass takes the checkpoint's friction (it had taken friction 1, as nothing
+    is measured on restoring)."""
     import pandas as pd
     rng = np.random.default_rng(seed(14))
     x = rng.normal(size=(64, 2))
     options = dict(dataset=(x, (x @ [1.0, -2.0])[:, None] + rng.normal(size=(64, 1))), hidden_dimension=[],
                    output_activation="linear", likelihood="gaussian", dtype="float64", sampler="BAOAB",
-                   adapt_mass="noise", batch_size=8, number_walkers=2, burn_in_steps=160, step_width=1e-3,
-                   every_nth=4, seed=seed(15))
+                   adapt_mass="noise", batch_size=8, number_walkers=2, burn_in_steps=160, every_nth=4, seed=seed(15),
+                   **tuning)
     whole_sim = tati.Simulation(**options, max_steps=200)
     whole = whole_sim.sample()
     tati.Simulation(**options, max_steps=60, save_model=str(tmp_path / "c.npz")).sample()
@@ -124,6 +128,7 @@ def test_resumed_burn_in_continues_bitwise(tmp_path):
                                       expected.drop(columns="time_per_nth_step", errors="ignore"), check_exact=True)
     assert whole_sim.sampler.metric_windows() == rest_sim.sampler.metric_windows() == 2
     np.testing.assert_array_equal(rest_sim.sampler.metric_scales(), whole_sim.sampler.metric_scales())
+    np.testing.assert_array_equal(rest_sim.sampler.followed_widths(), whole_sim.sampler.followed_widths())
 
 
 def test_the_width_is_measured_again_with_each_new_mass():
@@ -159,7 +164,6 @@ def test_the_width_is_measured_again_with_each_new_mass():
         design = np.column_stack([bx, np.ones(len(bx))])
         hessian = 8.0 * design.T @ design + np.eye(3) / 4.0
         largest = max(largest, np.linalg.eigvalsh(s[:, None] * hessian * s[None, :])[-1])
-    friction, temperature, mass = sampler.width_rule
-    expected = mw.widths([largest] * 2, np.mean(s ** 2 * variances, axis=1), friction, temperature, mass)
+    expected = mw.widths([largest] * 2, np.mean(s ** 2 * variances, axis=1), float(sampler.friction_constant.numpy()))
     assert np.all(expected.stable_width < expected.noise_width)
     assert expected.width * (1 - 1e-9) <= followed[0] <= 1.026 * expected.width
