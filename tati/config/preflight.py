@@ -99,8 +99,9 @@ def no_tuning(o, given):
 def untuned_notes(o, given):
     """[a warning] where a stochastic-gradient sampler that cannot tune itself (SGLD, pSGLD, SGHMC,
     SGNHT) meets a likelihood and mini-batches with no step_width: it steps with the option's
-    default, which knows nothing of U's scale (U grows with the data: on yacht's 308 points
-    SGHMC's default sent a walker to 142,460 times its equipartition energy, issue #41)."""
+    default, which knows nothing of U's scale (U grows with the data: on yacht split 2, SGHMC
+    with the adam estimator and this default left a walker at 142,460 times its equipartition
+    energy, issue #41)."""
     sampler = spec_of(o["sampler"])
     if (sampler.metropolis or "adapt_mass" in sampler.option_names or o["likelihood"] == "none"
             or o["batch_size"] is None or "step_width" in given or o["measure_step_width"] is True
