@@ -241,13 +241,14 @@ class Simulation:
         if self.options["friction_constant"] != "auto":
             return self.options
         measured = self.measured_width.friction if self.measured_width is not None else None
-        return dict(self.options, friction_constant=measured or measured_width.FRICTION_FLOOR)
+        gamma = measured or measured_width.FRICTION_FLOOR  # per unit time: SGHMC's C is gamma M
+        return dict(self.options, friction_constant=gamma * self._scalar_mass())
 
     def _measure_width(self):
         """measure_step_width: the sampler's step width from the walkers' start (tati/adaptation/measured_width.py);
         friction_constant auto: its friction too, and the sampler is made anew with it (before any step)."""
         o = self.options
-        mass = o["mass"] if "mass" in spec_of(o["sampler"]).option_names else 1.0  # the scalar mass, if any
+        mass = self._scalar_mass()
         sampler = self.sampler
         scales_of = sampler.noise_scales if getattr(sampler, "noise_mass", False) else None
         friction = None if o["friction_constant"] == "auto" else o["friction_constant"] / mass
@@ -256,6 +257,11 @@ class Simulation:
         if friction is None:
             self._sampler = None
         self.sampler.step_width = self.measured_width.width
+
+    def _scalar_mass(self):
+        """The sampler's scalar mass option (SGHMC's, SGNHT's; 1 for the others)."""
+        o = self.options
+        return o["mass"] if "mass" in spec_of(o["sampler"]).option_names else 1.0
 
     def _follow_width(self):
         """With adapt_mass noise the measured width is measured again with each new mass, in the

@@ -46,13 +46,13 @@ DRAWS = 1000  # parameter draws of the predictive at most, thinned evenly
 MAP_FIT = dict(optimizer="L-BFGS", max_steps=2000, every_nth=100)
 # Each method's Simulation options; steps and burn_in are sampler steps (HMC2: leapfrog steps,
 # NUTS: transitions), burn-in included. start_at_map: first fit the MAP (MAP_FIT) and sample from
-# there. SGHMC and SGLD keep their default friction, mass and temperature; their step width
-# (and SWAG's learning rate) is set, as the default 0.1 diverges: U is the sum over a few hundred
-# points, and where the fitted noise variance is small (yacht: near noiseless) its curvature is
-# huge. The widths are untuned guesses (doc/benchmarks.md: on yacht they still diverge). BAOAB
-# runs with its defaults: with a likelihood, batch_size and no step_width it measures its mass
-# from the gradient noise, its width and friction, from a warm start (doc/samplers.md, "No
-# tuning"); burn-in and draws are yacht's 200 + 200 epochs of 9 batches.
+# there. BAOAB and SGHMC run with their defaults: with a likelihood, batch_size and no step_width
+# they measure their mass from the gradient noise, their width and friction, from a warm start
+# (doc/samplers.md, "No tuning"); burn-in and draws are yacht's 200 + 200 epochs of 9 batches.
+# SGLD does not tune itself: it keeps its default temperature, and its step width (and SWAG's
+# learning rate) is set, as the default 0.1 diverges: U is the sum over a few hundred points, and
+# where the fitted noise variance is small (yacht: near noiseless) its curvature is huge. The
+# width is an untuned guess (doc/benchmarks.md).
 METHODS = {
     "map": dict(fit=MAP_FIT),
     "ensemble": dict(fit={**MAP_FIT, "number_walkers": 5}),
@@ -62,8 +62,7 @@ METHODS = {
     "hmc2": dict(sampler="HMC2", number_walkers=4, burn_in=10000, steps=20000, jit_compile=False,
                  hamiltonian_dynamics_time=0.01),
     "baoab": dict(sampler="BAOAB", number_walkers=4, batch_size=32, burn_in=1800, steps=3600, every_nth=10),
-    "sghmc": dict(start_at_map=True, sampler="SGHMC", step_width=3e-5, batch_size=32, burn_in=2000, steps=12000,
-                  every_nth=10),
+    "sghmc": dict(sampler="SGHMC", number_walkers=4, batch_size=32, burn_in=1800, steps=3600, every_nth=10),
     "sgld": dict(start_at_map=True, sampler="SGLD", step_width=1e-8, batch_size=32, burn_in=2000, steps=12000,
                  every_nth=10),
 }

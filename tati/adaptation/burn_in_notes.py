@@ -34,13 +34,13 @@ def notes(o, given=False):
 
 
 def _noise_mass_note(o):
-    """[a warning] where GLA1, GLA2, BAOAB or CCAdL measures its step width on mini-batches with
+    """[a warning] where GLA1, GLA2, BAOAB, CCAdL or SGHMC measures its step width on mini-batches with
     burn_in_steps 0: its mass would come from the gradient noise during burn-in (adapt_mass auto:
     noise, tati/config/preflight.py no_tuning), so it stays 1 and the width is the noisiest
     direction's (4e-9 on yacht, where the walkers did not move)."""
     sampler = o["sampler"]
     if not (o["measure_step_width"] is True and o["adapt_mass"] == "auto" and o["batch_size"] is not None
-            and sampler in samplers_taking("adapt_mass")):
+            and sampler in samplers_taking("adapt_mass") and o["gradient_noise_estimator"] == "none"):
         return []
     steps = max(windows.MIN_METRIC_BURN_IN, o["max_steps"] // 2)
     return [f"sampler {sampler} takes its mass from the gradient noise during burn-in only, and burn_in_steps is 0: "

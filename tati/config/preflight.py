@@ -13,7 +13,8 @@ from tati.config import options as option_table
 from tati.errors import InputError
 from tati.data.csv import check_file, header_columns
 from tati.engine.checkpoint_file import load as load_checkpoint
-from tati.engine.registry import canonical_optimizer, canonical_sampler, optimizer_spec, samplers_where, spec_of
+from tati.engine.registry import (canonical_optimizer, canonical_sampler, optimizer_spec, samplers_taking,
+                                  samplers_where, spec_of)
 
 OUTPUT_FILES = ("run_file", "trajectory_file", "averages_file", "momenta_file")
 
@@ -84,49 +85,54 @@ def burn_in_steps(o, meta=None):
 MIN_METRIC_BURN_IN = 20  # tati/adaptation/windows.py's, which imports TensorFlow (bad input exits before it)
 
 
+def self_tuning():
+    """The stochastic-gradient samplers that can tune themselves: those with a mass to adapt
+    (GLA1, GLA2, BAOAB, CCAdL, SGHMC)."""
+    return [name for name in samplers_taking("adapt_mass") if not spec_of(name).metropolis]
+
+
 def no_tuning(o, given):
-    """Whether a run of GLA1, GLA2, BAOAB or CCAdL tunes itself (options `given` by the user, `o`
-    resolved): a likelihood (U grows with the data) and mini-batches, no step_width and
-    measure_step_width auto. It then measures its step width (measure_step_width) and friction
-    (friction_constant auto, unless given), and with burn_in_steps >= 20 its mass from the
-    gradient noise (adapt_mass noise, unless adapt_mass was given), from a warm start
-    (doc/samplers.md)."""
-    sampler = spec_of(o["sampler"])
-    return (not sampler.metropolis and "adapt_mass" in sampler.option_names and o["likelihood"] != "none"
-            and o["batch_size"] is not None and "step_width" not in given and o["measure_step_width"] == "auto")
+    """Whether a run of a self_tuning() sampler tunes itself (options `given` by the user, `o`
+    resolved): a likelihood (U grows with the data) and mini-batches, no step_width,
+    measure_step_width auto, and (SGHMC) no gradient_noise_estimator. It then measures its step
+    width (measure_step_width) and friction (friction_constant auto, unless given), and with
+    burn_in_steps >= 20 its mass from the gradient noise (adapt_mass noise, unless adapt_mass was
+    given), from a warm start (doc/samplers.md)."""
+    return (o["sampler"] in self_tuning() and o["likelihood"] != "none" and o["batch_size"] is not None
+            and "step_width" not in given and o["measure_step_width"] == "auto"
+            and o["gradient_noise_estimator"] == "none")
 
 
 def untuned_notes(o, given):
-    """[a warning] where a stochastic-gradient sampler that cannot tune itself (SGLD, pSGLD, SGHMC,
-    SGNHT) meets a likelihood and mini-batches with no step_width: it steps with the option's
-    default, which knows nothing of U's scale (U grows with the data: on yacht split 2, SGHMC
-    with the adam estimator and this default left a walker at 142,460 times its equipartition
-    energy, issue #41)."""
-    sampler = spec_of(o["sampler"])
-    if (sampler.metropolis or "adapt_mass" in sampler.option_names or o["likelihood"] == "none"
-            or o["batch_size"] is None or "step_width" in given or o["measure_step_width"] is True
-            or o["restore_model"] is not None):
+    """[a warning] where a stochastic-gradient sampler that cannot tune itself (SGLD, pSGLD,
+    SGNHT; SGHMC with a gradient_noise_estimator) meets a likelihood and mini-batches with no
+    step_width: it steps with the option's default, which knows nothing of U's scale (U grows with
+    the data: on yacht split 2, SGHMC with the adam estimator and this default left a walker at
+    142,460 times its equipartition energy, issue #41)."""
+    if (spec_of(o["sampler"]).metropolis or o["likelihood"] == "none" or o["batch_size"] is None
+            or "step_width" in given or "measure_step_width" in given or o["measure_step_width"] is True
+            or o["restore_model"] is not None):  # measure_step_width resolved: True where it tunes itself
         return []
-    return [f"sampler {o['sampler']} does not tune itself: it steps with the default step_width "
+    return [f"sampler {o['sampler']} does not tune itself here: it steps with the default step_width "
             f"{_show(o['step_width'])}, which knows nothing of this likelihood's scale (U grows with the data); "
-            "give step_width, or take sampler BAOAB (or GLA1, GLA2, CCAdL), which tunes itself with a likelihood "
-            "and batch_size"]
+            "give step_width, or a sampler that tunes itself with a likelihood and batch_size: "
+            f"{', '.join(self_tuning())} (without gradient_noise_estimator)"]
 
 
 def measures_step_width(o, given):
     """The option measure_step_width resolved: auto is on where the run tunes itself (`no_tuning`);
-    SGHMC and SGNHT, whose scalar mass makes the width the noisiest direction's (4e-9 on yacht,
-    where the walkers did not move), measure only when asked."""
+    SGNHT, whose scalar mass makes the width the noisiest direction's (4e-9 on yacht, where the
+    walkers did not move), measures only when asked."""
     choice = o["measure_step_width"]
     if choice == "auto":
         choice = no_tuning(o, given)
     if choice and o["friction_constant"] == 0:
         raise InputError("measure_step_width needs friction_constant > 0: without friction the gradient noise's "
                          "heat is never removed, at any step width")
-    if o["friction_constant"] == "auto" and not (choice and "adapt_mass" in spec_of(o["sampler"]).option_names):
+    if o["friction_constant"] == "auto" and not (choice and o["sampler"] in self_tuning()):
         raise InputError("friction_constant auto is measured with the step width: it needs measure_step_width "
-                         "(on, or auto with a likelihood, batch_size and no step_width) and sampler GLA1, GLA2, "
-                         "BAOAB or CCAdL")
+                         "(on, or auto with a likelihood, batch_size and no step_width) and sampler "
+                         f"{', '.join(self_tuning())}")
     return choice
 
 
@@ -174,11 +180,14 @@ def _check_noise_mass(o, sampler):
     """adapt_mass noise: the Langevin samplers' mass from the mini-batch gradient noise (samplers/mass.py)."""
     if o["adapt_mass"] != "noise":
         return
-    if sampler.metropolis or "adapt_mass" not in sampler.option_names:
-        raise InputError(f"adapt_mass noise is not available with sampler {sampler.name} (it is for GLA1, "
-                         "GLA2, BAOAB, CCAdL)")
+    if sampler.name not in self_tuning():
+        raise InputError(f"adapt_mass noise is not available with sampler {sampler.name} (it is for "
+                         f"{', '.join(self_tuning())})")
     if o["batch_size"] is None:
         raise InputError("adapt_mass noise needs batch_size: the mass comes from the mini-batch gradient's noise")
+    if o["gradient_noise_estimator"] != "none":
+        raise InputError(f"adapt_mass noise and gradient_noise_estimator '{o['gradient_noise_estimator']}' both "
+                         "answer the gradient noise (a mass, a noise term with its own mass rescaling): give one")
 
 
 def _check_full_batch(o):

@@ -20,7 +20,8 @@ from tati.recording.columns import integer_columns as integer_columns_of
 _LANGEVIN = ("friction_constant", "adapt_mass", "measure_step_width", "warm_start")
 _ADAPTING = ("adapt_step_width", "target_acceptance_rate", "adapt_mass", "metric", "warm_start")
 _HMC = ("hamiltonian_dynamics_time",) + _ADAPTING + ("adapt_trajectory_length",)
-_SGHMC = ("friction_constant", "mass", "measure_step_width", "noise_estimate", "gradient_noise_estimator",
+_SGHMC = ("friction_constant", "mass", "adapt_mass", "measure_step_width", "warm_start", "noise_estimate",
+          "gradient_noise_estimator",
           "noise_estimation_batches", "noise_estimation_steps", "first_moment_decay", "second_moment_decay",
           "mass_rescaling_steps", "mass_safety_factor")
 _LEGS = "tati.samplers.hmc_kernel:LegsKernel"

@@ -1,4 +1,4 @@
-"""A diagonal mass for the Langevin samplers with momenta (GLA1, GLA2, BAOAB, CCAdL), adapted during burn-in.
+"""A diagonal mass for the Langevin samplers with momenta (GLA1, GLA2, BAOAB, CCAdL, SGHMC), adapted during burn-in.
 
 The formulation is HMC's metric (samplers/hmc.py): the momentum is kept in whitened
 coordinates p' ~ N(0, I / beta), and each parameter has a scale s, the mass matrix being
@@ -173,7 +173,7 @@ class AdaptedMass:
         due = self._noise_measurements < closed + 1
 
         def measure():
-            variances = self._noise_variances(gradients_of, count)
+            variances = self._gradient_variances(gradients_of, count)
             for scale, variance in zip(self._scales, variances):
                 mean = tf.reduce_mean(variance, axis=0) if self._walkers is not None else variance
                 mass = tf.maximum(mean * self.noise_precision, self.mass_floor)
@@ -197,11 +197,13 @@ class AdaptedMass:
         noise_variance = tf.reduce_mean(tf.square(s) * noise, axis=1)
         start = tf.random.stateless_normal([rows, tf.size(s)], seed=tf.stack([tf.constant(5, tf.int64), closed]),
                                            dtype=tf.float64)
-        # the friction and temperature the sampler steps with: a measured friction, a restored one
-        friction = self._parameter_variables["friction_constant"]
+        # the friction and temperature the sampler steps with (a measured friction, a restored one),
+        # per unit of its scalar mass (SGHMC's; 1 for the others)
+        mass = self._parameter_variables.get("mass", tf.constant(1.0, tf.float64))
+        friction = self._parameter_variables["friction_constant"] / mass
         temperature = 1.0 / self._parameter_variables["inverse_temperature"]
         width = measured_width.graph_width(lambda b, v: s * hessian_vector_on(b, s * v), batches, noise_variance,
-                                           start, friction, temperature)
+                                           start, friction, temperature, mass)
         width = tf.where(tf.math.is_finite(width), width, tf.cast(self._learning_rate, tf.float64))
         self._learning_rate.assign(tf.cast(width, self._learning_rate.dtype))
         self._followed_widths.assign(tf.tensor_scatter_nd_update(self._followed_widths, [[closed]], [width]))
@@ -217,7 +219,7 @@ class AdaptedMass:
         variance = np.mean(np.reshape(variances, (-1, np.shape(variances)[-1])), axis=0)
         return 1.0 / np.sqrt(np.maximum(variance * self.noise_precision, self.mass_floor))
 
-    def _noise_variances(self, gradients_of, count):
+    def _gradient_variances(self, gradients_of, count):
         """Per variable, in its shape (walkers first): the sample variance (divisor K - 1) of the K
         gradients (Welford's sums: no cancellation under a large mean)."""
         def add(k, means, squares):

@@ -56,6 +56,19 @@ a = 1 - eps C / M they heat by h eps^2 V per step, h = 1 - 2 sum_{k<B} (B - k) a
 not eps^2 V, and B-hat = eps V-hat / 2 over-corrects unless a is small: measured and
 explained in doc/samplers.md (SGHMC).
 
+A diagonal mass adapted during burn-in (`adapt_mass`, without an estimator: samplers/mass.py, as
+for BAOAB): the momentum is kept in whitened coordinates r', each parameter has a scale s
+(the mass M diag(1 / s^2)), and the step reads
+
+    r' <- (1 - eps C / M) r' - eps s grad U~(theta^n) + sqrt(2 eps C / beta) G
+    theta^{n+1} = theta^n + eps s r' / M
+
+the unit-scale step of z = theta / s. With adapt_mass="noise" s^-2 = max(V_i B / N, floor), from
+the gradient noise of batches that cover the data: each coordinate's noise heat eps V_i s_i^2 / 2
+is then even, and one width serves all (with measure_step_width the width is measured again with
+each new mass). The noise estimators' mass rescaling is the other answer to the same noise; the
+two are not combined.
+
 Mass rescaling (only with an estimator, every `mass_rescaling_steps` steps, 0 = never) keeps
 the friction bound of the source document (the SGHMC thesis chapter among the source
 documents). In its notation (Chen et al.'s SGD-with-momentum form, v = eps M^{-1} r):
@@ -91,15 +104,17 @@ from tati.config.options import default
 from tati.recording.columns import LANGEVIN_INFO, SGHMC_ESTIMATING_INFO
 from tati.dynamics import splitting
 from tati.samplers.base import SamplerBase, parameter_property
+from tati.samplers.mass import AdaptedMass
 
 ESTIMATORS = ("none", "batch", "adam", "adam_centered")
 
 
 @keras.saving.register_keras_serializable(package="tati")
-class SGHMC(SamplerBase):
+class SGHMC(AdaptedMass, SamplerBase):
     """SGHMC; `step_width` eps, `friction_constant` C, `mass` M, `noise_estimate` B-hat (or a
     `gradient_noise_estimator` with mass rescaling, see the module docstring; `batch` takes
-    `noise_estimation_batches` K and `noise_estimation_steps`)."""
+    `noise_estimation_batches` K and `noise_estimation_steps`); without an estimator `adapt_mass`
+    with `adaptation_steps` adapts a diagonal mass during them (samplers/mass.py)."""
 
     parameters = ("inverse_temperature", "friction_constant", "mass", "noise_estimate",
                   "gradient_noise_estimator", "first_moment_decay", "second_moment_decay",
@@ -125,7 +140,8 @@ class SGHMC(SamplerBase):
                  mass_safety_factor=default("mass_safety_factor"),
                  noise_estimation_batches=default("noise_estimation_batches"),
                  noise_estimation_steps=default("noise_estimation_steps"),
-                 seed=default("seed"), name=None, **kwargs):
+                 seed=default("seed"), adapt_mass=default("adapt_mass"), adaptation_steps=0,
+                 noise_mass_sizes=(1.0, 1.0), name=None, **kwargs):
         super().__init__(step_width, seed, name, dict(
             kwargs, friction_constant=friction_constant, inverse_temperature=inverse_temperature,
             mass=mass, noise_estimate=noise_estimate, gradient_noise_estimator=gradient_noise_estimator,
@@ -135,6 +151,11 @@ class SGHMC(SamplerBase):
         values = self._parameter_values
         for name in self._STRUCTURE:
             setattr(self, name, values.pop(name))
+        self._init_mass(adapt_mass, adaptation_steps, noise_mass_sizes)
+        if self.adapt_mass and self.estimating:
+            raise InputError(f"adapt_mass {adapt_mass} and gradient_noise_estimator '{self.gradient_noise_estimator}' "
+                             "both answer the gradient noise (a mass, a noise term with its own mass rescaling): "
+                             "give one of them")
         limit = values["friction_constant"] / values["inverse_temperature"]
         if values["noise_estimate"] > 0 and values["noise_estimate"] >= limit:
             raise InputError(f"noise_estimate {values['noise_estimate']} must be below "
@@ -172,14 +193,22 @@ class SGHMC(SamplerBase):
 
     @property
     def noise_evaluations(self):
-        """The batch estimator's gradient evaluations so far, per walker (float64)."""
+        """The batch estimator's (or the noise mass's) gradient evaluations so far, per walker (float64)."""
         return tf.convert_to_tensor(self._noise_evaluations)
 
     @property
     def noise_batches(self):
-        """K, the gradients `estimate_noise` wants (the batch estimator), else 0: a compiled
-        loop that sees K > 0 calls it at the start of each epoch (engine/gradient.py)."""
+        """K, the gradients `estimate_noise` wants (the batch estimator; the noise mass's least
+        count), else 0: a compiled loop that sees K > 0 calls it at the start of each epoch
+        (engine/gradient.py)."""
+        if self.noise_mass:
+            return AdaptedMass.noise_batches.fget(self)
         return self.noise_estimation_batches if self.gradient_noise_estimator == "batch" else 0
+
+    @property
+    def noise_covers(self):
+        """The noise mass's batches cover the data; the batch estimator's are random (extra_batch)."""
+        return self.noise_mass
 
     def initial_momentum_scale(self):
         return math.sqrt(self._parameter_values["mass"] / self._parameter_values["inverse_temperature"])
@@ -199,7 +228,7 @@ class SGHMC(SamplerBase):
         self._first_moments = slots("gradient_mean", 0.0) if moments else []
         self._second_moments = slots("gradient_second_moment", 0.0) if moments else []
         self._noise_variances = slots("gradient_noise_variance", 0.0)
-        if self.noise_batches:  # the estimator's gradient evaluations so far, per walker
+        if self.gradient_noise_estimator == "batch":  # its gradient evaluations so far, per walker (the noise mass's: mass.py)
             self._noise_evaluations = self.add_variable((), dtype="float64", name="noise_evaluations",
                                                         initializer="zeros")
         self._mass_weights = slots("mass_weight", 1.0) if self.rescaling else []
@@ -246,15 +275,19 @@ class SGHMC(SamplerBase):
                  / (self._parameter("mass_safety_factor", dtype) * self._parameter("inverse_temperature", dtype)))
         return tf.minimum(0.5 * eps * noise_variance, bound)
 
-    def estimate_noise(self, gradients_of):
-        """The batch estimator: V-hat = the sample variance (divisor K - 1) of the gradients
+    def estimate_noise(self, gradients_of, *mass_arguments):
+        """With adapt_mass noise, the mass's measurement (AdaptedMass.estimate_noise, which takes
+        `mass_arguments`); else the batch estimator: V-hat = the sample variance (divisor K - 1) of the gradients
         gradients_of(k), k = 0 ... K - 1 (a list of tensors, one per variable, at the current
         parameters), stored in the state and used by the steps until the next estimate.
         Welford's running mean and sum of squares, in a while loop: one gradient at a time in
         memory, no cancellation when the mean is large against the spread. Nothing else moves:
         no iteration, no noise, no position or momentum."""
+        if self.noise_mass:
+            return AdaptedMass.estimate_noise(self, gradients_of, *mass_arguments)
         if self.gradient_noise_estimator != "batch" or not self.built:
-            raise ValueError("estimate_noise needs a built SGHMC with gradient_noise_estimator 'batch'")
+            raise ValueError("estimate_noise needs a built SGHMC with gradient_noise_estimator 'batch' "
+                             "or adapt_mass 'noise'")
         count = self.noise_estimation_batches
 
         def add(k, means, squares):
@@ -321,10 +354,10 @@ class SGHMC(SamplerBase):
             b_hat = self._parameter("noise_estimate", variable.dtype)
             noise = tf.sqrt(2.0 * eps * tf.maximum(friction / beta - b_hat, 0.0)) * self._normal(variable)
             r_new = splitting.kick(splitting.ornstein_uhlenbeck(r, 1.0 - eps * friction / mass, noise),
-                                   self._force(gradient), eps)
-            variable.assign(splitting.drift(q, self._velocity(r_new) / mass, eps))
+                                   self._scaled_force(gradient, variable), eps)
+            variable.assign(splitting.drift(q, self._scaled_velocity(r_new, variable) / mass, eps))
             momentum.assign(r_new)
-            self._report(q, r, noise, mass)
+            self._report(self._inertia_position(q, variable), r, noise, mass)
             return
         index = self._get_variable_index(variable)
         if self.gradient_noise_estimator == "batch":  # the last estimate_noise's V-hat

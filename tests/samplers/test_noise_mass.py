@@ -23,7 +23,7 @@ import tensorflow as tf
 import tati
 from stats import seed, t_critical
 from tati.adaptation import measured_width as mw
-from tati.samplers import BAOAB
+from tati.samplers import BAOAB, SGHMC
 
 ALPHA = 1e-3
 WALKERS, D = 32, 8
@@ -34,10 +34,10 @@ GAMMA, BURN_IN, STEPS = 1.0, 1000, 4000
 WIDTH = float(mw.noise_width(1.0 / SHARE, GAMMA))  # 0.005
 
 
-def run(adapt_mass, run_seed):
+def run(adapt_mass, run_seed, sampler_class=BAOAB):
     """Per walker and coordinate, beta omega^2 q^2 averaged after burn-in ([W, d]), and the sampler."""
-    sampler = BAOAB(step_width=WIDTH, friction_constant=GAMMA, seed=run_seed, adapt_mass=adapt_mass,
-                    adaptation_steps=BURN_IN, noise_mass_sizes=(SHARE, 1.0), walker_axis=True)
+    sampler = sampler_class(step_width=WIDTH, friction_constant=GAMMA, seed=run_seed, adapt_mass=adapt_mass,
+                            adaptation_steps=BURN_IN, noise_mass_sizes=(SHARE, 1.0), walker_axis=True)
     q = tf.Variable(np.random.default_rng(run_seed).normal(size=(WALKERS, D)) / np.sqrt(OMEGA2))
     sampler.build([q])
     omega2, noise_sd = tf.constant(OMEGA2), tf.constant(np.sqrt(V))
@@ -62,8 +62,10 @@ def run(adapt_mass, run_seed):
 
 
 @pytest.mark.statistical
-def test_the_noise_mass_holds_every_coordinate_at_the_temperature():
-    temperatures, sampler = run("noise", seed(11))
+@pytest.mark.parametrize("sampler_class", [BAOAB, SGHMC], ids=["BAOAB", "SGHMC"])
+def test_the_noise_mass_holds_every_coordinate_at_the_temperature(sampler_class):
+    """SGHMC's Euler friction heats by eps V / (2 gamma) to first order, as BAOAB's exact one does."""
+    temperatures, sampler = run("noise", seed(11), sampler_class)
     scales = sampler.metric_scales()
     assert sampler.metric_windows() == 6  # the start and the five windows' ends, then frozen
     # s = M^-1/2 within 15% of 1 / omega (the pooled variance's error is about 7%; seed 11: 1-5%)
@@ -72,7 +74,7 @@ def test_the_noise_mass_holds_every_coordinate_at_the_temperature():
     critical = t_critical(ALPHA, WALKERS - 1, D)
     print(f"h {WIDTH:.4g}: beta omega^2 Var(q) per coordinate {np.round(mean, 3)} +- {np.round(error, 3)}")
     assert np.all(np.abs(mean - 1.0) < critical * error + mw.EXCESS)
-    control, _ = run(False, seed(11))
+    control, _ = run(False, seed(11), sampler_class)
     hot = control.mean(axis=0)
     print(f"unit mass: {np.round(hot, 2)}")  # seed 11: 1.2 on omega^2 = 1, 250 or more on the noisiest
     assert hot[-1] > 50.0 and hot[0] < hot[-1] / 10.0
@@ -101,19 +103,20 @@ def test_the_option_is_checked_and_measured():
     assert "mass from the gradient noise" in summarise("test", sim, result, True)
 
 
-@pytest.mark.parametrize("tuning", [dict(step_width=1e-3), dict(friction_constant="auto", measure_step_width=True)],
-                         ids=["given width", "measured width and friction"])
+@pytest.mark.parametrize("tuning", [dict(sampler="BAOAB", step_width=1e-3),
+                                    dict(sampler="SGHMC", mass=2.0, friction_constant="auto", measure_step_width=True)],
+                         ids=["BAOAB, given width", "SGHMC, measured width and friction"])
 def test_resumed_burn_in_continues_bitwise(tmp_path, tuning):
-    """BAOAB with the noise mass, 160 burn-in steps (one window, ending at step 110), cut by a
-    checkpoint at step 60 and continued in a new Simulation: the rows of one whole run, bitwise,
-    and the same masses, measured twice. With the width and friction measured, the width measured
-    again with the second mass takes the checkpoint's friction (it had taken friction 1, as nothing
-    is measured on restoring)."""
+    """BAOAB (SGHMC) with the noise mass, 160 burn-in steps (one window, ending at step 110), cut
+    by a checkpoint at step 60 and continued in a new Simulation: the rows of one whole run,
+    bitwise, and the same masses, measured twice. With the width and friction measured, the width
+    measured again with the second mass takes the checkpoint's friction (it had taken friction 1,
+    as nothing is measured on restoring), per unit of SGHMC's scalar mass."""
     import pandas as pd
     rng = np.random.default_rng(seed(14))
     x = rng.normal(size=(64, 2))
     options = dict(dataset=(x, (x @ [1.0, -2.0])[:, None] + rng.normal(size=(64, 1))), hidden_dimension=[],
-                   output_activation="linear", likelihood="gaussian", dtype="float64", sampler="BAOAB",
+                   output_activation="linear", likelihood="gaussian", dtype="float64",
                    adapt_mass="noise", batch_size=8, number_walkers=2, burn_in_steps=160, every_nth=4, seed=seed(15),
                    **tuning)
     whole_sim = tati.Simulation(**options, max_steps=200)
