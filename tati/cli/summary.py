@@ -106,7 +106,9 @@ def summarise(prog, simulation, result, sampler, seconds=None):
                 lines += _hmc_adaptation_lines(o, simulation.sampler, run_info, walkers)
         if walkers >= 2:
             lines += _outlier_lines(simulation, result)
-            hint = ("run longer (max_steps, burn_in_steps)" if proposal else
+            # an adapted or measured width is already the largest its bounds allow: only length helps
+            measured = o.get("measure_step_width") is True
+            hint = ("run longer (max_steps, burn_in_steps)" if proposal or measured else
                     NO_METRIC_HINT if no_metric else None)
             lines += _convergence_lines(result.trajectory, walkers, o["burn_in_steps"], hint,
                                         _identified(o, getattr(result, "parameter_groups", None)))

@@ -246,6 +246,10 @@ def test_summary_convergence_verdict():
     index = lines.index("    not converged: R-hat > 1.01 (walkers disagree), ESS < 200 (too few independent draws)")
     assert lines[index + 1] == "    run longer (max_steps), or raise step_width"
     assert lines[index - 1].startswith("  R-hat max ")
+    # a measured width is the largest its heat bound allows: only a longer run helps
+    simulation, result = fake_run(apart, apart, potential=lambda x: x, number_walkers=2, measure_step_width=True)
+    measured = summarise("tati-sample", simulation, result, True).splitlines()
+    assert measured[measured.index(lines[index]) + 1] == "    run longer (max_steps, burn_in_steps)"
     assert any(re.fullmatch(r"    off by [0-9.]+ standard errors: step_width may be too large, "
                             r"the run too short, or U not confining", line) for line in lines), text
 
