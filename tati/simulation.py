@@ -242,7 +242,7 @@ class Simulation:
             return self.options
         measured = self.measured_width.friction if self.measured_width is not None else None
         gamma = measured or measured_width.FRICTION_FLOOR  # per unit time: SGHMC's C is gamma M
-        return dict(self.options, friction_constant=gamma * self._scalar_mass())
+        return dict(self.options, friction_constant=gamma * self._friction_unit())
 
     def _measure_width(self):
         """measure_step_width: the sampler's step width from the walkers' start (tati/adaptation/measured_width.py);
@@ -251,7 +251,7 @@ class Simulation:
         mass = self._scalar_mass()
         sampler = self.sampler
         scales_of = sampler.noise_scales if getattr(sampler, "noise_mass", False) else None
-        friction = None if o["friction_constant"] == "auto" else o["friction_constant"] / mass
+        friction = None if o["friction_constant"] == "auto" else o["friction_constant"] / self._friction_unit()
         self.measured_width = measured_width.measure(self.model, self.data, friction,
                                                      1.0 / o["inverse_temperature"], mass, o["seed"], scales_of)
         if friction is None:
@@ -262,6 +262,12 @@ class Simulation:
         """The sampler's scalar mass option (SGHMC's, SGNHT's; 1 for the others)."""
         o = self.options
         return o["mass"] if "mass" in spec_of(o["sampler"]).option_names else 1.0
+
+    def _friction_unit(self):
+        """friction_constant / the friction rate gamma: the scalar mass where the sampler's friction
+        is per unit mass (SGHMC's C), else 1 (SamplerBase.friction_per_mass)."""
+        per_mass = load_kernel(spec_of(self.options["sampler"])).friction_per_mass
+        return self._scalar_mass() if per_mass else 1.0
 
     def _follow_width(self):
         """With adapt_mass noise the measured width is measured again with each new mass, in the

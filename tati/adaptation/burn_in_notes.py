@@ -34,7 +34,7 @@ def notes(o, given=False):
 
 
 def _noise_mass_note(o):
-    """[a warning] where GLA1, GLA2, BAOAB, CCAdL or SGHMC measures its step width on mini-batches with
+    """[a warning] where a sampler of preflight.self_tuning() measures its step width on mini-batches with
     burn_in_steps 0: its mass would come from the gradient noise during burn-in (adapt_mass auto:
     noise, tati/config/preflight.py no_tuning), so it stays 1 and the width is the noisiest
     direction's (4e-9 on yacht, where the walkers did not move)."""

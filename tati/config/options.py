@@ -168,15 +168,14 @@ OPTIONS = [
            "width at which the mini-batch gradient's noise heats the kinetic temperature by 5% "
            "(doc/samplers.md); with adapt_mass noise measured again with each new mass. Reported in the "
            "summary and as Simulation.measured_width. auto: on for GLA1, GLA2, BAOAB, CCAdL, SGHMC (without "
-           "gradient_noise_estimator) with a likelihood and batch_size when no step_width is given (the run "
-           "then tunes itself: friction_constant and adapt_mass below); SGNHT measures only with true. "
-           "Needs friction_constant > 0."),
+           "gradient_noise_estimator), SGNHT with a likelihood and batch_size when no step_width is given "
+           "(the run then tunes itself: friction_constant and adapt_mass below). Needs friction_constant > 0."),
     Option("inverse_temperature", 1.0, POSITIVE, "sampler",
            "beta: the sampler targets exp(-beta U)."),
     Option("friction_constant", 1.0, OrAuto(NONNEGATIVE), "sampler",
            "gamma: how fast the thermostat replaces momentum by noise (alpha = exp(-gamma h)); "
-           "SGHMC's friction C; CCAdL's initial adaptive friction. auto (GLA1, GLA2, BAOAB, CCAdL, SGHMC "
-           "with measure_step_width): measured with the width, the least friction at which the gradient noise "
+           "SGHMC's friction C; CCAdL's initial adaptive friction. auto (GLA1, GLA2, BAOAB, CCAdL, SGHMC, "
+           "SGNHT with measure_step_width): measured with the width, the least friction at which the gradient noise "
            "heats the momenta by no more than measure_step_width's bound at the stability width, at "
            "least 1 (doc/samplers.md); the default there where measure_step_width is auto and on."),
     Option("sigma", 1.0, POSITIVE, "sampler",
@@ -232,14 +231,14 @@ OPTIONS = [
            "NUTS, RWMH, HMC1, HMC2: the mean acceptance the step width adapts to, in (0, 1); none "
            "means 0.8, for RWMH 0.234."),
     Option("adapt_mass", "auto", BooleanOrAuto(("noise",)), "sampler",
-           "NUTS, RWMH, HMC1, HMC2, GLA1, GLA2, BAOAB, CCAdL, SGHMC: estimate a diagonal metric (each "
+           "NUTS, RWMH, HMC1, HMC2, GLA1, GLA2, BAOAB, CCAdL, SGHMC, SGNHT: estimate a diagonal metric (each "
            "parameter's scale s; for the samplers with momenta the inverse mass s^2) from the "
            "draws of burn-in in Stan's windows; needs burn_in_steps >= 20 (HMC: >= 200 gradient "
            "evaluations, windows counted in legs). auto: on for NUTS, RWMH, HMC1, HMC2; for GLA1, GLA2, "
-           "BAOAB, CCAdL, SGHMC noise where measure_step_width is auto and on and burn_in_steps >= 20, else "
+           "BAOAB, CCAdL, SGHMC, SGNHT noise where measure_step_width is auto and on and burn_in_steps >= 20, else "
            "off: their dynamics (trajectories, kinetic temperature) it changes, so otherwise they adapt "
            "only when asked, and keep their step_width (then relative to each parameter's scale). With covariance_blending the ensemble preconditioner takes its place. "
-           "noise (GLA1, GLA2, BAOAB, CCAdL, SGHMC without gradient_noise_estimator, with batch_size): the mass from the gradient noise, "
+           "noise (GLA1, GLA2, BAOAB, CCAdL, SGHMC without gradient_noise_estimator, SGNHT, with batch_size): the mass from the gradient noise, "
            "M_i = max(V_i batch_size / data size, 1 / prior_standard_deviation^2), V_i the variance of a "
            "batch's gradient, measured at the start and after each window, frozen after burn-in; every "
            "parameter then heats alike under the mini-batch noise (doc/samplers.md)."),
@@ -257,7 +256,7 @@ OPTIONS = [
            "every walker's start, and a walker that ends far above the best (beta dU > d/2 + 4 sqrt(d/2)) "
            "restarts at the best walker's point, so that burn-in adapts from the typical set "
            "(doc/samplers.md). auto: on with two walkers or more and burn_in_steps > 0; for GLA1, GLA2, "
-           "BAOAB, CCAdL, SGHMC with adapt_mass noise on with burn_in_steps > 0 (the noise mass and the measured "
+           "BAOAB, CCAdL, SGHMC, SGNHT with adapt_mass noise on with burn_in_steps > 0 (the noise mass and the measured "
            "step width are taken where the walkers start)."),
     # optimizer
     Option("optimizer", "GradientDescent", Text(), "optimizer",

@@ -87,7 +87,7 @@ MIN_METRIC_BURN_IN = 20  # tati/adaptation/windows.py's, which imports TensorFlo
 
 def self_tuning():
     """The stochastic-gradient samplers that can tune themselves: those with a mass to adapt
-    (GLA1, GLA2, BAOAB, CCAdL, SGHMC)."""
+    (GLA1, GLA2, BAOAB, CCAdL, SGHMC, SGNHT)."""
     return [name for name in samplers_taking("adapt_mass") if not spec_of(name).metropolis]
 
 
@@ -104,8 +104,8 @@ def no_tuning(o, given):
 
 
 def untuned_notes(o, given):
-    """[a warning] where a stochastic-gradient sampler that cannot tune itself (SGLD, pSGLD,
-    SGNHT; SGHMC with a gradient_noise_estimator) meets a likelihood and mini-batches with no
+    """[a warning] where a stochastic-gradient sampler that cannot tune itself (SGLD, pSGLD; SGHMC
+    with a gradient_noise_estimator) meets a likelihood and mini-batches with no
     step_width: it steps with the option's default, which knows nothing of U's scale (U grows with
     the data: on yacht split 2, SGHMC with the adam estimator and this default left a walker at
     142,460 times its equipartition energy, issue #41)."""
@@ -120,9 +120,7 @@ def untuned_notes(o, given):
 
 
 def measures_step_width(o, given):
-    """The option measure_step_width resolved: auto is on where the run tunes itself (`no_tuning`);
-    SGNHT, whose scalar mass makes the width the noisiest direction's (4e-9 on yacht, where the
-    walkers did not move), measures only when asked."""
+    """The option measure_step_width resolved: auto is on where the run tunes itself (`no_tuning`)."""
     choice = o["measure_step_width"]
     if choice == "auto":
         choice = no_tuning(o, given)

@@ -78,6 +78,9 @@ class SamplerBase(keras.optimizers.Optimizer):
     # temperature (the noise mass with measure_step_width: samplers/mass.py); the engine then passes
     # the curvature.
     follows_width = False
+    # Whether friction_constant is per unit of the scalar mass (SGHMC's C: the momentum decays by
+    # 1 - h C / M); else it is the friction rate gamma itself (alpha = exp(-gamma h), SGNHT's A).
+    friction_per_mass = False
     # Whether the leading axis of the variables is the walker: reports are then kept per walker.
     walker_axis = False
     # Ensemble preconditioner (ensemble.Ensemble: force(g) = B^T g, velocity(p) = B p, per

@@ -1,4 +1,4 @@
-"""A diagonal mass for the Langevin samplers with momenta (GLA1, GLA2, BAOAB, CCAdL, SGHMC), adapted during burn-in.
+"""A diagonal mass for the Langevin samplers with momenta (GLA1, GLA2, BAOAB, CCAdL, SGHMC, SGNHT), adapted during burn-in.
 
 The formulation is HMC's metric (samplers/hmc.py): the momentum is kept in whitened
 coordinates p' ~ N(0, I / beta), and each parameter has a scale s, the mass matrix being
@@ -197,10 +197,12 @@ class AdaptedMass:
         noise_variance = tf.reduce_mean(tf.square(s) * noise, axis=1)
         start = tf.random.stateless_normal([rows, tf.size(s)], seed=tf.stack([tf.constant(5, tf.int64), closed]),
                                            dtype=tf.float64)
-        # the friction and temperature the sampler steps with (a measured friction, a restored one),
-        # per unit of its scalar mass (SGHMC's; 1 for the others)
+        # the friction rate and temperature the sampler steps with (a measured friction, a restored
+        # one), and its scalar mass (SGHMC's, SGNHT's; 1 for the others)
         mass = self._parameter_variables.get("mass", tf.constant(1.0, tf.float64))
-        friction = self._parameter_variables["friction_constant"] / mass
+        friction = self._parameter_variables["friction_constant"]
+        if self.friction_per_mass:
+            friction = friction / mass
         temperature = 1.0 / self._parameter_variables["inverse_temperature"]
         width = measured_width.graph_width(lambda b, v: s * hessian_vector_on(b, s * v), batches, noise_variance,
                                            start, friction, temperature, mass)

@@ -123,6 +123,7 @@ class SGHMC(AdaptedMass, SamplerBase):
     # Structure (fixed at construction, Python constants); the other parameters are variables.
     _STRUCTURE = ("gradient_noise_estimator", "mass_rescaling_steps", "noise_estimation_batches",
                   "noise_estimation_steps")
+    friction_per_mass = True  # the momentum decays by 1 - eps C / M
     friction_constant = parameter_property("friction_constant", "C, the friction (for mass M).")
     mass = parameter_property("mass", "M, the scalar mass of the momenta (M_0 with mass rescaling).")
     noise_estimate = parameter_property("noise_estimate", "B-hat, the constant gradient-noise estimate.")

@@ -40,6 +40,13 @@ h xi < 2 (the friction step is Euler's, as in SGHMC), whose O(h) error also lift
 near the root of xi (1 - h xi / 2) = xi*. xi falls at most 1 / beta per unit time, so after a hot
 start it takes about (xi_max - xi*) beta / h steps to come back (burn-in).
 
+A diagonal mass adapted during burn-in (`adapt_mass`; samplers/mass.py, as for BAOAB): p is kept
+in whitened coordinates, each parameter has a scale s, the kick is h s grad U~ and the drift
+h s p / M, so the scalar M stays and diag(1 / s^2) multiplies it; the thermostat reads the
+whitened |p|^2 unchanged. With adapt_mass="noise" s^-2 = max(V_i B / N, floor) from the gradient
+noise, which makes the whitened noise s_i^2 V_i the same in every direction (about N / B): the
+single thermostat, which holds only the mean kinetic temperature, then holds each parameter's.
+
 Thermostat: one xi per walker (each walker its own chain, d its parameters; without walkers one
 for the whole model), global over the layers as in the paper; started at xi = A, the
 equilibrium for exact gradients. It is a variable (`thermostat`, checkpointed) and a run-info
@@ -57,12 +64,14 @@ from tati.config.options import default
 from tati.engine.registry import spec_of
 from tati.dynamics import splitting
 from tati.samplers.base import SamplerBase, parameter_property
+from tati.samplers.mass import AdaptedMass
 
 
 @keras.saving.register_keras_serializable(package="tati")
-class SGNHT(SamplerBase):
+class SGNHT(AdaptedMass, SamplerBase):
     """SGNHT; `step_width` h, `friction_constant` A (the injected noise's diffusion and the
-    thermostat's start), `mass` M, `inverse_temperature` beta."""
+    thermostat's start), `mass` M, `inverse_temperature` beta; `adapt_mass` with
+    `adaptation_steps` adapts a diagonal mass during them (samplers/mass.py)."""
 
     parameters = ("inverse_temperature", "friction_constant", "mass")
     info = spec_of("SGNHT").infos[0]  # its registry line declares it: LANGEVIN_INFO and the thermostat
@@ -71,9 +80,10 @@ class SGNHT(SamplerBase):
 
     def __init__(self, step_width=default("step_width"), friction_constant=default("friction_constant"),
                  inverse_temperature=default("inverse_temperature"), mass=default("mass"), seed=default("seed"),
-                 name=None, **kwargs):
-        super().__init__(step_width, seed, name, dict(
+                 adapt_mass=default("adapt_mass"), adaptation_steps=0, noise_mass_sizes=(1.0, 1.0), **kwargs):
+        super().__init__(step_width, seed, kwargs.pop("name", None), dict(
             kwargs, friction_constant=friction_constant, inverse_temperature=inverse_temperature, mass=mass))
+        self._init_mass(adapt_mass, adaptation_steps, noise_mass_sizes)
 
     def initial_momentum_scale(self):
         return math.sqrt(self._parameter_values["mass"] / self._parameter_values["inverse_temperature"])
@@ -114,7 +124,8 @@ class SGNHT(SamplerBase):
         momentum = self._momentum(variable)
         q, p = tf.convert_to_tensor(variable), tf.convert_to_tensor(momentum)
         noise = tf.sqrt(2.0 * diffusion * mass * h / beta) * self._normal(variable)
-        p_new = splitting.kick(splitting.ornstein_uhlenbeck(p, 1.0 - h * xi, noise), self._force(gradient), h)
-        variable.assign(splitting.drift(q, self._velocity(p_new) / mass, h))
+        p_new = splitting.kick(splitting.ornstein_uhlenbeck(p, 1.0 - h * xi, noise),
+                               self._scaled_force(gradient, variable), h)
+        variable.assign(splitting.drift(q, self._scaled_velocity(p_new, variable) / mass, h))
         momentum.assign(p_new)
-        self._report(q, p, noise, mass)
+        self._report(self._inertia_position(q, variable), p, noise, mass)

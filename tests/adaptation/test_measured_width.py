@@ -173,7 +173,8 @@ def test_option_sets_the_sampler_width_before_the_first_step(sampler, choice):
     (dict(batch_size=10), True),  # the default: auto
     (dict(batch_size=10, sampler="SGHMC"), True),  # auto: GLA1, GLA2, BAOAB, CCAdL, SGHMC
     (dict(batch_size=10, sampler="SGHMC", gradient_noise_estimator="adam"), False),  # not with an estimator
-    (dict(batch_size=10, sampler="SGNHT"), False),  # nor for SGNHT
+    (dict(batch_size=10, sampler="SGNHT"), True),
+    (dict(batch_size=10, sampler="SGLD"), False),  # SGLD has no friction to measure with
     (dict(measure_step_width=True, step_width=0.01), True)])
 def test_when_it_measures(options, measures):
     simulation = tati.Simulation(**regression(**options))
@@ -231,7 +232,8 @@ def test_a_resumed_run_keeps_the_measured_friction(tmp_path):
 
 
 @pytest.mark.parametrize("options", [dict(batch_size=10, friction_constant="auto", measure_step_width="auto", step_width=0.01),
-                                     dict(batch_size=10, friction_constant="auto", sampler="SGNHT")])
+                                     dict(batch_size=10, friction_constant="auto", sampler="SGHMC",
+                                          gradient_noise_estimator="adam")])
 def test_friction_auto_needs_the_measured_width(options):
     with pytest.raises(tati.InputError, match=r"^friction_constant auto is measured with the step width"):
         tati.Simulation(**regression(**options))
