@@ -62,11 +62,13 @@ def run(adapt_mass, run_seed, sampler_class=BAOAB):
 
 
 @pytest.mark.statistical
-@pytest.mark.parametrize("sampler_class", [BAOAB, SGHMC, SGNHT], ids=["BAOAB", "SGHMC", "SGNHT"])
-def test_the_noise_mass_holds_every_coordinate_at_the_temperature(sampler_class):
-    """SGHMC's Euler friction heats by eps V / (2 gamma) to first order, as BAOAB's exact one does;
-    SGNHT's thermostat absorbs the (now even) heat. Unit mass: SGNHT's one thermostat holds the
-    mean, so its quiet coordinates run cold and its noisiest hot (seed 11: 0.04-0.27 and 12.7)."""
+@pytest.mark.parametrize("sampler_class, control", [(BAOAB, True), (SGHMC, False), (SGNHT, True)],
+                         ids=["BAOAB", "SGHMC", "SGNHT"])
+def test_the_noise_mass_holds_every_coordinate_at_the_temperature(sampler_class, control):
+    """SGHMC's Euler friction heats by eps V / (2 gamma) to first order, as BAOAB's exact one does
+    (its unit-mass control read BAOAB's within 2%, so it is not run again); SGNHT's thermostat
+    absorbs the (now even) heat. Unit mass: SGNHT's one thermostat holds the mean, so its quiet
+    coordinates run cold and its noisiest hot (seed 11: 0.04-0.27 and 12.7)."""
     temperatures, sampler = run("noise", seed(11), sampler_class)
     scales = sampler.metric_scales()
     assert sampler.metric_windows() == 6  # the start and the five windows' ends, then frozen
@@ -76,8 +78,9 @@ def test_the_noise_mass_holds_every_coordinate_at_the_temperature(sampler_class)
     critical = t_critical(ALPHA, WALKERS - 1, D)
     print(f"h {WIDTH:.4g}: beta omega^2 Var(q) per coordinate {np.round(mean, 3)} +- {np.round(error, 3)}")
     assert np.all(np.abs(mean - 1.0) < critical * error + mw.EXCESS)
-    control, _ = run(False, seed(11), sampler_class)
-    hot = control.mean(axis=0)
+    if not control:
+        return
+    hot = run(False, seed(11), sampler_class)[0].mean(axis=0)
     print(f"unit mass: {np.round(hot, 2)}")  # seed 11: 1.2 on omega^2 = 1, 250 or more on the noisiest
     assert hot[-1] > 10.0 and hot[0] < hot[-1] / 10.0
 
@@ -105,22 +108,19 @@ def test_the_option_is_checked_and_measured():
     assert "mass from the gradient noise" in summarise("test", sim, result, True)
 
 
-@pytest.mark.parametrize("tuning", [dict(sampler="BAOAB", step_width=1e-3),
-                                    dict(sampler="SGHMC", mass=2.0, friction_constant="auto", measure_step_width=True)],
-                         ids=["BAOAB, given width", "SGHMC, measured width and friction"])
-def test_resumed_burn_in_continues_bitwise(tmp_path, tuning):
-    """BAOAB (SGHMC) with the noise mass, 160 burn-in steps (one window, ending at step 110), cut
-    by a checkpoint at step 60 and continued in a new Simulation: the rows of one whole run,
-    bitwise, and the same masses, measured twice. With the width and friction measured, the width
-    measured again with the second mass takes the checkpoint's friction (it had taken friction 1,
-    as nothing is measured on restoring), per unit of SGHMC's scalar mass."""
+def test_resumed_burn_in_continues_bitwise(tmp_path):
+    """SGHMC (scalar mass 2) with the noise mass and its width and friction measured, 160 burn-in
+    steps (one window, ending at step 110), cut by a checkpoint at step 60 and continued in a new
+    Simulation: the rows of one whole run, bitwise, and the same masses and widths, measured twice.
+    The width measured again with the second mass takes the checkpoint's friction, per unit of the
+    scalar mass (it had taken friction 1, as nothing is measured on restoring)."""
     import pandas as pd
     rng = np.random.default_rng(seed(14))
     x = rng.normal(size=(64, 2))
     options = dict(dataset=(x, (x @ [1.0, -2.0])[:, None] + rng.normal(size=(64, 1))), hidden_dimension=[],
                    output_activation="linear", likelihood="gaussian", dtype="float64",
                    adapt_mass="noise", batch_size=8, number_walkers=2, burn_in_steps=160, every_nth=4, seed=seed(15),
-                   **tuning)
+                   sampler="SGHMC", mass=2.0, friction_constant="auto", measure_step_width=True)
     whole_sim = tati.Simulation(**options, max_steps=200)
     whole = whole_sim.sample()
     tati.Simulation(**options, max_steps=60, save_model=str(tmp_path / "c.npz")).sample()
