@@ -264,10 +264,8 @@ class Simulation:
         return o["mass"] if "mass" in spec_of(o["sampler"]).option_names else 1.0
 
     def _friction_unit(self):
-        """friction_constant / the friction rate gamma: the scalar mass where the sampler's friction
-        is per unit mass (SGHMC's C), else 1 (SamplerBase.friction_per_mass)."""
-        per_mass = load_kernel(spec_of(self.options["sampler"])).friction_per_mass
-        return self._scalar_mass() if per_mass else 1.0
+        """friction_constant / the friction rate gamma, by the sampler's class (SamplerBase.friction_unit)."""
+        return load_kernel(spec_of(self.options["sampler"])).friction_unit(self._scalar_mass())
 
     def _follow_width(self):
         """With adapt_mass noise the measured width is measured again with each new mass, in the

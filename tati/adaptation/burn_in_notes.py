@@ -4,6 +4,7 @@ noise, and a given burn-in too short for the metric's windows
 (tati/adaptation/windows.py). The Simulation warns them at the user's first sample() call."""
 
 from tati.adaptation import windows
+from tati.config.preflight import self_tuning
 from tati.engine.contract import LEGS
 from tati.engine.registry import samplers_taking, spec_of
 
@@ -40,7 +41,7 @@ def _noise_mass_note(o):
     direction's (4e-9 on yacht, where the walkers did not move)."""
     sampler = o["sampler"]
     if not (o["measure_step_width"] is True and o["adapt_mass"] == "auto" and o["batch_size"] is not None
-            and sampler in samplers_taking("adapt_mass") and o["gradient_noise_estimator"] == "none"):
+            and sampler in self_tuning() and o["gradient_noise_estimator"] == "none"):
         return []
     steps = max(windows.MIN_METRIC_BURN_IN, o["max_steps"] // 2)
     return [f"sampler {sampler} takes its mass from the gradient noise during burn-in only, and burn_in_steps is 0: "

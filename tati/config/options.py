@@ -173,11 +173,11 @@ OPTIONS = [
     Option("inverse_temperature", 1.0, POSITIVE, "sampler",
            "beta: the sampler targets exp(-beta U)."),
     Option("friction_constant", 1.0, OrAuto(NONNEGATIVE), "sampler",
-           "gamma: how fast the thermostat replaces momentum by noise (alpha = exp(-gamma h)); "
-           "SGHMC's friction C; CCAdL's initial adaptive friction. auto (GLA1, GLA2, BAOAB, CCAdL, SGHMC, "
-           "SGNHT with measure_step_width): measured with the width, the least friction at which the gradient noise "
-           "heats the momenta by no more than measure_step_width's bound at the stability width, at "
-           "least 1 (doc/samplers.md); the default there where measure_step_width is auto and on."),
+           "gamma: how fast the thermostat replaces momentum by noise (alpha = exp(-gamma h)); SGHMC's "
+           "friction C; CCAdL's initial adaptive friction. auto (GLA1, GLA2, BAOAB, CCAdL, SGHMC, SGNHT with"
+           " measure_step_width): measured with the width, the least friction at which the gradient noise "
+           "heats the momenta by no more than measure_step_width's bound at the stability width, at least 1 "
+           "(doc/samplers.md); the default there where measure_step_width is auto and on."),
     Option("sigma", 1.0, POSITIVE, "sampler",
            "CCAdL: coupling of the adaptive friction xi to the kinetic temperature, "
            "dxi/dt = sigma (|p|^2 / N - 1 / beta)."),
@@ -231,17 +231,18 @@ OPTIONS = [
            "NUTS, RWMH, HMC1, HMC2: the mean acceptance the step width adapts to, in (0, 1); none "
            "means 0.8, for RWMH 0.234."),
     Option("adapt_mass", "auto", BooleanOrAuto(("noise",)), "sampler",
-           "NUTS, RWMH, HMC1, HMC2, GLA1, GLA2, BAOAB, CCAdL, SGHMC, SGNHT: estimate a diagonal metric (each "
-           "parameter's scale s; for the samplers with momenta the inverse mass s^2) from the "
-           "draws of burn-in in Stan's windows; needs burn_in_steps >= 20 (HMC: >= 200 gradient "
-           "evaluations, windows counted in legs). auto: on for NUTS, RWMH, HMC1, HMC2; for GLA1, GLA2, "
-           "BAOAB, CCAdL, SGHMC, SGNHT noise where measure_step_width is auto and on and burn_in_steps >= 20, else "
-           "off: their dynamics (trajectories, kinetic temperature) it changes, so otherwise they adapt "
-           "only when asked, and keep their step_width (then relative to each parameter's scale). With covariance_blending the ensemble preconditioner takes its place. "
-           "noise (GLA1, GLA2, BAOAB, CCAdL, SGHMC without gradient_noise_estimator, SGNHT, with batch_size): the mass from the gradient noise, "
-           "M_i = max(V_i batch_size / data size, 1 / prior_standard_deviation^2), V_i the variance of a "
-           "batch's gradient, measured at the start and after each window, frozen after burn-in; every "
-           "parameter then heats alike under the mini-batch noise (doc/samplers.md)."),
+           "NUTS, RWMH, HMC1, HMC2, GLA1, GLA2, BAOAB, CCAdL, SGHMC, SGNHT: estimate a diagonal metric (each"
+           " parameter's scale s; for the samplers with momenta the inverse mass s^2) from the draws of "
+           "burn-in in Stan's windows; needs burn_in_steps >= 20 (HMC: >= 200 gradient evaluations, windows "
+           "counted in legs). auto: on for NUTS, RWMH, HMC1, HMC2; for GLA1, GLA2, BAOAB, CCAdL, SGHMC, "
+           "SGNHT noise where measure_step_width is auto and on and burn_in_steps >= 20, else off: their "
+           "dynamics (trajectories, kinetic temperature) it changes, so otherwise they adapt only when "
+           "asked, and keep their step_width (then relative to each parameter's scale). With "
+           "covariance_blending the ensemble preconditioner takes its place. noise (GLA1, GLA2, BAOAB, "
+           "CCAdL, SGHMC without gradient_noise_estimator, SGNHT, with batch_size): the mass from the "
+           "gradient noise, M_i = max(V_i batch_size / data size, 1 / prior_standard_deviation^2), V_i the "
+           "variance of a batch's gradient, measured at the start and after each window, frozen after "
+           "burn-in; every parameter then heats alike under the mini-batch noise (doc/samplers.md)."),
     Option("metric", "diagonal", Text(("diagonal", "dense")), "sampler",
            "NUTS, RWMH, HMC1, HMC2: the metric adapt_mass estimates: diagonal (a scale per parameter) "
            "or dense (the draws' covariance, theta = centre + L z with L its Cholesky factor; HMC: "
@@ -256,8 +257,8 @@ OPTIONS = [
            "every walker's start, and a walker that ends far above the best (beta dU > d/2 + 4 sqrt(d/2)) "
            "restarts at the best walker's point, so that burn-in adapts from the typical set "
            "(doc/samplers.md). auto: on with two walkers or more and burn_in_steps > 0; for GLA1, GLA2, "
-           "BAOAB, CCAdL, SGHMC, SGNHT with adapt_mass noise on with burn_in_steps > 0 (the noise mass and the measured "
-           "step width are taken where the walkers start)."),
+           "BAOAB, CCAdL, SGHMC, SGNHT with adapt_mass noise on with burn_in_steps > 0 (the noise mass and "
+           "the measured step width are taken where the walkers start)."),
     # optimizer
     Option("optimizer", "GradientDescent", Text(), "optimizer",
            "Optimizer of fit(): GradientDescent, BarzilaiBorweinGradientDescent (step width "

@@ -81,6 +81,12 @@ class SamplerBase(keras.optimizers.Optimizer):
     # Whether friction_constant is per unit of the scalar mass (SGHMC's C: the momentum decays by
     # 1 - h C / M); else it is the friction rate gamma itself (alpha = exp(-gamma h), SGNHT's A).
     friction_per_mass = False
+
+    @classmethod
+    def friction_unit(cls, mass):
+        """friction_constant / the friction rate gamma: the scalar mass where the friction is per
+        unit mass (friction_per_mass), else 1; floats or tensors."""
+        return mass if cls.friction_per_mass else 1.0
     # Whether the leading axis of the variables is the walker: reports are then kept per walker.
     walker_axis = False
     # Ensemble preconditioner (ensemble.Ensemble: force(g) = B^T g, velocity(p) = B p, per

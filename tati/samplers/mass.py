@@ -200,9 +200,7 @@ class AdaptedMass:
         # the friction rate and temperature the sampler steps with (a measured friction, a restored
         # one), and its scalar mass (SGHMC's, SGNHT's; 1 for the others)
         mass = self._parameter_variables.get("mass", tf.constant(1.0, tf.float64))
-        friction = self._parameter_variables["friction_constant"]
-        if self.friction_per_mass:
-            friction = friction / mass
+        friction = self._parameter_variables["friction_constant"] / self.friction_unit(mass)
         temperature = 1.0 / self._parameter_variables["inverse_temperature"]
         width = measured_width.graph_width(lambda b, v: s * hessian_vector_on(b, s * v), batches, noise_variance,
                                            start, friction, temperature, mass)
