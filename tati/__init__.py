@@ -101,3 +101,9 @@ class _QuietTensorFlow(importlib.abc.MetaPathFinder):
 if "TF_CPP_MIN_LOG_LEVEL" not in os.environ and "tensorflow" not in sys.modules:
     os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
     sys.meta_path.insert(0, _QuietTensorFlow())
+
+# XLA's persistent cache is on by default (option xla_cache_directory, tati/engine/xla_cache.py).
+# TensorFlow reads the flag once, when its runtime starts: named at import, it holds even where the
+# user's own TensorFlow operations (a tf.constant for the potential) run before the first Simulation.
+from tati.engine import xla_cache as _xla_cache  # noqa: E402 (after the log level above)
+_xla_cache.apply(_xla_cache.AUTO)

@@ -339,8 +339,9 @@ OPTIONS = [
            "instead of compiling again: the first sample() call of an XLA run (jit_compile, or "
            "HMC, whose evaluation step is always compiled) takes seconds less. auto: the user's "
            "cache directory, $XDG_CACHE_HOME/tati/xla or ~/.cache/tati/xla; none: no cache. "
-           "Created if missing. TensorFlow reads it when its runtime starts: in Python, give it "
-           "to the process's first Simulation before any TensorFlow operation runs. TensorFlow "
+           "Created if missing. TensorFlow reads it when its runtime starts: `import tati` names "
+           "auto's, and in Python another one must reach the process's first Simulation before "
+           "any TensorFlow operation runs. TensorFlow "
            "logs a harmless 'Error parsing text-format' line for each program it loads (the tools "
            "and `import tati` before TensorFlow hide it)."),
     Option("on_nan", "stop", Text(("stop", "continue")), "run",

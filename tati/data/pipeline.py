@@ -55,14 +55,22 @@ class Batches:
         self._all = (tf.constant(features), tf.constant(labels))
         if not self.full:
             self.batch_size, self.seed = batch_size, seed
+            # A variable's value, not a constant, so that a compiled loop does not depend on the
+            # seed (XLA's persistent cache, tati/engine/xla_cache.py); in a dict, as it is an option,
+            # not state that a checkpoint holds (engine/checkpoint.py takes Variable attributes).
+            self._option_values = {"seed": tf.Variable(tf.constant(seed, tf.int64), trainable=False, name="batch_seed")}
             self.position = tf.Variable(tf.constant(0, tf.int64), trainable=False, name="batches_used")
             # The current epoch's permutation, a cache of (seed, epoch) redrawn when the epoch changes.
             self._order = tf.Variable(tf.range(self.size, dtype=tf.int32), trainable=False, name="order")
             self._order_epoch = tf.Variable(tf.constant(-1, tf.int64), trainable=False, name="order_epoch")
 
+    def _key(self, stream):
+        """(seed, stream): the key of the epochs' permutations (2) or of the extra batches (3)."""
+        return tf.stack([tf.convert_to_tensor(self._option_values["seed"]), tf.constant(stream, tf.int64)])
+
     def _permutation(self, epoch):
         key = tf.random.experimental.stateless_fold_in(
-            tf.constant([self.seed, 2], tf.int64), epoch, alg="philox")
+            self._key(2), epoch, alg="philox")
         draws = tf.random.stateless_uniform([self.size], seed=key, alg="philox")
         return tf.argsort(draws, stable=True)  # int32
 
@@ -101,7 +109,7 @@ class Batches:
         if self.full:
             return self._all
         key = tf.random.experimental.stateless_fold_in(tf.random.experimental.stateless_fold_in(
-            tf.constant([self.seed, 3], tf.int64), tf.cast(step, tf.int64), alg="philox"),
+            self._key(3), tf.cast(step, tf.int64), alg="philox"),
             tf.cast(index, tf.int64), alg="philox")
         draws = tf.random.stateless_uniform([self.size], seed=key, alg="philox")
         indices = tf.math.top_k(draws, k=self.batch_size, sorted=False).indices
@@ -118,7 +126,7 @@ class Batches:
             return self._all
         index = tf.cast(index, tf.int64)
         key = tf.random.experimental.stateless_fold_in(tf.random.experimental.stateless_fold_in(
-            tf.constant([self.seed, 4], tf.int64), tf.cast(step, tf.int64), alg="philox"),
+            self._key(4), tf.cast(step, tf.int64), alg="philox"),
             index // self.batches_per_epoch, alg="philox")
         order = tf.argsort(tf.random.stateless_uniform([self.size], seed=key, alg="philox"), stable=True)
         start = tf.cast(index % self.batches_per_epoch, tf.int32) * self.batch_size

@@ -6,9 +6,11 @@ On by default ("auto"): the user's cache directory, $XDG_CACHE_HOME/tati/xla or
 ~/.cache/tati/xla (`default_directory`); "none" turns it off, a path moves it.
 
 TensorFlow reads its XLA flags once per process, when its runtime starts, so the directory
-takes effect only if it is named before TensorFlow runs its first operation: the command-line
-tools name it before they start TensorFlow; in Python, the first Simulation of a fresh process
-does (otherwise a directory the user named warns how to set it; the default stays quiet).
+takes effect only if it is named before TensorFlow runs its first operation: `import tati`
+names the default directory (if TensorFlow's runtime has not started), the command-line tools
+name the option's value before they start TensorFlow, and in Python a Simulation names its own
+if TensorFlow has not run yet (otherwise a directory the user named warns how to set it; the
+default stays quiet).
 """
 
 import os

@@ -152,6 +152,12 @@ class SamplerBase(keras.optimizers.Optimizer):
             p: self.add_variable((), initializer=lambda shape, dtype, v=v: tf.constant(
                 0.0 if v is None else v, dtype, shape), dtype="float64", name=p)
             for p, v in self._parameter_values.items()}
+        # The seed as a variable's value, not a constant: the compiled step then does not depend on
+        # it, and XLA's persistent cache serves a run with another seed (tati/engine/xla_cache.py).
+        # Not an optimizer variable: the seed is an option, which a checkpoint does not carry.
+        with tf.init_scope():
+            self._seed_key = tf.Variable(self.seed if self.seed < 2 ** 63 else self.seed - 2 ** 64, dtype=tf.int64,
+                                         trainable=False, name="seed")
         self._walkers = int(variables[0].shape[0]) if self.walker_axis else None
         shape = (len(INFO_NAMES),) if self._walkers is None else (self._walkers, len(INFO_NAMES))
         self._step_info = self.add_variable(shape, dtype="float64", name="step_info")
@@ -330,7 +336,8 @@ class SamplerBase(keras.optimizers.Optimizer):
                 raise ValueError(f"{walker_numbers} numbers per walker are not whole Philox counters")
             skip = self.first_walker * walker_numbers // per_counter
         counter = tf.stack([tf.constant(skip, tf.uint64), tf.cast(block, tf.uint64)])
-        return op(shape=shape, key=tf.constant([self.seed], tf.uint64), counter=counter, alg=1, dtype=dtype)
+        key = tf.reshape(tf.bitcast(tf.convert_to_tensor(self._seed_key), tf.uint64), [1])
+        return op(shape=shape, key=key, counter=counter, alg=1, dtype=dtype)
 
     def _normal(self, variable, stream=0):
         """Standard normal draw of the variable's shape, keyed by (seed, iteration, variable, stream)

@@ -95,6 +95,9 @@ class ProposalKernel:
         self.first_walker, self.total_walkers = first_walker, total_walkers
         self.initial_step_width = float(step_width)
         self.seed = int(seed)
+        # Read by the compiled transitions as a variable's value, not a constant, so that XLA's
+        # persistent cache serves a run with another seed (as SamplerBase.build's).
+        self.seed_key = tf.Variable(self.seed % 2 ** 31, dtype=tf.int64, trainable=False, name="seed")
         self.burn_in_steps = int(burn_in_steps)
         self.inverse_temperature = float(inverse_temperature)
         self.target_acceptance_rate = target_acceptance(self.name, target_acceptance_rate)

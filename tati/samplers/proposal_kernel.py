@@ -255,7 +255,7 @@ class ProposalSteps(Kernel):
         kernel, target = self.kernel, self.log_prob_at(metric)
 
         def one_probe(state):
-            seed = tf.cast(tf.stack([tf.constant(kernel.seed % 2 ** 31, tf.int64),
+            seed = tf.cast(tf.stack([tf.convert_to_tensor(kernel.seed_key),
                                      -1 - tf.cast(state.probes, tf.int64)]), tf.int32)
             acceptance = self.probe(z, log_prob, gradient, width_search.width(state), seed, target)
             return (width_search.update(state, acceptance),)
@@ -302,7 +302,7 @@ class ProposalSteps(Kernel):
     def step(self, state, record, left):
         """One transition and its bookkeeping."""
         kernel, width = self.kernel, state.width
-        seed = tf.cast(tf.stack([tf.constant(kernel.seed % 2 ** 31, tf.int64),
+        seed = tf.cast(tf.stack([tf.convert_to_tensor(kernel.seed_key),
                                  tf.math.floormod(state.step, 2 ** 31)]), tf.int32)
         z, log_prob, gradient, results = kernel.transition(self.log_prob_at(state.metric), state.z,
                                                            state.log_prob, state.gradient,

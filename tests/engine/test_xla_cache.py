@@ -14,10 +14,11 @@ import pytest
 from tati.engine import xla_cache
 
 
-def sample(directory, cache):
+def sample(directory, cache, seed=4):
     argv = [sys.executable, "-m", "tati.cli.sample", "--hidden_dimension", "3", "--sampler", "HMC2",
-            "--number_walkers", "2", "--max_steps", "60", "--jit_compile", "true", "--seed", "4",
+            "--number_walkers", "2", "--max_steps", "60", "--jit_compile", "true", "--seed", str(seed),
             "--adapt_step_width", "false", "--adapt_mass", "false", "--adapt_trajectory_length", "false",  # no warning
+            "--warm_start", "false",  # its iterations, which differ by seed, would shift TensorFlow's function names
             "--xla_cache_directory", str(cache), "--trajectory_file", str(directory / "trajectory.csv")]
     os.makedirs(directory)
     environment = {name: value for name, value in os.environ.items() if name != "TF_XLA_FLAGS"}
@@ -35,6 +36,11 @@ def test_a_second_process_loads_the_compiled_programs_and_samples_the_same(tmp_p
     second = sample(tmp_path / "second", cache)
     assert sorted(os.listdir(cache)) == files  # nothing compiled anew
     pd.testing.assert_frame_equal(first, second, check_exact=True)
+    # The seed is a variable's value in the programs, not a constant: another seed compiles nothing
+    # (before, with the seed a constant: a new program).
+    other = sample(tmp_path / "other", cache, seed=5)
+    assert sorted(os.listdir(cache)) == files
+    assert not other["loss"].equals(first["loss"])
 
 
 def test_the_flag_replaces_an_earlier_directory_and_keeps_other_flags(tmp_path, monkeypatch):
@@ -96,3 +102,14 @@ def test_the_default_keeps_a_directory_the_user_named_and_is_quiet_when_too_late
         warnings.simplefilter("error")
         xla_cache.apply(xla_cache.AUTO)
     assert os.environ["TF_XLA_FLAGS"] == "" and not (tmp_path / "cache").exists()
+
+
+def test_import_tati_names_the_default_directory_before_tensorflow_runs(tmp_path):
+    """So that a user's own TensorFlow operations before the first Simulation (a tf.constant in the
+    potential, as the quick start's) do not leave the cache off; importing tati starts no TensorFlow."""
+    code = "import os, sys, tati; print(os.environ['TF_XLA_FLAGS']); print('tensorflow' in sys.modules)"
+    environment = {name: value for name, value in os.environ.items() if name != "TF_XLA_FLAGS"}
+    environment["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environment)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == [f"{xla_cache.FLAG}={tmp_path / 'cache' / 'tati' / 'xla'}", "False"]
