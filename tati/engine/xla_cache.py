@@ -83,7 +83,5 @@ def _set_flags(flags, directory, wanted=None, stacklevel=4):
 
 def _runtime_started():
     """Whether TensorFlow's eager runtime (which reads the XLA flags) has started in this process."""
-    if "tensorflow" not in sys.modules:
-        return False
-    from tensorflow.python.eager import context
-    return bool(getattr(context.context(), "_initialized", False))
+    context = sys.modules.get("tensorflow.python.eager.context")  # loaded with TensorFlow
+    return context is not None and bool(getattr(context.context(), "_initialized", False))
