@@ -212,7 +212,8 @@ def main(argv=None):
                 x["ess"] / x["seconds"] for x in rows[(target, "BlackJAX")])
         for method in methods:
             r = rows[(target, method)]
-            ratios = [rate[method] / rate["BlackJAX"] if "BlackJAX" in rate else float("nan") for rate in (first, later)]
+            ratios = [rate[method] / rate["BlackJAX"] if "BlackJAX" in rate else float("nan")
+                      for rate in (first, later)]
             print(f"| {TARGETS[target]} | {method} | {statistics.median(x['imports'] for x in r):.1f} | "
                   f"{r[0]['seconds']:.2f} | {statistics.median(x['seconds'] for x in (r[1:] or r)):.2f} | "
                   f"{statistics.median(x['ess'] for x in r):.0f} | {first[method]:.0f} | {later[method]:.0f} | "

@@ -58,14 +58,16 @@ class Batches:
             # A variable's value, not a constant, so that a compiled loop does not depend on the
             # seed (XLA's persistent cache, tati/engine/xla_cache.py); in a dict, as it is an option,
             # not state that a checkpoint holds (engine/checkpoint.py takes Variable attributes).
-            self._option_values = {"seed": tf.Variable(tf.constant(seed, tf.int64), trainable=False, name="batch_seed")}
+            self._option_values = {"seed": tf.Variable(tf.constant(seed, tf.int64), trainable=False,
+                                                       name="batch_seed")}
             self.position = tf.Variable(tf.constant(0, tf.int64), trainable=False, name="batches_used")
             # The current epoch's permutation, a cache of (seed, epoch) redrawn when the epoch changes.
             self._order = tf.Variable(tf.range(self.size, dtype=tf.int32), trainable=False, name="order")
             self._order_epoch = tf.Variable(tf.constant(-1, tf.int64), trainable=False, name="order_epoch")
 
     def _key(self, stream):
-        """(seed, stream): the key of the epochs' permutations (2) or of the extra batches (3)."""
+        """(seed, stream): the key of the epochs' permutations (2), of the extra batches (3) or of
+        the batches that cover the data (4)."""
         return tf.stack([tf.convert_to_tensor(self._option_values["seed"]), tf.constant(stream, tf.int64)])
 
     def _permutation(self, epoch):
