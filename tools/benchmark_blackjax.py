@@ -22,9 +22,9 @@ is a new directory for the run, so the first repeat is cold and the later ones w
 user's second run pays: $XDG_CACHE_HOME points there); BlackJAX keeps no cache between processes
 by default, so all its repeats count as first runs. (A run with another seed or start compiles
 anew after a warm start: TensorFlow names a traced function with a counter of the process's
-operations so far, which the warm start's iterations move, and XLA's cache keys on the name.) ESS: the
-smallest over the parameters of `tfp.mcmc.effective_sample_size` of the kept draws, the same
-estimator for every library. The processes alternate (repeat 1: tati NUTS, tati HMC2,
+operations so far, which the warm start's iterations move, and XLA's cache keys on the name.)
+ESS: the smallest over the parameters of `tfp.mcmc.effective_sample_size` of the kept draws,
+the same estimator for every library. The processes alternate (repeat 1: tati NUTS, tati HMC2,
 BlackJAX, for each target; then repeat 2 ...), so machine noise falls on all alike; medians.
 
     python tools/benchmark_blackjax.py [--repeats 3] [--warm-up 1000] [--draws 2000] [--targets g,l]
