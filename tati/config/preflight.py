@@ -184,8 +184,13 @@ def _check_noise_mass(o, sampler):
     if o["batch_size"] is None:
         raise InputError("adapt_mass noise needs batch_size: the mass comes from the mini-batch gradient's noise")
     if o["gradient_noise_estimator"] != "none":
-        raise InputError(f"adapt_mass noise and gradient_noise_estimator '{o['gradient_noise_estimator']}' both "
-                         "answer the gradient noise (a mass, a noise term with its own mass rescaling): give one")
+        raise InputError(mass_and_estimator("noise", o["gradient_noise_estimator"]))
+
+
+def mass_and_estimator(adapt_mass, estimator):
+    """SGHMC's refusal of an adapted mass with a gradient_noise_estimator (here, and in the sampler)."""
+    return (f"adapt_mass {adapt_mass} and gradient_noise_estimator '{estimator}' both answer the gradient noise "
+            "(a mass, a noise term with its own mass rescaling): give one of them")
 
 
 def _check_full_batch(o):

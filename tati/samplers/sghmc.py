@@ -101,6 +101,7 @@ import tensorflow as tf
 
 from tati.errors import InputError
 from tati.config.options import default
+from tati.config.preflight import mass_and_estimator
 from tati.recording.columns import LANGEVIN_INFO, SGHMC_ESTIMATING_INFO
 from tati.dynamics import splitting
 from tati.samplers.base import SamplerBase, parameter_property
@@ -154,9 +155,7 @@ class SGHMC(AdaptedMass, SamplerBase):
             setattr(self, name, values.pop(name))
         self._init_mass(adapt_mass, adaptation_steps, noise_mass_sizes)
         if self.adapt_mass and self.estimating:
-            raise InputError(f"adapt_mass {adapt_mass} and gradient_noise_estimator '{self.gradient_noise_estimator}' "
-                             "both answer the gradient noise (a mass, a noise term with its own mass rescaling): "
-                             "give one of them")
+            raise InputError(mass_and_estimator(adapt_mass, self.gradient_noise_estimator))
         limit = values["friction_constant"] / values["inverse_temperature"]
         if values["noise_estimate"] > 0 and values["noise_estimate"] >= limit:
             raise InputError(f"noise_estimate {values['noise_estimate']} must be below "

@@ -97,6 +97,12 @@ def test_the_option_is_checked_and_measured():
         tati.Simulation(**data, sampler="BAOAB", adapt_mass="noise")
     with pytest.raises(tati.InputError, match="^adapt_mass noise is not available with sampler HMC2"):
         tati.Simulation(**data, sampler="HMC2", adapt_mass="noise", batch_size=8)
+    # SGHMC's estimators answer the same noise: refused before anything runs, and by the sampler itself
+    refused = r"^adapt_mass {} and gradient_noise_estimator 'adam' both answer the gradient noise .*: give one of them$"
+    with pytest.raises(tati.InputError, match=refused.format("noise")):
+        tati.Simulation(**data, sampler="SGHMC", adapt_mass="noise", gradient_noise_estimator="adam", batch_size=8)
+    with pytest.raises(tati.InputError, match=refused.format("True")):
+        SGHMC(adapt_mass=True, adaptation_steps=100, gradient_noise_estimator="adam")
     sim = tati.Simulation(**data, sampler="GLA2", adapt_mass="noise", batch_size=8, number_walkers=2,
                           burn_in_steps=160, max_steps=168, every_nth=8, step_width=1e-3, seed=seed(13))
     result = sim.sample()
