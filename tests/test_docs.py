@@ -64,8 +64,8 @@ def test_parameter_columns_are_documented():
 
 # -- every snippet of README.md and doc/ runs ---------------------------------------------------
 # Fenced blocks tagged `python` run in one namespace per page, in order, as a reader would run
-# them; blocks tagged `sh` run as bash scripts that stop at the first failing command, one
-# directory per page. `pip install` lines are what CI itself does before the tests and are left out.
+# them; blocks tagged `sh` run command by command, stopping at the first that fails, one
+# directory per page (run_shell_block). `pip install` lines are what CI itself does before the tests and are left out.
 # Untagged fences hold equations or printed output and are not run.
 PAGES = [ROOT / "README.md"] + sorted((ROOT / "doc").glob("*.md"))
 
@@ -73,10 +73,6 @@ PAGES = [ROOT / "README.md"] + sorted((ROOT / "doc").glob("*.md"))
 def fenced_blocks(page, language):
     text = page.read_text(encoding="utf-8")
     return re.findall(rf"^```{language}\n(.*?)^```$", text, re.MULTILINE | re.DOTALL)
-
-
-def shell_script(block):
-    return "set -e\n" + "\n".join(line for line in block.splitlines() if not line.startswith("pip "))
 
 
 def pages_with(language):
@@ -176,13 +172,43 @@ def test_the_plots_extra_is_documented_for_every_plot_option(tmp_path, monkeypat
             2, f"{prog}: error: --plot needs matplotlib: pip install tati[plots]\n", "")
 
 
-@pytest.mark.parametrize("page", pages_with("sh"))
-def test_shell_snippets_run(page, tmp_path):
+# The tools' entry points (setup.py): a snippet's tool runs in this process (processes.tool_here),
+# as its console script would, without a new process's TensorFlow import (~7 s of CPU each, a
+# hundred seconds over the pages); that the scripts start and stay quiet in a new process is
+# tested where one runs (tests/engine/test_xla_cache.py, tests/engine/test_checkpoint.py).
+ENTRY_POINTS = dict(re.findall(r'"([\w-]+)=([\w.]+:\w+)"', (ROOT / "setup.py").read_text(encoding="utf-8")))
+
+
+def run_shell_block(block, directory):
+    """The block's commands in order, stopping at the first that fails: a tool's in this process
+    with its words as bash expands them (quotes, the block's variables, comments), any other in
+    bash after the block's assignments so far."""
+    import importlib
     import subprocess
+    from processes import tool_here
+    assignments = []
+    for line in block.replace("\\\n", " ").splitlines():
+        if not line.strip() or line.startswith(("pip ", "#")):
+            continue
+        if line.split()[0] in ENTRY_POINTS:
+            words = subprocess.run(["bash", "-c", "\n".join(["set -e", *assignments, "printf '%s\\0' " + line])],
+                                   cwd=directory, capture_output=True, text=True, check=True).stdout.split("\0")[:-1]
+            module, function = ENTRY_POINTS[words[0]].split(":")
+            code, err, _ = tool_here(getattr(importlib.import_module(module), function), words[1:])
+            assert code in (0, None), f"{line}\n{err[-2000:]}"
+        else:
+            done = subprocess.run(["bash", "-c", "\n".join(["set -e", *assignments, line])], cwd=directory,
+                                  capture_output=True, text=True, timeout=600)
+            assert done.returncode == 0, f"{line}\n{done.stderr[-2000:]}"
+            if re.match(r"^\w+=", line):
+                assignments.append(line)
+
+
+@pytest.mark.parametrize("page", pages_with("sh"))
+def test_shell_snippets_run(page, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the tools' relative paths
     for block in fenced_blocks(page, "sh"):
-        done = subprocess.run(["bash", "-c", shell_script(block)], cwd=tmp_path, capture_output=True,
-                              text=True, timeout=600)
-        assert done.returncode == 0, f"{page.name}:\n{block}\n{done.stderr[-2000:]}"
+        run_shell_block(block, tmp_path)
     if page.name == "README.md":
         import pandas as pd
         accuracy = pd.read_csv(tmp_path / "run.csv")["accuracy"].iloc[-1]
