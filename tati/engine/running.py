@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 import tensorflow as tf
 
-from tati.engine import checkpoint
+from tati.engine import checkpoint, xla_cache
 from tati.engine.clock import Heartbeat
 from tati.engine.kernels import LEGS, info_of, is_sampler, kind_of
 from tati.engine.loop import Loop, compile_chunk, steps_dtype
@@ -94,6 +94,7 @@ def drive(run, recorder, max_steps, every_nth, progress=False, shards=None, nonf
                 block = shards.chunk(n)
             else:
                 if run.first_call is None:  # traced apart, to tell tracing from compiling
+                    xla_cache.align_names()  # the names of any process: XLA's cache serves it
                     run.chunk.get_concrete_function(n)
                     tracing = time.perf_counter() - start
                 block = {k: np.asarray(v) for k, v in run.chunk(n).items()}

@@ -85,3 +85,21 @@ def _runtime_started():
     """Whether TensorFlow's eager runtime (which reads the XLA flags) has started in this process."""
     context = sys.modules.get("tensorflow.python.eager.context")  # loaded with TensorFlow
     return context is not None and bool(getattr(context.context(), "_initialized", False))
+
+
+# TensorFlow names each traced function, and each branch and loop body in it, after a counter of
+# the process's operations so far (ops.uid), and XLA's cache keys on the program with its names:
+# a chunk traced after a varying number of eager operations (the warm start's L-BFGS evaluations,
+# three each) would miss the cache. Tracing from the counter's next multiple of NAME_ALIGNMENT
+# gives the names of any process that reached the same multiple; a warm start's few hundred
+# operations straddle one about once in a hundred runs. (Counting to it takes at most ~20 ms.)
+NAME_ALIGNMENT = 1 << 16
+
+
+def align_names():
+    """Advance TensorFlow's name counter to its next multiple of NAME_ALIGNMENT: call just before a
+    chunk is traced."""
+    from tensorflow.python import pywrap_tfe
+    uid = pywrap_tfe.TFE_Py_UID
+    for _ in range(-uid() % NAME_ALIGNMENT):
+        uid()
