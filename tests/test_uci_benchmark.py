@@ -83,6 +83,16 @@ def test_every_sampler_setting_reaches_the_simulation(tool, quick):
     assert hmc2["hamiltonian_dynamics_time"] == 0.01
 
 
+def test_steps_factor_lengthens_the_sampling_methods_only(tool):
+    """--steps-factor K: a sampler's burn-in and steps (SWAG's too) times K; a fit and the rest as they were."""
+    for name in ("baoab", "nuts", "swag"):
+        s, longer = tool.settings(name, False), tool.settings(name, False, 16)
+        assert (longer["burn_in"], longer["steps"]) == (16 * s["burn_in"], 16 * s["steps"]), name
+        assert {k: v for k, v in longer.items() if k not in ("burn_in", "steps")} == \
+            {k: v for k, v in s.items() if k not in ("burn_in", "steps")}
+    assert tool.settings("map", False, 16) == tool.settings("map", False)
+
+
 @pytest.mark.parametrize("case, named", [
     ("no folder", "nowhere"),
     ("no target", "index_target.txt"),
@@ -90,6 +100,7 @@ def test_every_sampler_setting_reaches_the_simulation(tool, quick):
     ("row out of range", "index_test_0.txt"),
     ("split 3", "--splits: no split 3"),
     ("method", "--methods: unknown method mcmc"),
+    ("steps factor", "--steps-factor: 0 is not a whole number of at least 1"),
 ])
 def test_bad_input_is_one_line_and_status_2(tool, tmp_path, case, named):
     folder = write_folder(tmp_path / "toy")
@@ -104,6 +115,8 @@ def test_bad_input_is_one_line_and_status_2(tool, tmp_path, case, named):
         (folder / "index_test_0.txt").write_text("4\n")
     elif case == "split 3":
         argv += ["--splits", "3"]
+    elif case == "steps factor":
+        argv += ["--steps-factor", "0"]
     else:
         argv += ["--methods", "map,mcmc"]
     code, err, out = tool_here(tool.main, argv)

@@ -1,7 +1,7 @@
 """The UCI regression benchmark (Hernandez-Lobato and Adams 2015) with tati's methods.
 
     python tools/uci_benchmark.py DATA_FOLDER [--splits 0,1,...] [--methods map,nuts,...] [--quick]
-        [--csv splits.csv] [--plot summary.png] [--seed 1]
+        [--steps-factor K] [--csv splits.csv] [--plot summary.png] [--seed 1]
 
 DATA_FOLDER holds one dataset in the format of the published experiments (as under
 ../shared/data/uci/): data.txt (whitespace-separated numbers, one row per example),
@@ -14,7 +14,8 @@ constant on the training part is only centred); a network with one hidden layer 
 units whose two outputs are the mean and the raw variance of y (likelihood
 heteroscedastic_gaussian), prior N(0, 1) on every parameter, float64, inverse temperature 1
 (the posterior). The methods and their settings are in METHODS below; --quick shrinks their
-steps (QUICK) and, without --splits, runs split 0 only. Every method's draws go through
+steps (QUICK) and, without --splits, runs split 0 only; --steps-factor K multiplies the
+sampling methods' burn-in and steps. Every method's draws go through
 Simulation.predictive: test RMSE of the predictive mean and test log-likelihood per point
 (LogSumExp over the draws - log n), both in the target's original units (RMSE times sd_y; the
 log-likelihood minus log sd_y), as in the published tables.
@@ -166,8 +167,10 @@ def in_target_units(residuals, log_densities, y_sd):
 
 # ---- the methods ----
 
-def settings(name, quick):
-    return {**METHODS[name], **(QUICK[name] if quick else {})}
+def settings(name, quick, factor=1):
+    """A method's settings (METHODS; QUICK's with quick), its burn-in and steps times factor."""
+    s = {**METHODS[name], **(QUICK[name] if quick else {})}
+    return {k: v * factor if k in ("burn_in", "steps") else v for k, v in s.items()}
 
 
 def sampler_options(s):
@@ -182,11 +185,11 @@ def model_options(train, hidden, seed):
                 dtype="float64", seed=seed)
 
 
-def draws_of(name, train, hidden, seed, quick):
+def draws_of(name, train, hidden, seed, quick, factor=1):
     """(Simulation, the parameter draws as trajectory rows) of one method."""
     import tati
     from tati.bayes.swag import swag
-    s = settings(name, quick)
+    s = settings(name, quick, factor)
     options = model_options(train, hidden, seed)
     if "fit" in s:
         sim = tati.Simulation(**options, **s["fit"])
@@ -221,16 +224,16 @@ def loss_r_hat(name, draws):
     return float(convergence(rows, columns=["loss"]).r_hat.iloc[0])
 
 
-def evaluate(name, train, test, y_sd, hidden, seed, quick):
+def evaluate(name, train, test, y_sd, hidden, seed, quick, factor=1):
     """(test RMSE, test log-likelihood per point, draws, loss R-hat) of one method on one split."""
-    sim, draws = draws_of(name, train, hidden, seed, quick)
+    sim, draws = draws_of(name, train, hidden, seed, quick, factor)
     table, _ = sim.predictive(test[0], test[1], trajectory=draws, burn_in=-1, draws=DRAWS)
     residuals = test[1][:, 0] - table["mean_0"].to_numpy()
     rmse, ll = in_target_units(residuals, table["log_predictive_density"].to_numpy(), y_sd)
     return rmse, ll, min(len(draws), DRAWS), loss_r_hat(name, draws)
 
 
-def run_benchmark(dataset, splits, methods, seed, quick):
+def run_benchmark(dataset, splits, methods, seed, quick, factor=1):
     """One row per split and method (COLUMNS); a method that meets a non-finite loss gets NaN."""
     rows = []
     for count, k in enumerate(splits, 1):
@@ -238,7 +241,7 @@ def run_benchmark(dataset, splits, methods, seed, quick):
         for name in methods:
             start = time.perf_counter()
             try:
-                rmse, ll, draws, r_hat = evaluate(name, train, test, y_sd, dataset["hidden"], seed, quick)
+                rmse, ll, draws, r_hat = evaluate(name, train, test, y_sd, dataset["hidden"], seed, quick, factor)
                 note = "" if math.isnan(r_hat) else f", loss R-hat {r_hat:.2f}"
             except SamplingError as error:
                 rmse, ll, draws, r_hat, note = math.nan, math.nan, 0, math.nan, f" (failed: {error})"
@@ -339,6 +342,9 @@ def parse(argv):
                         "with --quick: 0)")
     parser.add_argument("--methods", default=",".join(METHODS), help="comma-separated, of " + ",".join(METHODS))
     parser.add_argument("--quick", action="store_true", help="a short run: fewer steps (QUICK), split 0")
+    parser.add_argument("--steps-factor", type=int, default=1, metavar="K",
+                        help="every sampler's (and SWAG's) burn-in and steps times K (1): the stochastic-gradient "
+                        "samplers need epochs more than tuning (doc/samplers.md, 'a floor in epochs')")
     parser.add_argument("--seed", type=int, default=1, help="seed of initialisations, samplers and SWAG")
     parser.add_argument("--csv", default=None, help="write every split and method to this CSV file")
     parser.add_argument("--plot", default=None, help="write the summary to this PNG file")
@@ -352,6 +358,8 @@ def choose(args, dataset):
     if unknown or not methods:
         raise InputError(f"--methods: unknown method {unknown[0] if unknown else '(none)'} "
                          f"(choose from {','.join(METHODS)})")
+    if args.steps_factor < 1:
+        raise InputError(f"--steps-factor: {args.steps_factor} is not a whole number of at least 1")
     n = len(dataset["splits"])
     text = args.splits or ("0" if args.quick else "all")
     if text == "all":
@@ -378,8 +386,9 @@ def main(argv=None):
                 raise InputError(f"{path}: its folder does not exist")
         print(f"{dataset['name']}: {len(dataset['y'])} examples, {dataset['x'].shape[1]} inputs, "
               f"{len(splits)} of {len(dataset['splits'])} splits, {dataset['hidden']} hidden units, "
-              f"methods {','.join(methods)}{' (quick)' if args.quick else ''}", flush=True)
-        rows = run_benchmark(dataset, splits, methods, args.seed, args.quick)
+              f"methods {','.join(methods)}{' (quick)' if args.quick else ''}"
+              f"{f', steps times {args.steps_factor}' if args.steps_factor > 1 else ''}", flush=True)
+        rows = run_benchmark(dataset, splits, methods, args.seed, args.quick, args.steps_factor)
         if args.csv:
             rows.to_csv(args.csv, index=False)
             print(f"wrote {args.csv}")
