@@ -93,6 +93,14 @@ def test_steps_factor_lengthens_the_sampling_methods_only(tool):
     assert tool.settings("map", False, 16) == tool.settings("map", False)
 
 
+def test_a_lengthened_method_is_named_so(tool, monkeypatch):
+    """--steps-factor 3: the sampling method's rows read "nuts x3", the fit's "map"."""
+    monkeypatch.setattr(tool, "evaluate", lambda *args: (1.0, -1.0, 10, 1.0))
+    dataset = tool.read_dataset(str(YACHT))
+    rows = tool.run_benchmark(dataset, [0], ["map", "nuts"], 1, True, 3)
+    assert list(rows.method) == ["map", "nuts x3"]
+
+
 @pytest.mark.parametrize("case, named", [
     ("no folder", "nowhere"),
     ("no target", "index_target.txt"),

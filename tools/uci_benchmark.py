@@ -15,7 +15,7 @@ units whose two outputs are the mean and the raw variance of y (likelihood
 heteroscedastic_gaussian), prior N(0, 1) on every parameter, float64, inverse temperature 1
 (the posterior). The methods and their settings are in METHODS below; --quick shrinks their
 steps (QUICK) and, without --splits, runs split 0 only; --steps-factor K multiplies the
-sampling methods' burn-in and steps. Every method's draws go through
+sampling methods' burn-in and steps (and names them so: "baoab x16"). Every method's draws go through
 Simulation.predictive: test RMSE of the predictive mean and test log-likelihood per point
 (LogSumExp over the draws - log n), both in the target's original units (RMSE times sd_y; the
 log-likelihood minus log sd_y), as in the published tables.
@@ -236,6 +236,8 @@ def evaluate(name, train, test, y_sd, hidden, seed, quick, factor=1):
 def run_benchmark(dataset, splits, methods, seed, quick, factor=1):
     """One row per split and method (COLUMNS); a method that meets a non-finite loss gets NaN."""
     rows = []
+    # a lengthened method is named so in the CSV, the summary and the plot: "baoab x16"
+    label = {name: f"{name} x{factor}" if factor > 1 and "steps" in METHODS[name] else name for name in methods}
     for count, k in enumerate(splits, 1):
         train, test, y_sd = standardise(dataset["x"], dataset["y"], *dataset["splits"][k])
         for name in methods:
@@ -246,8 +248,8 @@ def run_benchmark(dataset, splits, methods, seed, quick, factor=1):
             except SamplingError as error:
                 rmse, ll, draws, r_hat, note = math.nan, math.nan, 0, math.nan, f" (failed: {error})"
             seconds = time.perf_counter() - start
-            rows.append(dict(zip(COLUMNS, (dataset["name"], k, name, rmse, ll, draws, seconds, r_hat))))
-            print(f"split {k} ({count}/{len(splits)}) {name}: test RMSE {rmse:.3f}, test LL {ll:.3f}, "
+            rows.append(dict(zip(COLUMNS, (dataset["name"], k, label[name], rmse, ll, draws, seconds, r_hat))))
+            print(f"split {k} ({count}/{len(splits)}) {label[name]}: test RMSE {rmse:.3f}, test LL {ll:.3f}, "
                   f"{seconds:.1f} s{note}", flush=True)
     return pd.DataFrame(rows, columns=COLUMNS)
 
