@@ -91,8 +91,8 @@ def _runtime_started():
 # the process's operations so far (ops.uid), and XLA's cache keys on the program with its names:
 # a chunk traced after a varying number of eager operations (the warm start's L-BFGS evaluations,
 # three each) would miss the cache. Tracing from the counter's next multiple of NAME_ALIGNMENT
-# gives the names of any process that reached the same multiple; a warm start's few hundred
-# operations straddle one about once in a hundred runs. (Counting to it takes at most ~20 ms.)
+# gives the names of any process that reached the same multiple: two runs whose warm starts differ
+# by k evaluations straddle one with probability 3k / 65,536 (100: 0.5%). (At most ~20 ms of counting.)
 NAME_ALIGNMENT = 1 << 16
 
 
