@@ -28,15 +28,19 @@ import functools
 
 import tensorflow as tf
 
+from tati.engine.xla_cache import align_names
 from tati.random.turns import chunk_compiled
 
 
 def compiled_chunk(jit_compile):
     """tf.function(autograph=False, jit_compile=jit_compile) of a chunk(n), whose body is traced
-    knowing whether the chunk is compiled by XLA as a whole (random/turns.py)."""
+    knowing whether the chunk is compiled by XLA as a whole (random/turns.py); traced under the
+    names any process gives it, for XLA's persistent cache (xla_cache.align_names)."""
     def compile(body):
         @functools.wraps(body)
         def chunk(n):
+            if jit_compile:
+                align_names()
             with chunk_compiled(jit_compile):
                 return body(n)
         return tf.function(chunk, autograph=False, jit_compile=jit_compile)

@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 import tensorflow as tf
 
-from tati.engine import checkpoint, xla_cache
+from tati.engine import checkpoint
 from tati.engine.clock import Heartbeat
 from tati.engine.kernels import LEGS, info_of, is_sampler, kind_of
 from tati.engine.loop import Loop, compile_chunk, steps_dtype
@@ -42,7 +42,6 @@ class Run:
         # The first compiled call, timed (drive): (its end on time.perf_counter, tracing, compiling).
         self.first_call = None
         o = simulation.options
-        self.xla = o["jit_compile"]  # the chunk compiled by XLA as a whole
         self.burn_in_steps = o["burn_in_steps"] if method == "sample" else 0  # for the progress line
         # Continuing a restored run in files that exist: the restored checkpoint, which each
         # call's end updates without save_model, so that a checkpoint goes on with the files.
@@ -95,8 +94,6 @@ def drive(run, recorder, max_steps, every_nth, progress=False, shards=None, nonf
                 block = shards.chunk(n)
             else:
                 if run.first_call is None:  # traced apart, to tell tracing from compiling
-                    if run.xla:  # the names of any process: XLA's cache serves it
-                        xla_cache.align_names()
                     run.chunk.get_concrete_function(n)
                     tracing = time.perf_counter() - start
                 block = {k: np.asarray(v) for k, v in run.chunk(n).items()}

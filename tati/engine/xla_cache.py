@@ -97,8 +97,8 @@ NAME_ALIGNMENT = 1 << 16
 
 
 def align_names():
-    """Advance TensorFlow's name counter to its next multiple of NAME_ALIGNMENT: call just before a
-    chunk is traced."""
+    """Advance TensorFlow's name counter to its next multiple of NAME_ALIGNMENT: called as an XLA
+    chunk's tracing starts (engine/driver.py compiled_chunk)."""
     from tensorflow.python import pywrap_tfe
     uid = pywrap_tfe.TFE_Py_UID
     for _ in range(-uid() % NAME_ALIGNMENT):
