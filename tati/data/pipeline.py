@@ -13,6 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from tati.errors import InputError
+from tati.random.seed import seed_variable
 
 
 def check_arrays(features, labels, dtype):
@@ -55,11 +56,8 @@ class Batches:
         self._all = (tf.constant(features), tf.constant(labels))
         if not self.full:
             self.batch_size, self.seed = batch_size, seed
-            # A variable's value, not a constant, so that a compiled loop does not depend on the
-            # seed (XLA's persistent cache, tati/engine/xla_cache.py); in a dict, as it is an option,
-            # not state that a checkpoint holds (engine/checkpoint.py takes Variable attributes).
-            self._option_values = {"seed": tf.Variable(tf.constant(seed, tf.int64), trainable=False,
-                                                       name="batch_seed")}
+            # In a dict: engine/checkpoint.py saves a Batches' Variable attributes, and the seed is an option.
+            self._option_values = {"seed": seed_variable(seed, "batch_seed")}
             self.position = tf.Variable(tf.constant(0, tf.int64), trainable=False, name="batches_used")
             # The current epoch's permutation, a cache of (seed, epoch) redrawn when the epoch changes.
             self._order = tf.Variable(tf.range(self.size, dtype=tf.int32), trainable=False, name="order")

@@ -1,1 +1,1 @@
-"""Random numbers: walker-keyed Philox streams, Box-Muller and its angles, the draws handed to TensorFlow Probability."""
+"""Random numbers: the seed inside compiled programs, walker-keyed Philox streams, Box-Muller and its angles, the draws handed to TensorFlow Probability."""

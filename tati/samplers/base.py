@@ -29,6 +29,7 @@ import tensorflow as tf
 from tati.config import options as option_table
 from tati.errors import InputError
 from tati.recording.columns import LANGEVIN_INFO
+from tati.random.seed import seed_variable
 from tati.random.streams import BOX_MULLER_SIZE, NOISE_STREAMS, PACKET, box_muller, packed_pairs
 
 # Base-optimizer options that would silently change the sampled dynamics.
@@ -152,12 +153,8 @@ class SamplerBase(keras.optimizers.Optimizer):
             p: self.add_variable((), initializer=lambda shape, dtype, v=v: tf.constant(
                 0.0 if v is None else v, dtype, shape), dtype="float64", name=p)
             for p, v in self._parameter_values.items()}
-        # The seed as a variable's value, not a constant: the compiled step then does not depend on
-        # it, and XLA's persistent cache serves a run with another seed (tati/engine/xla_cache.py).
-        # Not an optimizer variable: the seed is an option, which a checkpoint does not carry.
-        with tf.init_scope():
-            self._seed_key = tf.Variable(self.seed if self.seed < 2 ** 63 else self.seed - 2 ** 64, dtype=tf.int64,
-                                         trainable=False, name="seed")
+        # Philox's key: the seed's 64 bits (bitcast back to uint64 in _philox).
+        self._seed_key = seed_variable(self.seed if self.seed < 2 ** 63 else self.seed - 2 ** 64)
         self._walkers = int(variables[0].shape[0]) if self.walker_axis else None
         shape = (len(INFO_NAMES),) if self._walkers is None else (self._walkers, len(INFO_NAMES))
         self._step_info = self.add_variable(shape, dtype="float64", name="step_info")

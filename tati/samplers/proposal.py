@@ -45,6 +45,7 @@ from tati.errors import InputError
 from tati.engine.registry import target_acceptance
 from tati.config.options import check, default
 from tati.recording.columns import NUTS_INFO, RWMH_INFO
+from tati.random.seed import seed_variable
 from tati.random.streams import values_per_register
 from tati.random.walker_draws import keyed_per_walker
 
@@ -95,9 +96,7 @@ class ProposalKernel:
         self.first_walker, self.total_walkers = first_walker, total_walkers
         self.initial_step_width = float(step_width)
         self.seed = int(seed)
-        # Read by the compiled transitions as a variable's value, not a constant, so that XLA's
-        # persistent cache serves a run with another seed (as SamplerBase.build's).
-        self.seed_key = tf.Variable(self.seed % 2 ** 31, dtype=tf.int64, trainable=False, name="seed")
+        self.seed_key = seed_variable(self.seed % 2 ** 31)  # TensorFlow Probability's seeds are int32 pairs
         self.burn_in_steps = int(burn_in_steps)
         self.inverse_temperature = float(inverse_temperature)
         self.target_acceptance_rate = target_acceptance(self.name, target_acceptance_rate)
