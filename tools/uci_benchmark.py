@@ -236,8 +236,9 @@ def evaluate(name, train, test, y_sd, hidden, seed, quick, factor=1):
 def run_benchmark(dataset, splits, methods, seed, quick, factor=1):
     """One row per split and method (COLUMNS); a method that meets a non-finite loss gets NaN."""
     rows = []
-    # a lengthened method is named so in the CSV, the summary and the plot: "baoab x16"
-    label = {name: f"{name} x{factor}" if factor > 1 and "steps" in METHODS[name] else name for name in methods}
+    # a method the factor lengthens is named so in the CSV, the summary and the plot: "baoab x16"
+    label = {name: f"{name} x{factor}" if settings(name, quick, factor) != settings(name, quick) else name
+             for name in methods}
     for count, k in enumerate(splits, 1):
         train, test, y_sd = standardise(dataset["x"], dataset["y"], *dataset["splits"][k])
         for name in methods:
