@@ -32,6 +32,7 @@ import tensorflow as tf
 from tati.config import building, compilation
 from tati.config import options as option_table
 from tati.config import preflight
+from tati.diagnostics import data_scale
 from tati.engine import checkpoint
 from tati.adaptation import burn_in_notes, measured_width, warm_start
 from tati.errors import InputError, Interrupted, SamplingError
@@ -155,6 +156,8 @@ class Simulation:
             self._strategy = make_strategy(self.options["distribution"], self.options["devices"])
             self._writes = is_chief(self._strategy)
         self._build()
+        for line in self.notes:  # here, not in _build: a distributed run's shards say nothing
+            warnings.warn(line, stacklevel=2)
         self._setup_seconds = time.perf_counter() - began  # the first run's first step counts from Simulation(...)
 
     def shard(self, first_walker, walkers):
@@ -183,6 +186,7 @@ class Simulation:
         parts = building.build(o)
         self.data, self.model, self.ensemble = parts.data, parts.model, parts.ensemble
         self.has_accuracy = parts.has_accuracy
+        self.notes = list(parts.notes)  # lines on the data, warned of and repeated in the summary
         # The resolved options, with what the data implies (input and output widths): made once,
         # never written by tati afterwards.
         self.options = o = {**o, **parts.implied_options}
@@ -281,6 +285,19 @@ class Simulation:
         self.parameters = self.warm_start.positions
         if len(self.warm_start.restarted):
             warnings.warn(self.warm_start.line(), stacklevel=3)
+        if self.options["likelihood"] == "gaussian":
+            self._check_noise(self.warm_start.best)
+
+    def _check_noise(self, walker):
+        """likelihood gaussian: its noise against the residuals of `walker` at its start (the warm
+        start's best), a warning and a summary line where it is far below them (diagnostics/data_scale.py)."""
+        features, labels = self.data.all()
+        residuals = labels.numpy() - self.model.outputs(features).numpy()[walker]
+        line = data_scale.noise_misfit_line(float(np.sqrt(np.mean(np.square(residuals)))),
+                                            self.options["noise_standard_deviation"])
+        if line is not None:
+            self.notes.append(line)
+            warnings.warn(line, stacklevel=4)
 
     def fit(self):
         """Run max_steps optimizer steps; returns a Result with this call's table rows."""
@@ -341,13 +358,18 @@ class Simulation:
         walkers = np.flatnonzero(row["nonfinite_walkers"])
         which = f"walker {walkers[0]}" if len(walkers) == 1 else f"walkers {', '.join(map(str, walkers[:5]))}"
         width = "step_width" if run.is_sampler else "learning_rate"
-        return SamplingError(f"non-finite loss or gradient at step {row['nonfinite_step']} ({which}): "
-                             f"{width} {_shown(self._width_used(width))} is probably too large for this "
-                             "potential; every row before is kept (on_nan=continue runs on)")
+        if width == "step_width" and self.measured_width is not None:  # not the user's: say where it came from
+            cause = (f"the measured step_width {_shown(self._width_used(width))} did not hold where the walkers went"
+                     + (" (see the warning on the data above)" if self.notes else ": give a smaller step_width"))
+        else:
+            cause = f"{width} {_shown(self._width_used(width))} is probably too large for this potential"
+        return SamplingError(f"non-finite loss or gradient at step {row['nonfinite_step']} ({which}): {cause}; "
+                             "every row before is kept (on_nan=continue runs on)")
 
     def _width_used(self, name):
-        return self.measured_width.width if name == "step_width" and self.measured_width is not None \
-            else self.options[name]
+        if name == "step_width" and self.measured_width is not None:  # measured, maybe again with each new mass
+            return float(np.asarray(self.sampler.step_width))
+        return self.options[name]
 
     def _warn_ensemble(self):
         if self.ensemble is not None and int(self.ensemble.failures.numpy()) > self._ensemble_failures:

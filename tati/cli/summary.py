@@ -78,6 +78,7 @@ def summarise(prog, simulation, result, sampler, seconds=None):
     lines.append(_final(run_info, walkers))
     if sampler and getattr(simulation, "warm_start", None) is not None:
         lines.append("  " + simulation.warm_start.line())
+    lines += ["  " + line for line in getattr(simulation, "notes", ())]
     if measured is not None:
         lines.append("  " + measured.line())
     if len(followed):

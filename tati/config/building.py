@@ -12,6 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 from tati.data.pipeline import Batches, NoData, check_arrays
+from tati.diagnostics.data_scale import input_scale_line
 from tati.engine.contract import load_kernel
 from tati.engine.registry import spec_of
 from tati.errors import InputError
@@ -33,6 +34,7 @@ class Parts:
     ensemble: object = None
     has_accuracy: bool = False
     implied_options: dict = field(default_factory=dict)  # input_dimension, output_dimension from the data
+    notes: tuple = ()  # lines on the data to warn of (tati/diagnostics/data_scale.py)
 
 
 def build(o):
@@ -51,7 +53,10 @@ def build(o):
     if o["jit_compile"] and not getattr(data, "full", True):
         raise InputError("jit_compile cannot compile mini-batches (their shapes vary): drop batch_size or jit_compile")
     has_accuracy = model.uses_data and getattr(model, "loss_name", None) is not None
-    return Parts(data, model, make_ensemble(o, model), has_accuracy, implied)
+    notes = ()
+    if model.uses_data and o["model"] is None:  # the built-in network (a Keras model may normalise its inputs)
+        notes = tuple(line for line in [input_scale_line(data.all()[0].numpy())] if line is not None)
+    return Parts(data, model, make_ensemble(o, model), has_accuracy, implied, notes)
 
 
 def network_inputs(o, features):

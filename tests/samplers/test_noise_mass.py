@@ -117,7 +117,8 @@ def test_the_option_is_checked_and_measured():
 def test_resumed_burn_in_continues_bitwise(tmp_path):
     """SGHMC (scalar mass 2) with the noise mass and its width and friction measured, 160 burn-in
     steps (one window, ending at step 110), cut by a checkpoint at step 60 and continued in a new
-    Simulation: the rows of one whole run, bitwise, and the same masses and widths, measured twice.
+    Simulation: the rows of one whole run, bitwise, and the same masses and widths, measured twice;
+    the likelihood's noise fits the data's, so nothing is said about it.
     The width measured again with the second mass takes the checkpoint's friction, per unit of the
     scalar mass (it had taken friction 1, as nothing is measured on restoring)."""
     import pandas as pd
@@ -138,6 +139,7 @@ def test_resumed_burn_in_continues_bitwise(tmp_path):
         pd.testing.assert_frame_equal(getattr(rest, table).drop(columns="time_per_nth_step", errors="ignore"),
                                       expected.drop(columns="time_per_nth_step", errors="ignore"), check_exact=True)
     assert whole_sim.sampler.metric_windows() == rest_sim.sampler.metric_windows() == 2
+    assert whole_sim.notes == []  # the noise (sd 1) fits the data's: no warning on it (tests/diagnostics/test_data_scale.py)
     np.testing.assert_array_equal(rest_sim.sampler.metric_scales(), whole_sim.sampler.metric_scales())
     np.testing.assert_array_equal(rest_sim.sampler.followed_widths(), whole_sim.sampler.followed_widths())
 

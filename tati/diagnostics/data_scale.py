@@ -1,0 +1,50 @@
+"""Two checks of a network's data against what the defaults assume, each one line with its cure.
+
+Found on UCI's concrete data (1,030 points, 8 features, a 50-unit relu network, batch_size 32,
+4 walkers, nothing tuned; doc/benchmarks.md): every run below blew up within 60 steps.
+
+* **Network inputs far from unit scale** (concrete's columns have means up to 972 and standard
+  deviations up to 104): the built-in network's initial weights assume inputs of order one, so
+  the loss is badly conditioned, the warm start's L-BFGS ends far from a mode, and the measured
+  step width does not hold where the walkers go (with likelihood heteroscedastic_gaussian BAOAB's
+  kinetic energy reached 1e19 within 12 steps; with the same features standardised it stayed
+  within 1% of equipartition). The cure is the field's standard one: standardise each column.
+* **A Gaussian likelihood whose noise is far below the residuals** (noise_standard_deviation's
+  default 1 on concrete's target in its own units, where the residuals' rms at the warm start's
+  end was 4.4): the posterior claims a precision the data do not have, and the noise mass
+  (samplers/mass.py), measured from the gradient noise, which the misfit inflates, sets a step
+  width that a relu unit dead at the start cannot take once it revives (its mass sits at the
+  floor). With noise_standard_deviation 5, or likelihood heteroscedastic_gaussian, or tanh units,
+  the same run held its temperature. At a mode a network's training residuals have an rms of
+  at most about the noise's sigma (fitting lowers it), so NOISE_MISFIT times sigma is misfit,
+  not chance.
+"""
+
+import numpy as np
+
+INPUT_SCALE = 10.0  # a column's |mean| or standard deviation above this is not of order one
+NOISE_MISFIT = 3.0  # the residuals' rms above this many noise_standard_deviation
+
+
+def input_scale_line(inputs):
+    """One line naming the network's input columns far from unit scale (counted from 1), or None."""
+    inputs = np.asarray(inputs, dtype=np.float64)
+    means, sds = np.abs(inputs.mean(axis=0)), inputs.std(axis=0)
+    far = np.flatnonzero(np.maximum(means, sds) > INPUT_SCALE)
+    if not len(far):
+        return None
+    shown = ", ".join(str(k + 1) for k in far[:8]) + (", ..." if len(far) > 8 else "")
+    return (f"network inputs {shown} (of {inputs.shape[1]}, counted from 1) are far from unit scale (|mean| up to "
+            f"{means[far].max():.3g}, sd up to {sds[far].max():.3g}), which the network's initial weights assume: "
+            "standardise each column (subtract its mean, divide by its sd) or the samplers may blow up")
+
+
+def noise_misfit_line(residual_rms, noise):
+    """One line where the residuals' rms (of the best walker at the warm start's end) exceeds
+    NOISE_MISFIT times likelihood gaussian's noise_standard_deviation, or None."""
+    if not residual_rms > NOISE_MISFIT * noise:
+        return None
+    return (f"likelihood gaussian: the residuals' rms at the warm start's end is {residual_rms:.3g}, "
+            f"{residual_rms / noise:.2g} times noise_standard_deviation {noise:g}, so the posterior is far too narrow "
+            f"(and a relu network may blow up): set noise_standard_deviation near {residual_rms:.3g} or use "
+            "likelihood heteroscedastic_gaussian")

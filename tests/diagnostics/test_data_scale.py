@@ -1,0 +1,60 @@
+"""The data's two warnings (tati/diagnostics/data_scale.py): network inputs far from unit scale,
+and a Gaussian likelihood's noise far below the residuals at the warm start's end. Each names
+what is wrong and the cure; data of unit scale and a noise that fits warn of nothing."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import tati
+from tati.diagnostics.data_scale import input_scale_line, noise_misfit_line
+
+
+def test_inputs_far_from_unit_scale_are_named_counted_from_one():
+    rng = np.random.default_rng(0)
+    standard = rng.normal(size=(200, 4))
+    assert input_scale_line(standard) is None
+    assert input_scale_line(standard * [1.0, 9.0, 1.0, 1.0] + [0.0, 0.0, 9.0, 0.0]) is None  # within 10
+    raw = standard * [1.0, 80.0, 1.0, 1.0] + [0.0, 0.0, 0.0, 972.0]  # concrete-like columns 2 and 4
+    line = input_scale_line(raw)
+    assert line.startswith("network inputs 2, 4 (of 4, counted from 1) are far from unit scale")
+    assert "standardise each column" in line and "\n" not in line
+
+
+def test_residuals_far_above_the_noise_are_named_with_the_cure():
+    line = noise_misfit_line(4.4, 1.0)
+    assert "4.4 times noise_standard_deviation 1" in line
+    assert "set noise_standard_deviation near 4.4 or use likelihood heteroscedastic_gaussian" in line
+    assert noise_misfit_line(2.9, 1.0) is None and noise_misfit_line(4.4, 2.0) is None
+    assert noise_misfit_line(float("nan"), 1.0) is None
+
+
+def test_the_built_in_network_warns_of_raw_inputs_and_not_of_standardised_ones():
+    rng = np.random.default_rng(1)
+    features = rng.normal(size=(50, 2)) * [1.0, 100.0]
+    labels = features @ [1.0, 0.01]
+    with pytest.warns(UserWarning, match=r"network inputs 2 \(of 2, counted from 1\) are far from unit scale"):
+        sim = tati.Simulation(dataset=(features, labels), hidden_dimension=[2], likelihood="gaussian")
+    assert len(sim.notes) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tati.Simulation(dataset=(features / [1.0, 100.0], labels), hidden_dimension=[2], likelihood="gaussian")
+
+
+def test_a_gaussian_noise_far_below_the_residuals_warns_after_the_warm_start():
+    """Data with noise sd 4 (a linear model can fit no better) and noise_standard_deviation 1:
+    named after the warm start (BAOAB with batch_size measures its width from there), with the
+    residuals' rms, and kept for the summary. (A noise that fits warns of nothing:
+    tests/samplers/test_noise_mass.py test_resumed_burn_in_continues_bitwise.)"""
+    rng = np.random.default_rng(2)
+    features = rng.normal(size=(60, 1))
+    labels = 0.5 * features + 4.0 * rng.normal(size=(60, 1))
+    sim = tati.Simulation(dataset=(features, labels), hidden_dimension=[2], likelihood="gaussian",
+                          prior_standard_deviation=1.0, batch_size=20, number_walkers=2, burn_in_steps=20,
+                          max_steps=1, seed=3)
+    with pytest.warns(UserWarning, match="residuals' rms at the warm start's end") as caught:
+        sim.sample()
+    line = next(str(w.message) for w in caught if "residuals' rms" in str(w.message))
+    rms = float(line.split("end is ")[1].split(",")[0])
+    assert 3.0 < rms < 5.0 and sim.notes == [line]
