@@ -181,6 +181,7 @@ REGRESSION_RATIO = re.compile(r"^(batch|adam_centered) +([\d.]+) +at the end: ",
 
 
 @pytest.mark.statistical
+@pytest.mark.slow  # for the suite's time: the estimators' own tests are in tests/samplers/test_sghmc_noise.py
 def test_sghmc_regression_temperature(tmp_path):
     """Reduced run (100 walkers x 3000 steps, the first 1000 left out, B-hat = 0, batch and
     adam_centered): with each estimator |T_0.99 - 0.99| is smaller than with B-hat = 0 by more

@@ -288,12 +288,13 @@ def test_one_walker_fast_path_is_exact():
 
 
 @pytest.mark.statistical
-@pytest.mark.parametrize("name", ["HMC1", "HMC2"])
+@pytest.mark.parametrize("name", [pytest.param("HMC1", marks=pytest.mark.slow), "HMC2"])
 def test_step_width_adapts_during_burn_in(name):
     """From a width 100 times too small and from one where most legs are rejected, burn-in
     (the default adapt_step_width) brings the acceptance after burn-in to within 0.05 of the
     target 0.8 (with about 1000 decisions its binomial error is 0.013: the 0.05 is the
-    adaptation's quality, not a statistical bound), and the width stays fixed after it."""
+    adaptation's quality, not a statistical bound), and the width stays fixed after it.
+    HMC1 adapts in the same kernel (samplers/hmc_kernel.py) and runs with -m slow, for the suite's time."""
     scales = tf.constant(np.linspace(0.5, 2.0, 10))
     for start in (0.01, 1.5):
         sim = tati.Simulation(potential=lambda x: 0.5 * tf.reduce_sum((x / scales) ** 2, axis=-1),

@@ -193,33 +193,44 @@ def test_options_that_do_not_apply_are_refused_in_one_line():
             kernel(step_width=0.1)
 
 
-@pytest.mark.statistical
-def test_dense_metric_takes_fewer_leapfrog_steps_on_a_correlated_gaussian():
-    """NUTS with metric="dense" on the 10-D Gaussian of condition number 1e4 (only burn_in_steps,
-    max_steps and the metric given): every mean and covariance lies within the MCSE bound (as
-    above, budget 1e-3), the acceptance after burn-in within 0.05 of 0.8, and a transition after
-    burn-in takes on average fewer than a fifth of the leapfrog steps of the diagonal metric's
-    (measured over 1000 kept transitions each, seed 43: 6.1 against 108, acceptance 0.79 and
-    0.81; the diagonal metric cannot undo the rotation; the diagonal run here keeps 200)."""
+DENSE_BURN_IN = 1000
+
+
+def dense_run(metric, steps):
+    """NUTS on the 10-D Gaussian of condition number 1e4, only burn_in_steps, max_steps and the
+    metric given: its result and its mean leapfrog steps per transition after burn-in."""
     covariance, potential = badly_scaled("correlated 10-D")
-    d, burn_in = len(covariance), 1000
+    sim = tati.Simulation(potential=potential, potential_batched=True, initial_parameters=np.ones(len(covariance)),
+                          number_walkers=4, sampler="NUTS", burn_in_steps=DENSE_BURN_IN, max_steps=steps,
+                          metric=metric, dtype="float64", jit_compile=True, seed=seed(43))
+    result = sim.sample()
+    run_info = result.run_info
+    return result, run_info.loc[run_info.step > DENSE_BURN_IN, "leapfrog_steps"].mean()
 
-    def run(metric, steps):
-        sim = tati.Simulation(potential=potential, potential_batched=True, initial_parameters=np.ones(d),
-                              number_walkers=4, sampler="NUTS", burn_in_steps=burn_in, max_steps=steps,
-                              metric=metric, dtype="float64", jit_compile=True, seed=seed(43))
-        result = sim.sample()
-        run_info = result.run_info
-        return result, run_info.loc[run_info.step > burn_in, "leapfrog_steps"].mean()
 
-    dense, dense_steps = run("dense", 2000)
+@pytest.mark.statistical
+def test_dense_metric_samples_a_correlated_gaussian():
+    """NUTS with metric="dense" (dense_run): every mean and covariance lies within the MCSE
+    bound (as above, budget 1e-3) and the acceptance after burn-in within 0.05 of 0.8."""
+    covariance, _ = badly_scaled("correlated 10-D")
+    d = len(covariance)
+    dense, _ = dense_run("dense", 2000)
     columns = [f"param{i}" for i in range(d)]
-    moments, (i, j) = first_and_second_moments(dense.trajectory, columns, burn_in)
+    moments, (i, j) = first_and_second_moments(dense.trajectory, columns, DENSE_BURN_IN)
     exact = np.concatenate([np.zeros(d), covariance[i, j]])
     deviations = mcse_deviations(moments, exact)
     assert np.all(deviations < sps.norm.ppf(1 - ALPHA / (2 * len(exact)))), deviations.max()
     assert abs(acceptance_after(dense.run_info) - 0.8) < 0.05
-    _, diagonal_steps = run("diagonal", burn_in + 200)
+
+
+@pytest.mark.slow  # for the suite's time: the diagonal metric's 108 leapfrog steps per transition
+def test_dense_metric_takes_fewer_leapfrog_steps_on_a_correlated_gaussian():
+    """A transition after burn-in takes on average fewer than a fifth of the leapfrog steps of
+    the diagonal metric's (measured over 1000 kept transitions each, seed 43: 6.1 against 108,
+    acceptance 0.79 and 0.81; the diagonal metric cannot undo the rotation; the diagonal run
+    here keeps 200)."""
+    _, dense_steps = dense_run("dense", DENSE_BURN_IN + 200)
+    _, diagonal_steps = dense_run("diagonal", DENSE_BURN_IN + 200)
     assert dense_steps < diagonal_steps / 5, (dense_steps, diagonal_steps)
 
 
