@@ -215,17 +215,20 @@ def walker_outliers(result, simulation, false_alarms=FALSE_ALARMS):
     off = {outlier.walker for outlier in found}
     found += loss_outliers(*table)
     warm = getattr(simulation, "warm_start", None) is not None
-    return [outlier._replace(fix=_fix(outlier, o, outlier.walker in off, warm)) for outlier in found]
+    noted = bool(getattr(simulation, "notes", ()))
+    return [outlier._replace(fix=_fix(outlier, o, outlier.walker in off, warm, noted)) for outlier in found]
 
 
-def _fix(outlier, o, off, warm):
+def _fix(outlier, o, off, warm, noted=False):
     """The likely cause's remedy: a walker hot, cold or far out at the wrong temperature moves
     with too large a step; one far out at the right temperature is stuck where it started (or
     in a minor mode): for the adapting samplers the warm start, else another start or a longer
-    burn-in. A measured width (measure_step_width) is the user's to replace: give one."""
+    burn-in. A measured width (measure_step_width) is the user's to replace: give one, unless a
+    note on the data (diagnostics/data_scale.py) names what made it too large."""
     lower = "lower step_width"
     if o.get("measure_step_width") is True:  # the user gave none: a measured width was too large here
-        lower = "the measured step_width was too large here: give a smaller step_width, or raise batch_size"
+        lower = "the measured step_width was too large here: " + (
+            "see the note on the data above" if noted else "give a smaller step_width, or raise batch_size")
     elif ("gradient_noise_estimator" in spec_of(o["sampler"]).option_names and o["batch_size"] is not None
             and o["gradient_noise_estimator"] == "none"):
         lower += ", or set gradient_noise_estimator"  # mini-batch gradients heat it; with one set, only the step

@@ -187,14 +187,18 @@ def test_the_typical_set_is_the_warm_starts():
 
 
 def test_a_measured_width_that_blew_a_walker_up_says_to_give_one():
-    """With measure_step_width the user gave no width to lower: the cure names the measured one.
-    The summary then leaves the kinetic energy unjudged (its error bar spans the blow-up)."""
+    """With measure_step_width the user gave no width to lower: the cure names the measured one,
+    or the note on the data where the Simulation has one (diagnostics/data_scale.py). The summary then leaves the kinetic energy unjudged (its error bar spans the blow-up)."""
     from tati.cli.summary import _temperature_lines
     kinetic, loss = healthy(np.random.default_rng(8))
     kinetic[1, 200:300] += 500.0 * 0.97 ** np.arange(100)
     result, simulation = run(kinetic, loss, sampler="BAOAB", batch_size=10, measure_step_width=True)
     [blew] = walker_outliers(result, simulation)
-    assert blew.kind == "blew up" and blew.fix.startswith("the measured step_width was too large here")
+    assert blew.kind == "blew up" and blew.fix.startswith("the measured step_width was too large here: give")
+    simulation.notes = ["network inputs 1 (of 1, counted from 1) are far from unit scale ..."]  # its likely cause
+    [blew] = walker_outliers(result, simulation)
+    assert blew.fix == "the measured step_width was too large here: see the note on the data above"
+    del simulation.notes
     frame = table(kinetic, loss)
     averages = frame.groupby("id").tail(1)[["id", "step"]].assign(average_kinetic_energy=kinetic.mean(axis=1))
     result.averages, result.trajectory = averages, frame
