@@ -1,23 +1,25 @@
 """Two checks of a network's data against what the defaults assume, each one line with its cure.
 
 Found on UCI's concrete data (1,030 points, 8 features, a 50-unit relu network, batch_size 32,
-4 walkers, nothing tuned; doc/benchmarks.md): every run below blew up within 60 steps.
+4 walkers, nothing tuned; doc/benchmarks.md): every such run blew up, with a non-finite loss
+within 60 steps or a walker at 1e7 times equipartition.
 
-* **Network inputs far from unit scale** (concrete's columns have means up to 972 and standard
+* **Network inputs far from unit scale** (concrete's columns have means up to 973 and standard
   deviations up to 104): the built-in network's initial weights assume inputs of order one, so
   the loss is badly conditioned, the warm start's L-BFGS ends far from a mode, and the measured
   step width does not hold where the walkers go (with likelihood heteroscedastic_gaussian BAOAB's
-  kinetic energy reached 1e19 within 12 steps; with the same features standardised it stayed
-  within 1% of equipartition). The cure is the field's standard one: standardise each column.
+  kinetic energy reached 1e19 within 12 steps; with the same features standardised it read
+  245-253 over those steps, equipartition 250.5). The cure is the field's standard one:
+  standardise each column.
 * **A Gaussian likelihood whose noise is far below the residuals** (noise_standard_deviation's
   default 1 on concrete's target in its own units, where the residuals' rms at the warm start's
-  end was 4.4): the posterior claims a precision the data do not have, and the noise mass
-  (samplers/mass.py), measured from the gradient noise, which the misfit inflates, sets a step
-  width that a relu unit dead at the start cannot take once it revives (its mass sits at the
-  floor). With noise_standard_deviation 5, or likelihood heteroscedastic_gaussian, or tanh units,
-  the same run held its temperature. At a mode a network's training residuals have an rms of
-  at most about the noise's sigma (fitting lowers it), so NOISE_MISFIT times sigma is misfit,
-  not chance.
+  end was 4.25 with the features standardised): the posterior claims a precision the data do not
+  have, and the noise mass (samplers/mass.py), measured from the gradient noise, which the misfit
+  inflates, sets a step width that a relu unit dead at the start cannot take once it revives (its
+  mass sits at the floor). With noise_standard_deviation 5, or likelihood heteroscedastic_gaussian,
+  or tanh units, the same run held its temperature over the 12 steps in which it had blown up.
+  At a mode a network's training residuals have an rms of at most about the noise's sigma
+  (fitting lowers it), so NOISE_MISFIT times sigma is misfit, not chance.
 """
 
 import numpy as np
