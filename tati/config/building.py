@@ -54,9 +54,17 @@ def build(o):
         raise InputError("jit_compile cannot compile mini-batches (their shapes vary): drop batch_size or jit_compile")
     has_accuracy = model.uses_data and getattr(model, "loss_name", None) is not None
     notes = ()
-    if model.uses_data and o["model"] is None:  # the built-in network (a Keras model may normalise its inputs)
+    if model.uses_data and (o["model"] is None or _dense_on_inputs(o["model"])):
         notes = tuple(line for line in [input_scale_line(data.all()[0].numpy())] if line is not None)
     return Parts(data, model, make_ensemble(o, model), has_accuracy, implied, notes)
+
+
+def _dense_on_inputs(keras_model):
+    """Whether a Keras model's first layer is a Dense one, which takes the inputs as they come (a
+    Normalization or any other first layer may rescale them: no warning on their scale then)."""
+    import keras
+    layers = [layer for layer in keras_model.layers if not isinstance(layer, keras.layers.InputLayer)]
+    return bool(layers) and type(layers[0]) is keras.layers.Dense
 
 
 def network_inputs(o, features):

@@ -5,9 +5,10 @@ Found on UCI's concrete data (1,030 points, 8 features, a 50-unit relu network, 
 within 60 steps or a walker at 1e7 times equipartition.
 
 * **Network inputs far from unit scale** (concrete's columns have means up to 973 and standard
-  deviations up to 104): the built-in network's initial weights assume inputs of order one, so
-  the loss is badly conditioned, the warm start's L-BFGS ends far from a mode, and the measured
-  step width does not hold where the walkers go (with likelihood heteroscedastic_gaussian BAOAB's
+  deviations up to 104): a network's initial weights assume inputs of order one (the built-in
+  network's, and a Keras model's whose first layer is a Dense one), so the loss is badly
+  conditioned, the warm start's L-BFGS ends far from a mode, and the measured step width does
+  not hold where the walkers go (with likelihood heteroscedastic_gaussian BAOAB's
   kinetic energy reached 1e19 within 12 steps; with the same features standardised it read
   245-253 over those steps, equipartition 250.5). The cure is the field's standard one:
   standardise each column.

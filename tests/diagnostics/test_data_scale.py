@@ -42,6 +42,21 @@ def test_the_built_in_network_warns_of_raw_inputs_and_not_of_standardised_ones()
         tati.Simulation(dataset=(features / [1.0, 100.0], labels), hidden_dimension=[2], likelihood="gaussian")
 
 
+def test_a_keras_model_is_warned_of_raw_inputs_only_where_a_dense_layer_takes_them():
+    import keras
+    rng = np.random.default_rng(1)
+    features = rng.normal(size=(50, 2)) * [1.0, 100.0]
+    labels = features @ [1.0, 0.01]
+    dense = keras.Sequential([keras.Input((2,)), keras.layers.Dense(2, activation="relu"), keras.layers.Dense(1)])
+    with pytest.warns(UserWarning, match=r"network inputs 2 \(of 2, counted from 1\) are far from unit scale"):
+        tati.Simulation(model=dense, dataset=(features, labels), likelihood="gaussian")
+    normalised = keras.Sequential([keras.Input((2,)), keras.layers.Normalization(mean=[0.0, 0.0], variance=[1.0, 1e4]),
+                                   keras.layers.Dense(1)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tati.Simulation(model=normalised, dataset=(features, labels), likelihood="gaussian")
+
+
 def test_a_gaussian_noise_far_below_the_residuals_warns_after_the_warm_start():
     """Data with noise sd 4 (a linear model can fit no better) and noise_standard_deviation 1:
     named after the warm start (BAOAB with batch_size measures its width from there), with the
