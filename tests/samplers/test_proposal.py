@@ -223,6 +223,7 @@ def test_dense_metric_samples_a_correlated_gaussian():
     assert abs(acceptance_after(dense.run_info) - 0.8) < 0.05
 
 
+@pytest.mark.statistical
 @pytest.mark.slow  # for the suite's time: the diagonal metric's 108 leapfrog steps per transition
 def test_dense_metric_takes_fewer_leapfrog_steps_on_a_correlated_gaussian():
     """A transition after burn-in takes on average fewer than a fifth of the leapfrog steps of
