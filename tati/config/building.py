@@ -53,10 +53,10 @@ def build(o):
     if o["jit_compile"] and not getattr(data, "full", True):
         raise InputError("jit_compile cannot compile mini-batches (their shapes vary): drop batch_size or jit_compile")
     has_accuracy = model.uses_data and getattr(model, "loss_name", None) is not None
-    notes = ()
+    scale = None
     if model.uses_data and (o["model"] is None or _dense_on_inputs(o["model"])):
-        notes = tuple(line for line in [input_scale_line(data.all()[0].numpy())] if line is not None)
-    return Parts(data, model, make_ensemble(o, model), has_accuracy, implied, notes)
+        scale = input_scale_line(data.all()[0].numpy())
+    return Parts(data, model, make_ensemble(o, model), has_accuracy, implied, () if scale is None else (scale,))
 
 
 def _dense_on_inputs(keras_model):
