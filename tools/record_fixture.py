@@ -1,11 +1,11 @@
 """Record the bitwise fixture: the tables of a fixed set of tiny runs, as today's code writes them.
 
-    python tools/record_fixture.py                          # rerecord tests/fixtures/bitwise.npz
+    python tools/record_fixture.py                          # rerecord this CPU class's fixture
     python tools/record_fixture.py --check                  # compare with it, without pytest
     python tools/record_fixture.py --output new.npz [--part samplers|loops] [--verbose]
 
 tests/test_bitwise_fixture*.py run this tool in a fresh process and compare what it writes with
-the committed fixture bit for bit, so that a change that is not meant to change numbers (moving
+the committed fixture of this machine's CPU class bit for bit, so that a change that is not meant to change numbers (moving
 code, the one-driver redesign of issue #39) provably does not. Rerecord only for a change that
 is meant to change numbers, and say so in its commit.
 
@@ -15,12 +15,15 @@ model, two calls of one run, fit() then sample(), a checkpoint's save and resume
 CSV files and saved state) and a mirrored run over 4 logical CPU devices (doc/distributed.md),
 each tiny (tens of steps, a network of 3 hidden units, a 4-parameter potential).
 
-What is stored (one .npz): for each run, each table's columns as they come (int64 or float64,
+What is stored (one .npz per CPU class, tests/fixtures/bitwise-CLASS.npz): for each run, each table's columns as they come (int64 or float64,
 `time_per_nth_step` left out: it is wall-clock) under `RUN/TABLE/COLUMN`, the column order under
 `RUN/TABLE/.columns`, a checkpoint's arrays under `RUN/checkpoint/GROUP/NAME` and CSV files'
 text (the timing column cut out) under `RUN/csv/NAME`; `meta` (JSON) holds the CPU's SIMD class,
-the versions and the runs of each part. The last bits depend on the CPU's SIMD extensions
-(tati/samplers/base.py), so the tests skip on a CPU of another class, and on oneDNN
+the versions and the runs of each part. The last bits depend on the CPU's vendor and SIMD
+extensions (tati/samplers/base.py; the network's float32 matrix products differ in their last bit
+between an Intel and an AMD CPU with the same extensions), so the tests compare with the fixture of
+this machine's class and skip where there is none. Rerecording writes this class's fixture and
+removes the others', which a change of numbers makes stale. They also depend on oneDNN
 (TF_ENABLE_ONEDNN_OPTS=0 changes the network's float32 numbers), which the tool fixes on, with
 one thread per TensorFlow pool as the test suite has it (two threads gave the same bits).
 """
@@ -35,7 +38,7 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FIXTURE = os.path.join(HERE, os.pardir, "tests", "fixtures", "bitwise.npz")
+FIXTURES = os.path.join(HERE, os.pardir, "tests", "fixtures")
 TIMING = "time_per_nth_step"  # recording/columns.py: the only wall-clock column
 SIMD_FLAGS = ("avx", "avx2", "fma", "avx512f")
 # Set before TensorFlow starts: one thread per pool (as tests/conftest.py), oneDNN's default on.
@@ -43,21 +46,34 @@ ENVIRONMENT = {"TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1", "TF
 
 
 def simd_class():
-    """The machine and its SIMD extensions that change TensorFlow's and XLA's last bits."""
+    """The machine, its CPU's vendor and its SIMD extensions, which change TensorFlow's and XLA's last bits."""
+    return ":".join([platform.machine(), _cpuinfo("vendor_id")] + [
+        flag for flag in SIMD_FLAGS if flag in _cpuinfo("flags").split()])
+
+
+def _cpuinfo(field):
+    """The first value of a field of /proc/cpuinfo ('' where there is none)."""
     try:
         with open("/proc/cpuinfo") as info:
-            flags = next((line for line in info if line.startswith("flags")), "").split()
+            return next((line.split(":", 1)[1].strip() for line in info if line.split(":", 1)[0].strip() == field), "")
     except OSError:
-        flags = []
-    return ":".join([platform.machine()] + [flag for flag in SIMD_FLAGS if flag in flags])
+        return ""
+
+
+def fixture_path(cpu_class=None):
+    """The fixture of a CPU class (default: this machine's)."""
+    name = (cpu_class or simd_class()).replace(":", "-")
+    return os.path.join(FIXTURES, f"bitwise-{name}.npz")
+
+
+def fixture_paths():
+    """Every committed fixture, one per CPU class it was recorded on."""
+    return sorted(os.path.join(FIXTURES, name) for name in os.listdir(FIXTURES)
+                  if name.startswith("bitwise-") and name.endswith(".npz"))
 
 
 def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as info:
-            return next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), "")
-    except OSError:
-        return ""
+    return _cpuinfo("model name")
 
 
 # -- models ------------------------------------------------------------------------------------
@@ -325,11 +341,12 @@ def differences(recorded, now, run):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--output", default=FIXTURE, help="the .npz to write (default: the committed fixture)")
+    parser.add_argument("--output", help="the .npz to write (default: this CPU class's fixture, removing the "
+                                         "other classes', which a change of numbers makes stale)")
     parser.add_argument("--part", choices=list(PARTS), action="append",
                         help="record only this part's runs (repeatable; default: every part)")
     parser.add_argument("--check", action="store_true",
-                        help="record into a temporary file and compare with the committed fixture instead")
+                        help="record and compare with this CPU class's committed fixture instead of writing")
     parser.add_argument("--verbose", action="store_true", help="print each run's seconds of CPU to stderr")
     args = parser.parse_args(argv)
     os.environ.update(ENVIRONMENT)  # before TensorFlow starts (tati is imported by the runs)
@@ -341,10 +358,10 @@ def main(argv=None):
     meta = {"simd": simd_class(), "cpu": cpu_model(), "versions": versions(), "parts": names,
             "environment": ENVIRONMENT}
     if args.check:
-        recorded, recorded_meta = load(FIXTURE)
-        if recorded_meta["simd"] != meta["simd"]:
-            sys.exit(f"the fixture was recorded on a {recorded_meta['simd']} CPU, this one is {meta['simd']}: "
-                     "its last bits differ here; rerecord (on an unchanged checkout) to compare")
+        if not os.path.exists(fixture_path()):
+            sys.exit(f"no fixture was recorded on a {meta['simd']} CPU, as this one is (last bits differ by class): "
+                     "rerecord on an unchanged checkout to compare")
+        recorded, _ = load(fixture_path())
         runs = [run for part in parts for run in PARTS[part]]
         found = {run: differences(recorded, arrays, run) for run in runs}
         for run, lines in found.items():
@@ -352,8 +369,13 @@ def main(argv=None):
         changed = sum(bool(lines) for lines in found.values())
         print(f"{changed} of {len(runs)} runs differ" if changed else "every table is the same bit for bit")
         sys.exit(1 if changed else 0)
-    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-    np.savez_compressed(args.output, meta=np.array(json.dumps(meta)), **arrays)
+    output = args.output or fixture_path()
+    os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
+    np.savez_compressed(output, meta=np.array(json.dumps(meta)), **arrays)
+    if args.output is None:
+        for stale in set(fixture_paths()) - {output}:
+            os.remove(stale)
+            print(f"removed {os.path.relpath(stale)}: its numbers are those of before this change", file=sys.stderr)
 
 
 if __name__ == "__main__":
