@@ -274,9 +274,12 @@ class Simulation:
     def _follow_width(self):
         """With adapt_mass noise the measured width is measured again with each new mass, in the
         compiled loop (samplers/mass.py), with the friction the sampler steps with (after a
-        restore_model, which measures nothing, the checkpoint's)."""
-        if getattr(self.sampler, "noise_mass", False):
-            self.sampler.follows_width = True
+        restore_model, which measures nothing, the checkpoint's); friction_constant auto is measured
+        again with it where the sampler's friction is its O step's (`fixed_friction`)."""
+        sampler = self.sampler
+        if getattr(sampler, "noise_mass", False):
+            sampler.follows_width = True
+            sampler.follows_friction = self.options["friction_constant"] == "auto" and sampler.fixed_friction
 
     def _start_warm(self):
         """The warm start (tati/adaptation/warm_start.py) before the first sample() call; a warning names

@@ -74,7 +74,7 @@ def bound(excess):
     """measure_step_width's heat bound EXCESS set to `excess` (its functions take it as a default)."""
     from tati.adaptation import measured_width
     measured_width.EXCESS = excess
-    for name in ("noise_width", "friction_for"):
+    for name in ("noise_width", "graph_friction", "graph_noise_width"):
         function = getattr(measured_width, name)
         function.__defaults__ = function.__defaults__[:-1] + (excess,)
 

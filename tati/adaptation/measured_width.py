@@ -44,6 +44,10 @@ start point, with temperature T = 1 / beta and mass M (the samplers' scalar mass
    yacht, 10 over-damped it: doc/benchmarks.md). At least FRICTION_FLOOR (the option's default; a
    small noise would otherwise leave the thermostat nothing to do), at most FRICTION_CEILING / h
    (alpha = exp(-gamma h) of 1/e: where even that heats more, the noise bound sets a smaller width).
+   Where the friction is the O step's own (GLA1, GLA2, BAOAB, SGHMC) it is measured again with each
+   new width (3., `graph_friction`): the start is often a mode fitted closely, with little noise,
+   and the typical set's noise then heats the walkers or, the width following it alone, shrinks the
+   width (digits, 64-50-10 network: friction 1 at the start, 2.5-7.0 later, width 0.0035 -> 0.0076).
 
 Numpy on the measurements (`widths`, called by `measure`, which evaluates the model), and the
 same rules on tensors for the compiled loop (`graph_width`, `batch_curvature`).
@@ -109,19 +113,23 @@ def noise_width(variance, friction, temperature=1.0, mass=1.0, excess=EXCESS):
     return graph_noise_width(variance, friction, temperature, mass, excess).numpy()
 
 
-def friction_for(width, variance, temperature=1.0, mass=1.0, excess=EXCESS):
-    """The least friction at which excess_heat at `width` is `excess`, per walker: from
-    1 - exp(-2 gamma h) = h^2 V / (M T excess); inf where no friction holds it (the ratio >= 1)."""
-    ratio = width ** 2 * np.asarray(variance, float) / (mass * temperature * excess)
-    return np.where(ratio < 1.0, -np.log1p(-np.minimum(ratio, 1.0 - 1e-12)) / (2.0 * width), np.inf)
-
-
 def measured_friction(curvature, variance, temperature=1.0, mass=1.0):
     """friction_constant auto (module docstring, 4.): the least friction at which every walker's noise
-    allows the run's stability width, within [FRICTION_FLOOR, FRICTION_CEILING / h]."""
+    allows the run's stability width, within [FRICTION_FLOOR, FRICTION_CEILING / h] (graph_friction)."""
     width = np.min(STABILITY / np.sqrt(np.asarray(curvature, float) / mass))
-    needed = float(np.max(friction_for(width, variance, temperature, mass)))
-    return float(np.clip(needed, FRICTION_FLOOR, max(FRICTION_FLOOR, FRICTION_CEILING / width)))
+    return float(graph_friction(tf.constant(width, tf.float64), tf.constant(np.asarray(variance, float), tf.float64),
+                                temperature, mass))
+
+
+def graph_friction(width, variance, temperature=1.0, mass=1.0, excess=EXCESS):
+    """The least friction at which excess_heat at `width` is at most `excess` for every walker's noise
+    variance [W], from 1 - exp(-2 gamma h) = h^2 V / (M T excess) (none holds it where that ratio is
+    1 or more), within [FRICTION_FLOOR, FRICTION_CEILING / h]; float64 tensors."""
+    ratio = width ** 2 * variance / (mass * temperature * excess)
+    needed = tf.where(ratio < 1.0, -tf.math.log1p(-tf.minimum(ratio, 1.0 - 1e-12)) / (2.0 * width),
+                      tf.constant(np.inf, tf.float64))
+    ceiling = tf.maximum(tf.constant(FRICTION_FLOOR, tf.float64), FRICTION_CEILING / width)
+    return tf.minimum(tf.maximum(tf.reduce_max(needed), FRICTION_FLOOR), ceiling)
 
 
 def widths(curvature, variance, friction, temperature=1.0, mass=1.0, batches=1):
@@ -230,16 +238,23 @@ def graph_noise_width(variance, friction, temperature=1.0, mass=1.0, excess=EXCE
     return tf.where(variance > 0.0, tf.exp(low), tf.constant(np.inf, tf.float64))
 
 
-def graph_width(hessian_vector, batches, noise_variance, start, friction, temperature=1.0, mass=1.0):
+def graph_width(hessian_vector, batches, noise_variance, start, friction, temperature=1.0, mass=1.0,
+                measures_friction=False):
     """In the compiled loop: the run's width, min over walkers of min(h_s, h_n) (module docstring,
-    1.-3.), from hessian_vector ((b, v [W, d]) -> the curvature in the metric on batch b < batches),
-    the walkers' mean noise variance in the metric [W] and a start [W, d] of the power iteration
-    (float64). NaN where a curvature or variance is not finite."""
+    1.-3.), and the friction it holds at, from hessian_vector ((b, v [W, d]) -> the curvature in the
+    metric on batch b < batches), the walkers' mean noise variance in the metric [W] and a start
+    [W, d] of the power iteration (float64). measures_friction: the friction is measured (4.,
+    graph_friction at the least stability width), else `friction`. NaN where a curvature or
+    variance is not finite."""
     curvature = batch_curvature(hessian_vector, batches, start)
     stable = STABILITY / tf.sqrt(curvature / mass)
+    if measures_friction:
+        friction = graph_friction(tf.reduce_min(stable), noise_variance, temperature, mass)
     noisy = graph_noise_width(noise_variance, friction, temperature, mass)
     finite = tf.reduce_all(tf.math.is_finite(curvature)) & tf.reduce_all(tf.math.is_finite(noise_variance))
-    return tf.where(finite, tf.reduce_min(tf.minimum(stable, noisy)), tf.constant(np.nan, tf.float64))
+    nan = tf.constant(np.nan, tf.float64)
+    return (tf.where(finite, tf.reduce_min(tf.minimum(stable, noisy)), nan),
+            tf.where(finite, tf.cast(friction, tf.float64), nan))
 
 
 def _of_batches(batches):

@@ -82,8 +82,10 @@ def summarise(prog, simulation, result, sampler, seconds=None):
     if measured is not None:
         lines.append("  " + measured.line())
     if len(followed):
-        lines.append(f"  step_width measured again with each new mass: {', '.join(f'{w:.3g}' for w in followed)} "
-                     "(the last is the run's)")
+        lines.append(f"  step_width measured again with each new mass: {_listed(followed)} (the last is the run's)")
+        frictions = simulation.sampler.followed_frictions()
+        if len(frictions):
+            lines.append(f"  friction_constant measured with each: {_listed(frictions)}")
     if sampler and not legs and not proposal and getattr(getattr(simulation, "sampler", None), "adapt_mass", False):
         lines.append(_langevin_mass_line(simulation.sampler))
     broken = ~np.isfinite(run_info["loss"].to_numpy(dtype=float))
@@ -270,14 +272,14 @@ def _temperature_lines(simulation, result):
             lines.append(f"  average kinetic energy {value:.4g} ({reference}: not judged, {which} blew up)")
         else:
             lines += (_warm_line("average kinetic energy", value, stats, expected, reference, _noise_heat(o))
-                      or _judged("average kinetic energy", value, stats, expected, reference, _kinetic_hint(o),
-                                 run_info, burn_in))
+                      or _judged("average kinetic energy", value, stats, expected, reference,
+                                 _kinetic_hint(o, _noted(simulation)), run_info, burn_in))
     if "average_virials" in last:  # not RWMH, which takes no gradients
         lines += _virial_lines(o, last, run_info, expected, burn_in)
     if persist and "kinetic_energy" in run_info and (run_info["step"] > burn_in).any():
-        lines += _momentum_lines(result, o, simulation.num_parameters)
+        lines += _momentum_lines(result, o, simulation.num_parameters, _noted(simulation))
         if getattr(result, "momenta", None) is not None and not result.momenta.empty:  # record_momenta
-            lines += _layer_lines(result, o)
+            lines += _layer_lines(result, o, _noted(simulation))
     return lines
 
 
@@ -312,8 +314,26 @@ def _warm_fraction(dof, heat, quantile=0.99):
     return float(stats.chi2.cdf(stats.chi2.ppf(quantile, dof) / (1.0 + heat), dof))
 
 
-def _kinetic_hint(o):
+def _noted(simulation):
+    """Whether a note on the data (diagnostics/data_scale.py) heads the summary."""
+    return bool(getattr(simulation, "notes", ()))
+
+
+def _measured_hint(o, noted):
+    """Where the width was measured (the user gave none), what to do when it did not hold: the
+    note on the data, if there is one, names the cause; else a smaller width or a longer burn-in.
+    None where the user gave the width."""
+    if o.get("measure_step_width") is not True:
+        return None
+    return "the measured step_width did not hold here: " + (
+        "see the note on the data above" if noted else "give a smaller step_width, or more burn_in_steps")
+
+
+def _kinetic_hint(o, noted=False):
     """The likely causes of a kinetic energy off equipartition, and what fixes each."""
+    measured = _measured_hint(o, noted)
+    if measured is not None:
+        return measured
     if _noise_estimator_helps(o):  # mini-batch gradients heat SGHMC unless it estimates their noise
         return "step_width too large, gradient_noise_estimator unset, or the run too short (burn_in_steps)"
     return "step_width may be too large, or the run too short (burn_in_steps)"
@@ -325,7 +345,7 @@ def _noise_estimator_helps(o):
     return "gradient_noise_estimator" in spec_of(o["sampler"]).option_names and o["batch_size"] is not None
 
 
-def _momentum_lines(result, o, dof):
+def _momentum_lines(result, o, dof, noted=False):
     """T_0.99 of the momenta from the kinetic energies (chi-square(d) of 2 beta K), with its
     99% Clopper-Pearson interval over the independent readings; none below 100 readings, where
     one reading in a hundred is expected outside and the test has no power."""
@@ -340,15 +360,16 @@ def _momentum_lines(result, o, dof):
     if heat and _warm_fraction(dof, heat) <= test["high"] < 0.99:
         return [head, f"    {_warm(heat)}"]
     if test["high"] < 0.99:
-        hint = "momenta too hot (too few inside): lower step_width"
-        if _noise_estimator_helps(o):
+        measured = _measured_hint(o, noted)
+        hint = "momenta too hot (too few inside): " + (measured or "lower step_width")
+        if measured is None and _noise_estimator_helps(o):
             hint += ", or set gradient_noise_estimator"
     else:
         hint = "momenta too cold (too many inside): run longer (burn_in_steps)"
     return [head, f"    {hint}"]
 
 
-def _layer_lines(result, o):
+def _layer_lines(result, o, noted=False):
     """The momentum diagnostics per weight and bias tensor (record_momenta), a row each and one
     for the whole vector: T_0.99 and the kinetic temperature with their 99% intervals and a
     verdict, the configurational temperature q . grad U / d with its standard error (no
@@ -377,8 +398,9 @@ def _layer_lines(result, o):
         c = _plus_minus(row["configurational_temperature"], row["configurational_error"])
         lines.append(f"    {name:<{width}} {int(row['dof']):>5}  {t:<29}{k:<26}{c}")
     if "hot" in verdicts:
-        lines.append("    momenta too hot in some layer: lower step_width"
-                     + (", or set gradient_noise_estimator" if _noise_estimator_helps(o) else ""))
+        measured = _measured_hint(o, noted)
+        lines.append("    momenta too hot in some layer: " + (measured or "lower step_width" + (
+            ", or set gradient_noise_estimator" if _noise_estimator_helps(o) else "")))
     elif "cold" in verdicts:
         lines.append("    momenta too cold in some layer: run longer (burn_in_steps)")
     elif "warm" in verdicts:
@@ -485,6 +507,10 @@ def _burn_in_for_metric(o, run_info, walkers, draws):
     steps = burn_in * needed / max(legs, 1)
     scale = 10.0 ** max(math.floor(math.log10(steps)) - 1, 0)  # two significant digits, up
     return legs, int(math.ceil(steps / scale) * scale)
+
+
+def _listed(values):
+    return ", ".join(f"{v:.3g}" for v in values)
 
 
 def _followed_widths(simulation):

@@ -41,6 +41,7 @@ class BAOAB(AdaptedMass, SamplerBase):
     `adapt_mass` with `adaptation_steps` adapts a diagonal mass during them (samplers/mass.py)."""
 
     parameters = ("inverse_temperature", "friction_constant")
+    fixed_friction = True
     friction_constant = parameter_property("friction_constant", "gamma, the friction per unit time.")
 
     def __init__(self, step_width=default("step_width"), friction_constant=default("friction_constant"),

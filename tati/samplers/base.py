@@ -79,6 +79,13 @@ class SamplerBase(keras.optimizers.Optimizer):
     # temperature (the noise mass with measure_step_width: samplers/mass.py); the engine then passes
     # the curvature.
     follows_width = False
+    # Whether it measures friction_constant again with the width (friction_constant auto; the
+    # Simulation sets it where `fixed_friction`).
+    follows_friction = False
+    # Whether friction_constant is the fixed friction of the O step (BAOAB, GLA1/2, SGHMC), which
+    # friction_constant auto measures again with each noise mass; CCAdL's and SGNHT's thermostats
+    # adapt their own friction xi from it.
+    fixed_friction = False
     # Whether friction_constant is per unit of the scalar mass (SGHMC's C: the momentum decays by
     # 1 - h C / M); else it is the friction rate gamma itself (alpha = exp(-gamma h), SGNHT's A).
     friction_per_mass = False

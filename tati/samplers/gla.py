@@ -36,6 +36,7 @@ from tati.samplers.mass import AdaptedMass
 
 class _GLA(SamplerBase):
     parameters = ("inverse_temperature", "friction_constant")
+    fixed_friction = True
     friction_constant = parameter_property("friction_constant", "gamma, the friction per unit time.")
 
     def __init__(self, step_width=default("step_width"), friction_constant=default("friction_constant"),

@@ -105,6 +105,9 @@ class AdaptedMass:
             # the step width measured with each of the mass's measurements (follows_width; else zeros)
             self._followed_widths = self.add_variable((1 + len(self.metric_ends),), dtype="float64",
                                                       name="measured_step_widths", initializer="zeros")
+            # and the friction measured with it (follows_friction; else zeros)
+            self._followed_frictions = self.add_variable((1 + len(self.metric_ends),), dtype="float64",
+                                                         name="measured_frictions", initializer="zeros")
         self._scales = [self.add_variable(self._walker_shape(v), dtype=v.dtype, name="metric_scale",
                                           initializer="ones") for v in variables]
         self._metric_draws = [self.add_variable((1 + 2 * int(np.prod(self._walker_shape(v))),), dtype="float64",
@@ -189,8 +192,11 @@ class AdaptedMass:
     def _follow_width(self, hessian_vector_on, batches, variances, closed):
         """The step width measured in the metric just set (measured_width.graph_width): the
         largest curvature of the batches' s H_b s by power iteration from a fixed start (keyed by
-        the measurement), the walkers' mean of s^2 V. A non-finite measurement keeps the width
-        (the run's finite check then names the step)."""
+        the measurement), the walkers' mean of s^2 V. With follows_friction (friction_constant
+        auto) the friction is measured again with it: the start's, often a mode fitted closely,
+        has little noise, and the typical set's would heat the walkers at that friction (digits,
+        doc/benchmarks.md). A non-finite measurement keeps both (the run's finite check then
+        names the step)."""
         rows = 1 if self._walkers is None else self._walkers
         s = tf.concat([tf.reshape(tf.cast(scale, tf.float64), [-1]) for scale in self._scales], 0)
         noise = tf.concat([tf.reshape(v, [rows, -1]) for v in variances], 1)
@@ -200,19 +206,31 @@ class AdaptedMass:
         # the friction rate and temperature the sampler steps with (a measured friction, a restored
         # one), and its scalar mass (SGHMC's, SGNHT's; 1 for the others)
         mass = self._parameter_variables.get("mass", tf.constant(1.0, tf.float64))
-        friction = self._parameter_variables["friction_constant"] / self.friction_unit(mass)
+        unit = self.friction_unit(mass)
+        friction_variable = self._parameter_variables["friction_constant"]
         temperature = 1.0 / self._parameter_variables["inverse_temperature"]
-        width = measured_width.graph_width(lambda b, v: s * hessian_vector_on(b, s * v), batches, noise_variance,
-                                           start, friction, temperature, mass)
-        width = tf.where(tf.math.is_finite(width), width, tf.cast(self._learning_rate, tf.float64))
+        width, friction = measured_width.graph_width(lambda b, v: s * hessian_vector_on(b, s * v), batches,
+                                                     noise_variance, start, friction_variable / unit, temperature,
+                                                     mass, self.follows_friction)
+        held = tf.math.is_finite(width)
+        width = tf.where(held, width, tf.cast(self._learning_rate, tf.float64))
+        friction = tf.where(held, friction * unit, friction_variable)
         self._learning_rate.assign(tf.cast(width, self._learning_rate.dtype))
+        friction_variable.assign(friction)
         self._followed_widths.assign(tf.tensor_scatter_nd_update(self._followed_widths, [[closed]], [width]))
+        self._followed_frictions.assign(tf.tensor_scatter_nd_update(self._followed_frictions, [[closed]], [friction]))
 
     def followed_widths(self):
         """numpy: the step widths measured with the mass's measurements so far (follows_width), else empty."""
         if not self.noise_mass or not self.follows_width:
             return np.zeros(0)
         return self._followed_widths.numpy()[:self.metric_windows()]
+
+    def followed_frictions(self):
+        """numpy: the friction_constant measured with each of them (follows_friction), else empty."""
+        if not self.noise_mass or not self.follows_friction:
+            return np.zeros(0)
+        return self._followed_frictions.numpy()[:self.metric_windows()]
 
     def noise_scales(self, variances):
         """numpy: the scales s = M^-1/2 of per-walker variances [W, d] (or [d]), as estimate_noise sets them."""

@@ -117,6 +117,7 @@ class SGHMC(AdaptedMass, SamplerBase):
     `noise_estimation_batches` K and `noise_estimation_steps`); without an estimator `adapt_mass`
     with `adaptation_steps` adapts a diagonal mass during them (samplers/mass.py)."""
 
+    fixed_friction = True
     parameters = ("inverse_temperature", "friction_constant", "mass", "noise_estimate",
                   "gradient_noise_estimator", "first_moment_decay", "second_moment_decay",
                   "mass_rescaling_steps", "mass_safety_factor", "noise_estimation_batches",

@@ -31,17 +31,24 @@ def test_power_iteration_finds_the_largest_curvature():
 
 def test_batch_curvature_is_the_largest_batch_and_graph_width_the_numpy_one():
     """Three batches' diagonal Hessians (largest 2, 9, 5): the largest is found, per walker; the
-    graph's width equals `widths` of the same curvature and noise; a NaN curvature gives NaN."""
+    graph's width equals `widths` of the same curvature and noise, at the given friction and, with
+    the friction measured, at the measured one (equal to the numpy rule's); a NaN curvature gives NaN."""
     diagonals = tf.constant([[1.0, 2.0, 0.5], [9.0, 1.0, 3.0], [5.0, 4.0, 1.0]], tf.float64)
     start = tf.constant(np.random.default_rng(seed(9)).normal(size=(2, 3)))
     found = mw.batch_curvature(lambda b, v: v * diagonals[b], 3, start).numpy()
     np.testing.assert_allclose(found, [9.0, 9.0], rtol=1e-6)
     noise = tf.constant([3.0, 0.5], tf.float64)
-    width = mw.graph_width(lambda b, v: v * diagonals[b], 3, noise, start, GAMMA, 2.0, 1.5).numpy()
-    expected = mw.widths([9.0, 9.0], [3.0, 0.5], GAMMA, 2.0, 1.5).width
-    assert abs(width - expected) < 1e-6 * expected
+    width, friction = mw.graph_width(lambda b, v: v * diagonals[b], 3, noise, start, GAMMA, 2.0, 1.5)
+    expected = mw.widths([9.0, 9.0], [3.0, 0.5], GAMMA, 2.0, 1.5)
+    assert abs(width.numpy() - expected.width) < 1e-6 * expected.width and friction.numpy() == GAMMA
+    loud = tf.constant([300.0, 50.0], tf.float64)  # friction measured too: the numpy rule's, above the floor
+    width, friction = mw.graph_width(lambda b, v: v * diagonals[b], 3, loud, start, GAMMA, 2.0, 1.5, True)
+    expected = mw.widths([9.0, 9.0], [300.0, 50.0], None, 2.0, 1.5)
+    assert expected.friction > mw.FRICTION_FLOOR
+    assert abs(friction.numpy() - expected.friction) < 1e-5 * expected.friction
+    assert abs(width.numpy() - expected.width) < 1e-5 * expected.width
     broken = mw.graph_width(lambda b, v: v * diagonals[b] * (np.nan if b == 1 else 1.0), 3, noise, start, GAMMA)
-    assert np.isnan(broken.numpy())
+    assert np.isnan(broken[0].numpy()) and np.isnan(broken[1].numpy())
 
 
 def test_noise_variance_within_its_sampling_error():
