@@ -178,7 +178,7 @@ OPTIONS = [
            " measure_step_width): measured with the width, the least friction at which the gradient noise "
            "heats the momenta by no more than measure_step_width's bound at the stability width, at least 1 "
            "(doc/samplers.md), and for GLA1, GLA2, BAOAB and SGHMC measured again with each new width of "
-           "adapt_mass noise; the default there where measure_step_width is auto and on."),
+           "adapt_mass noise, never lowered; the default there where measure_step_width is auto and on."),
     Option("sigma", 1.0, POSITIVE, "sampler",
            "CCAdL: coupling of the adaptive friction xi to the kinetic temperature, "
            "dxi/dt = sigma (|p|^2 / N - 1 / beta)."),

@@ -757,3 +757,18 @@ def test_heat_within_what_the_measured_width_allows_reads_warm():
     assert summary._warm_line("average kinetic energy", 230.5, (230.5, 0.9), 226.0, "e", 0.0) is None
     assert summary._warm_fraction(452, 0.0) == pytest.approx(0.99)
     assert 0.9 < summary._warm_fraction(452, EXCESS) < 0.96  # chi-square(452)'s 0.99 quantile / 1.05
+
+
+def test_a_measured_width_too_hot_is_not_blamed_on_a_step_width_the_user_never_gave():
+    """Where measure_step_width chose the width, hot temperature lines name it, and point to the
+    note on the data where there is one (diagnostics/data_scale.py); a given width keeps the
+    usual hint."""
+    from tati.cli import summary
+    measured = dict(sampler="BAOAB", measure_step_width=True, batch_size=32)
+    assert summary._kinetic_hint(measured, noted=True) == (
+        "the measured step_width did not hold here: see the note on the data above")
+    assert summary._kinetic_hint(measured) == (
+        "the measured step_width did not hold here: give a smaller step_width, or more burn_in_steps")
+    given = dict(sampler="BAOAB", measure_step_width=False, batch_size=32)
+    assert summary._kinetic_hint(given, noted=True) == "step_width may be too large, or the run too short (burn_in_steps)"
+    assert summary._measured_hint(given, True) is None
