@@ -218,8 +218,9 @@ class AdaptedMass:
         held = tf.math.is_finite(width)
         width = tf.where(held, width, tf.cast(self._learning_rate, tf.float64))
         friction = tf.where(held, friction * unit, friction_variable)
-        if self.follows_friction:  # never below an earlier one's: the noise grows on after the last
-            friction = tf.maximum(friction, friction_variable)
+        if self.follows_friction:  # never below an earlier one's (the noise grows on after the last),
+            ceiling = tf.maximum(measured_width.FRICTION_CEILING / width, measured_width.FRICTION_FLOOR) * unit
+            friction = tf.minimum(tf.maximum(friction, friction_variable), ceiling)  # nor gamma h above 1
         self._learning_rate.assign(tf.cast(width, self._learning_rate.dtype))
         friction_variable.assign(friction)
         self._followed_widths.assign(tf.tensor_scatter_nd_update(self._followed_widths, [[closed]], [width]))
