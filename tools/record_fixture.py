@@ -4,28 +4,29 @@
     python tools/record_fixture.py --check                  # compare with it, without pytest
     python tools/record_fixture.py --output new.npz [--part samplers|loops] [--verbose]
 
-tests/test_bitwise_fixture*.py run this tool in a fresh process and compare what it writes with
-the committed fixture of this machine's CPU class bit for bit, so that a change that is not meant to change numbers (moving
-code, the one-driver redesign of issue #39) provably does not. Rerecord only for a change that
-is meant to change numbers, and say so in its commit.
+tests/test_bitwise_fixture*.py run this tool in a fresh process and compare what it writes with the
+committed fixture of this machine's CPU class bit for bit, so that a change that is not meant to
+change numbers (moving code, the one-driver redesign of issue #39) provably does not. Rerecord only
+for a change that is meant to change numbers, and say so in its commit.
 
-The runs cover every sampler and optimizer, walkers 1 and 4, the graph and XLA loops, burn-in
-with adaptation, the ensemble preconditioner, mini-batches, priors, fixed parameters, a Keras
-model, two calls of one run, fit() then sample(), a checkpoint's save and resume (its tables,
-CSV files and saved state) and a mirrored run over 4 logical CPU devices (doc/distributed.md),
-each tiny (tens of steps, a network of 3 hidden units, a 4-parameter potential).
+The runs cover every sampler and optimizer, walkers 1 and 4, the graph and XLA loops, burn-in with
+adaptation, the ensemble preconditioner, mini-batches, priors, fixed parameters, a Keras model, two
+calls of one run, fit() then sample(), a checkpoint's save and resume (its tables, CSV files and
+saved state) and a mirrored run over 4 logical CPU devices (doc/distributed.md), each tiny (tens of
+steps, a network of 3 hidden units, a 4-parameter potential).
 
-What is stored (one .npz per CPU class, tests/fixtures/bitwise-CLASS.npz): for each run, each table's columns as they come (int64 or float64,
-`time_per_nth_step` left out: it is wall-clock) under `RUN/TABLE/COLUMN`, the column order under
-`RUN/TABLE/.columns`, a checkpoint's arrays under `RUN/checkpoint/GROUP/NAME` and CSV files'
-text (the timing column cut out) under `RUN/csv/NAME`; `meta` (JSON) holds the CPU's SIMD class,
-the versions and the runs of each part. The last bits depend on the CPU's vendor and SIMD
-extensions (tati/samplers/base.py; the network's float32 matrix products differ in their last bit
-between an Intel and an AMD CPU with the same extensions), so the tests compare with the fixture of
-this machine's class and skip where there is none. Rerecording writes this class's fixture and
-removes the others', which a change of numbers makes stale. They also depend on oneDNN
-(TF_ENABLE_ONEDNN_OPTS=0 changes the network's float32 numbers), which the tool fixes on, with
-one thread per TensorFlow pool as the test suite has it (two threads gave the same bits).
+What is stored (one .npz per CPU class, tests/fixtures/bitwise-CLASS.npz): for each run, each
+table's columns as they come (int64 or float64, `time_per_nth_step` left out: it is wall-clock)
+under `RUN/TABLE/COLUMN`, the column order under `RUN/TABLE/.columns`, a checkpoint's arrays under
+`RUN/checkpoint/GROUP/NAME` and CSV files' text (the timing column cut out) under `RUN/csv/NAME`;
+`meta` (JSON) holds the CPU's SIMD class, the versions and the runs of each part. The last bits
+depend on the CPU's vendor and SIMD extensions (tati/samplers/base.py; the network's float32 matrix
+products differ in their last bit between an Intel and an AMD CPU with the same extensions), so the
+tests compare with the fixture of this machine's class and skip where there is none. Rerecording
+writes this class's fixture and removes the others', which a change of numbers makes stale. They
+also depend on oneDNN (TF_ENABLE_ONEDNN_OPTS=0 changes the network's float32 numbers), which the
+tool fixes on, with one thread per TensorFlow pool as the test suite has it (two threads gave the
+same bits).
 """
 
 import argparse
