@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from tati.engine.clock import duration
+from tati.diagnostics.data_scale import noted as data_noted
 from tati.diagnostics.equipartition import equipartition_verdict, table_batch_means
 from tati.diagnostics.momentum import momentum_test
 from tati.diagnostics.outliers import walker_outliers
@@ -256,6 +257,7 @@ def _temperature_lines(simulation, result):
     # from this call's rows, every every_nth step: if anything too large for that average.
     last = averages.groupby("id").tail(1)
     lines = []
+    noted = data_noted(simulation)  # a note on the data names why a measured width did not hold
     # HMC and NUTS draw fresh momenta at every leg (or step): equipartitioned by construction,
     # they would pass these tests whatever the chain does
     spec = spec_of(o["sampler"])
@@ -273,13 +275,13 @@ def _temperature_lines(simulation, result):
         else:
             lines += (_warm_line("average kinetic energy", value, stats, expected, reference, _noise_heat(o))
                       or _judged("average kinetic energy", value, stats, expected, reference,
-                                 _kinetic_hint(o, _noted(simulation)), run_info, burn_in))
+                                 _kinetic_hint(o, noted), run_info, burn_in))
     if "average_virials" in last:  # not RWMH, which takes no gradients
         lines += _virial_lines(o, last, run_info, expected, burn_in)
     if persist and "kinetic_energy" in run_info and (run_info["step"] > burn_in).any():
-        lines += _momentum_lines(result, o, simulation.num_parameters, _noted(simulation))
+        lines += _momentum_lines(result, o, simulation.num_parameters, noted)
         if getattr(result, "momenta", None) is not None and not result.momenta.empty:  # record_momenta
-            lines += _layer_lines(result, o, _noted(simulation))
+            lines += _layer_lines(result, o, noted)
     return lines
 
 
@@ -312,11 +314,6 @@ def _warm_fraction(dof, heat, quantile=0.99):
     """T_0.99 of chi-square(dof) momenta at temperature 1 + heat: the least the allowed noise heat gives."""
     from scipy import stats
     return float(stats.chi2.cdf(stats.chi2.ppf(quantile, dof) / (1.0 + heat), dof))
-
-
-def _noted(simulation):
-    """Whether a note on the data (diagnostics/data_scale.py) heads the summary."""
-    return bool(getattr(simulation, "notes", ()))
 
 
 def _measured_hint(o, noted):

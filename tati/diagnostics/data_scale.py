@@ -51,3 +51,9 @@ def noise_misfit_line(residual_rms, noise):
             f"{residual_rms / noise:.2g} times noise_standard_deviation {noise:g}, so the posterior is far too narrow "
             f"(and a relu network may blow up): set noise_standard_deviation near {residual_rms:.3g} or use "
             "likelihood heteroscedastic_gaussian")
+
+
+def noted(simulation):
+    """Whether a line of these heads the simulation's summary (Simulation.notes): the hints of a
+    measured width that did not hold then point to it."""
+    return bool(getattr(simulation, "notes", ()))

@@ -50,6 +50,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import stats
 
+from tati.diagnostics.data_scale import noted as data_noted
 from tati.diagnostics.momentum import integrated_autocorrelation_time
 from tati.diagnostics.temperature import kinetic_temperature_interval
 from tati.engine.registry import spec_of
@@ -215,7 +216,7 @@ def walker_outliers(result, simulation, false_alarms=FALSE_ALARMS):
     off = {outlier.walker for outlier in found}
     found += loss_outliers(*table)
     warm = getattr(simulation, "warm_start", None) is not None
-    noted = bool(getattr(simulation, "notes", ()))
+    noted = data_noted(simulation)
     return [outlier._replace(fix=_fix(outlier, o, outlier.walker in off, warm, noted)) for outlier in found]
 
 
