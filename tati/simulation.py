@@ -257,7 +257,8 @@ class Simulation:
         scales_of = sampler.noise_scales if getattr(sampler, "noise_mass", False) else None
         friction = None if o["friction_constant"] == "auto" else o["friction_constant"] / self._friction_unit()
         self.measured_width = measured_width.measure(self.model, self.data, friction,
-                                                     1.0 / o["inverse_temperature"], mass, o["seed"], scales_of)
+                                                     1.0 / o["inverse_temperature"], mass, o["seed"], scales_of,
+                                                     sampler.euler_friction)
         if friction is None:
             self._sampler = None
         self.sampler.step_width = self.measured_width.width

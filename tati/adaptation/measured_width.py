@@ -29,8 +29,14 @@ start point, with temperature T = 1 / beta and mass M (the samplers' scalar mass
    noise of variance V; BAOAB's O step keeps alpha^2 = exp(-2 gamma h) of p's variance s and
    restores (1 - alpha^2) T, so in equilibrium s = alpha^2 (s + h^2 V / M) + (1 - alpha^2) T,
    s = T + alpha^2 h^2 V / (M (1 - alpha^2)) <= T + h^2 V / (M (1 - exp(-2 gamma h))), about
-   T + h V / (2 gamma M) for small gamma h (SGHMC's Euler friction, 1 - gamma h instead of
-   alpha, gives the same to first order). h_n solves h^2 V / (M (1 - exp(-2 gamma h))) = EXCESS T.
+   T + h V / (2 gamma M) for small gamma h. h_n solves h^2 V / (M (1 - exp(-2 gamma h))) = EXCESS T.
+   SGHMC's friction step is Euler's and takes the kick with it (`euler`): p <- (1 - a) p - h g + noise,
+   a = gamma h, keeps (1 - a)^2 of p's variance and its noise restores 2 a T, not (1 - (1 - a)^2) T,
+   so the friction heats by itself: in equilibrium s = (1 - a)^2 s + h^2 V / M + 2 a T,
+   s = T (1 + (a^2 + r) / (a (2 - a))) with r = h^2 V / (M T), an excess of about a / 2 + r / (2 a),
+   which no friction brings below sqrt(r). That heat counts within EXCESS (on
+   yacht split 0 SGHMC at the widths and frictions of the O step's rule, a = 0.068, read 6.2% hot
+   and failed its momentum test; BAOAB read 1.7%).
 3. the walker's width min(h_s, h_n); the run's (one width: the sampler's step_width) the least
    over the walkers. With adapt_mass noise the metric changes at each of the mass's measurements
    (the first at step 0, then after each of Stan's windows) and the width is measured again in
@@ -44,11 +50,16 @@ start point, with temperature T = 1 / beta and mass M (the samplers' scalar mass
    yacht, 10 over-damped it: doc/benchmarks.md). At least FRICTION_FLOOR (the option's default; a
    small noise would otherwise leave the thermostat nothing to do), at most FRICTION_CEILING / h
    (alpha = exp(-gamma h) of 1/e: where even that heats more, the noise bound sets a smaller width).
+   SGHMC's Euler friction heats as it grows (2.), so its least friction is the smaller root a of
+   (1 + E) a^2 - 2 E a + r = 0 (E = EXCESS), which exists for r <= E^2 / (1 + E); where the noise is
+   larger, the friction of a = E / (1 + E) at the width where r = E^2 / (1 + E), the widest any
+   friction allows.
    Where the friction is the O step's own (GLA1, GLA2, BAOAB, SGHMC) it is measured again with each
-   new width (3., `graph_friction`) and never lowered (samplers/mass.py): the start is often a mode
-   fitted closely, with little noise, and the typical set's noise then heats the walkers or, the
-   width following it alone, shrinks the width (digits, 64-50-10 network: friction 1 at the start,
-   6.96 after the first window; width 0.0035 -> 0.0069, kinetic temperature 1.073 -> 1.024).
+   new width (3., `graph_friction`), never lowered, and the width is that of the friction kept
+   (samplers/mass.py): the start is often a mode fitted closely, with little noise, and the typical
+   set's noise then heats the walkers or, the width following it alone, shrinks the width (digits,
+   64-50-10 network: friction 1 at the start, 6.96 after the first window; width 0.0035 -> 0.0069,
+   kinetic temperature 1.073 -> 1.024).
 
 Numpy on the measurements (`widths`, called by `measure`, which evaluates the model), and the
 same rules on tensors for the compiled loop (`graph_width`, `batch_curvature`).
@@ -79,6 +90,7 @@ class MeasuredWidth(NamedTuple):
     widths: np.ndarray
     friction: float = None  # friction_constant auto's measured gamma (None where given)
     batches: int = 1  # the batches whose largest curvature is taken (1: the whole dataset)
+    euler: bool = False  # the heat is that of SGHMC's Euler friction step (module docstring, 2.)
 
     @property
     def width(self):
@@ -90,7 +102,8 @@ class MeasuredWidth(NamedTuple):
                 f"{STABILITY:g} / sqrt(largest curvature{_of_batches(self.batches)} {_values(self.curvature)}) = "
                 f"{_values(self.stable_width)}, "
                 f"gradient noise variance {_values(self.noise_variance)} allows {_values(self.noise_width)} "
-                f"for {EXCESS:.0%} excess heat" + ("" if self.friction is None else
+                f"for {EXCESS:.0%} excess heat" + (" (with its Euler friction's own)" if self.euler else "")
+                + ("" if self.friction is None else
                                                    f" at the measured friction_constant {self.friction:.3g}"))
 
 
@@ -100,56 +113,71 @@ def noise_variance(gradients, scales=1.0):
     return np.mean(np.square(scales) * np.var(gradients, axis=0, ddof=1), axis=-1)
 
 
-def excess_heat(width, variance, friction, temperature=1.0, mass=1.0):
+def excess_heat(width, variance, friction, temperature=1.0, mass=1.0, euler=False):
     """The kinetic temperature's rise from gradient noise of variance V per parameter at step
-    width h, relative to T: h^2 V / (M T (1 - exp(-2 gamma h))); numpy or tensors (the graph's
-    bisection, graph_noise_width, takes it too)."""
-    return width ** 2 * variance / (mass * temperature * -tf.math.expm1(-2.0 * friction * width))
+    width h, relative to T: h^2 V / (M T (1 - exp(-2 gamma h))); euler (SGHMC's friction step),
+    (a^2 + r) / (a (2 - a)) with a = gamma h and r = h^2 V / (M T), its friction's own heat
+    included; numpy or tensors (the graph's bisection, graph_noise_width, takes it too)."""
+    ratio = width ** 2 * variance / (mass * temperature)
+    if euler:
+        a, ratio = (tf.cast(tf.convert_to_tensor(x, dtype_hint=tf.float64), tf.float64)
+                    for x in (friction * width, ratio))
+        return tf.where(a < 1.0, (a * a + ratio) / (a * (2.0 - a)), np.inf)  # a >= 1 reverses p: too hot
+    return ratio / -tf.math.expm1(-2.0 * friction * width)
 
 
-def noise_width(variance, friction, temperature=1.0, mass=1.0, excess=EXCESS):
+def noise_width(variance, friction, temperature=1.0, mass=1.0, excess=EXCESS, euler=False):
     """The width h at which excess_heat is `excess` (it rises with h), per walker; inf where V = 0
     (graph_noise_width's bisection of log h, on numpy)."""
     variance = tf.constant(np.asarray(variance, float), tf.float64)
-    return graph_noise_width(variance, friction, temperature, mass, excess).numpy()
+    return graph_noise_width(variance, friction, temperature, mass, excess, euler).numpy()
 
 
-def measured_friction(curvature, variance, temperature=1.0, mass=1.0):
+def measured_friction(curvature, variance, temperature=1.0, mass=1.0, euler=False):
     """friction_constant auto (module docstring, 4.): the least friction at which every walker's noise
     allows the run's stability width, within [FRICTION_FLOOR, FRICTION_CEILING / h] (graph_friction)."""
     width = np.min(STABILITY / np.sqrt(np.asarray(curvature, float) / mass))
     return float(graph_friction(tf.constant(width, tf.float64), tf.constant(np.asarray(variance, float), tf.float64),
-                                temperature, mass))
+                                temperature, mass, euler=euler))
 
 
-def graph_friction(width, variance, temperature=1.0, mass=1.0, excess=EXCESS):
+def graph_friction(width, variance, temperature=1.0, mass=1.0, excess=EXCESS, euler=False):
     """The least friction at which excess_heat at `width` is at most `excess` for every walker's noise
     variance [W], from 1 - exp(-2 gamma h) = h^2 V / (M T excess) (none holds it where that ratio is
-    1 or more), within [FRICTION_FLOOR, FRICTION_CEILING / h]; float64 tensors."""
-    ratio = width ** 2 * variance / (mass * temperature * excess)
-    needed = tf.where(ratio < 1.0, -tf.math.log1p(-tf.minimum(ratio, 1.0 - 1e-12)) / (2.0 * width),
-                      tf.constant(np.inf, tf.float64))
+    1 or more); euler, from the smaller root of (1 + E) a^2 - 2 E a + r (module docstring, 4.; where
+    there is none, a = E / (1 + E) at the widest width any friction allows); within
+    [FRICTION_FLOOR, FRICTION_CEILING / h]; float64 tensors."""
+    ratio = width ** 2 * variance / (mass * temperature)
+    if euler:
+        discriminant = excess * excess - (1.0 + excess) * ratio
+        root = (excess - tf.sqrt(tf.maximum(discriminant, 0.0))) / (1.0 + excess)
+        widest = tf.sqrt(excess * excess / (1.0 + excess) * mass * temperature / variance)
+        needed = tf.where(discriminant >= 0.0, root / width, excess / (1.0 + excess) / widest)
+    else:
+        ratio = ratio / excess
+        needed = tf.where(ratio < 1.0, -tf.math.log1p(-tf.minimum(ratio, 1.0 - 1e-12)) / (2.0 * width),
+                          tf.constant(np.inf, tf.float64))
     ceiling = tf.maximum(tf.constant(FRICTION_FLOOR, tf.float64), FRICTION_CEILING / width)
     return tf.minimum(tf.maximum(tf.reduce_max(needed), FRICTION_FLOOR), ceiling)
 
 
-def widths(curvature, variance, friction, temperature=1.0, mass=1.0, batches=1):
+def widths(curvature, variance, friction, temperature=1.0, mass=1.0, batches=1, euler=False):
     """MeasuredWidth of the curvatures (of H, not yet divided by the mass) and noise variances;
-    friction None: measured (measured_friction), and kept in the MeasuredWidth."""
+    friction None: measured (measured_friction), and kept in the MeasuredWidth; euler: SGHMC's heat."""
     curvature, variance = np.asarray(curvature, float), np.asarray(variance, float)
-    measured = None if friction is not None else measured_friction(curvature, variance, temperature, mass)
+    measured = None if friction is not None else measured_friction(curvature, variance, temperature, mass, euler)
     stable = STABILITY / np.sqrt(curvature / mass)
-    noisy = noise_width(variance, friction if measured is None else measured, temperature, mass)
-    return MeasuredWidth(curvature, variance, stable, noisy, np.minimum(stable, noisy), measured, batches)
+    noisy = noise_width(variance, friction if measured is None else measured, temperature, mass, euler=euler)
+    return MeasuredWidth(curvature, variance, stable, noisy, np.minimum(stable, noisy), measured, batches, euler)
 
 
-def measure(model, data, friction, temperature=1.0, mass=1.0, seed=0, scales_of=None):
+def measure(model, data, friction, temperature=1.0, mass=1.0, seed=0, scales_of=None, euler=False):
     """MeasuredWidth of every walker at the model's parameters (friction None: measured too):
     curvature on one epoch's batches (`batch_curvature`; the whole dataset without mini-batches),
     noise from noise_batch_count batches of the run's batch size (none without mini-batches), the
     covering batches of step 0, which the noise mass's first measurement in the run takes too.
     scales_of (adapt_mass noise): per-parameter variances [W, d] -> the whitened metric's scales
-    s [d]; curvature and noise are then those of s H s and s^2 V."""
+    s [d]; curvature and noise are then those of s H s and s^2 V. euler: SGHMC's friction step's heat."""
     theta = tf.constant(model.flat_parameters().numpy(), model.dtype)
 
     @tf.function(autograph=False)
@@ -174,7 +202,7 @@ def measure(model, data, friction, temperature=1.0, mass=1.0, seed=0, scales_of=
     if not np.all(np.isfinite(curvature)) or not np.all(np.isfinite(variance)):
         raise SamplingError("measure_step_width: the loss's curvature or gradient is not finite at the walkers' "
                             "start; give initial_parameters or a step_width")
-    return widths(curvature, variance, friction, temperature, mass, batches)
+    return widths(curvature, variance, friction, temperature, mass, batches, euler)
 
 
 def noise_batch_count(data):
@@ -226,11 +254,11 @@ def graph_power_iteration(hessian_vector, start, iterations=POWER_ITERATIONS):
     return estimate
 
 
-def graph_noise_width(variance, friction, temperature=1.0, mass=1.0, excess=EXCESS):
+def graph_noise_width(variance, friction, temperature=1.0, mass=1.0, excess=EXCESS, euler=False):
     """noise_width in the graph (float64 [W]), by the same bisection of log h."""
     def body(i, low, high):
         middle = 0.5 * (low + high)
-        hot = excess_heat(tf.exp(middle), variance, friction, temperature, mass) > excess
+        hot = excess_heat(tf.exp(middle), variance, friction, temperature, mass, euler) > excess
         return i + 1, tf.where(hot, low, middle), tf.where(hot, middle, high)
 
     bounds = (tf.fill(tf.shape(variance), -40.0), tf.fill(tf.shape(variance), 40.0))
@@ -239,23 +267,42 @@ def graph_noise_width(variance, friction, temperature=1.0, mass=1.0, excess=EXCE
     return tf.where(variance > 0.0, tf.exp(low), tf.constant(np.inf, tf.float64))
 
 
-def graph_width(hessian_vector, batches, noise_variance, start, friction, temperature=1.0, mass=1.0,
-                measures_friction=False):
+class Friction(NamedTuple):
+    """The O step's friction as graph_width takes it: the rate gamma (a float64 tensor), whether it is
+    `measured` again (friction_constant auto; gamma, an earlier measurement, is then kept if higher),
+    and whether the step is Euler's (SGHMC, module docstring 2.)."""
+    gamma: object
+    measured: bool = False
+    euler: bool = False
+
+
+def graph_width(hessian_vector, batches, noise_variance, start, friction, temperature=1.0, mass=1.0):
     """In the compiled loop: the run's width, min over walkers of min(h_s, h_n) (module docstring,
-    1.-3.), and the friction it holds at, from hessian_vector ((b, v [W, d]) -> the curvature in the
-    metric on batch b < batches), the walkers' mean noise variance in the metric [W] and a start
-    [W, d] of the power iteration (float64). measures_friction: the friction is measured (4.,
-    graph_friction at the least stability width), else `friction`. NaN where a curvature or
-    variance is not finite."""
+    1.-3.), and the friction rate it holds at, from hessian_vector ((b, v [W, d]) -> the curvature in
+    the metric on batch b < batches), the walkers' mean noise variance in the metric [W], a start
+    [W, d] of the power iteration (float64) and the Friction. Measured: by graph_friction at the
+    least stability width (4.), kept at friction.gamma if that is higher, within FRICTION_CEILING / h
+    of the measured friction's width h; the width is then the kept friction's, at most
+    FRICTION_CEILING / gamma. NaN where a curvature or variance is not finite."""
+    euler = friction.euler
     curvature = batch_curvature(hessian_vector, batches, start)
     stable = STABILITY / tf.sqrt(curvature / mass)
-    if measures_friction:
-        friction = graph_friction(tf.reduce_min(stable), noise_variance, temperature, mass)
-    noisy = graph_noise_width(noise_variance, friction, temperature, mass)
+
+    def width_at(friction):
+        return tf.reduce_min(tf.minimum(stable, graph_noise_width(noise_variance, friction, temperature, mass,
+                                                                  euler=euler)))
+
+    gamma = tf.cast(friction.gamma, tf.float64)
+    if friction.measured:
+        measured = graph_friction(tf.reduce_min(stable), noise_variance, temperature, mass, euler=euler)
+        ceiling = tf.maximum(FRICTION_CEILING / width_at(measured), FRICTION_FLOOR)
+        gamma = tf.minimum(tf.maximum(measured, gamma), ceiling)
+        width = tf.minimum(width_at(gamma), FRICTION_CEILING / gamma)
+    else:
+        width = width_at(gamma)
     finite = tf.reduce_all(tf.math.is_finite(curvature)) & tf.reduce_all(tf.math.is_finite(noise_variance))
     nan = tf.constant(np.nan, tf.float64)
-    return (tf.where(finite, tf.reduce_min(tf.minimum(stable, noisy)), nan),
-            tf.where(finite, tf.cast(friction, tf.float64), nan))
+    return tf.where(finite, width, nan), tf.where(finite, gamma, nan)
 
 
 def _of_batches(batches):

@@ -86,6 +86,9 @@ class SamplerBase(keras.optimizers.Optimizer):
     # friction_constant auto measures again with each noise mass; CCAdL's and SGNHT's thermostats
     # adapt their own friction xi from it.
     fixed_friction = False
+    # Whether its friction step is Euler's, p <- (1 - gamma h) p (SGHMC), whose own heat the measured
+    # width and friction count (tati/adaptation/measured_width.py); else exp(-gamma h), exact.
+    euler_friction = False
     # Whether friction_constant is per unit of the scalar mass (SGHMC's C: the momentum decays by
     # 1 - h C / M); else it is the friction rate gamma itself (alpha = exp(-gamma h), SGNHT's A).
     friction_per_mass = False

@@ -193,12 +193,13 @@ class AdaptedMass:
         """The step width measured in the metric just set (measured_width.graph_width): the
         largest curvature of the batches' s H_b s by power iteration from a fixed start (keyed by
         the measurement), the walkers' mean of s^2 V. With follows_friction (friction_constant
-        auto) the friction is measured again with it, and kept if it was higher: the start's, often
-        a mode fitted closely, has little noise, and the typical set's would heat the walkers at
-        that friction or, the width following the noise alone, shrink the width; a later, lower
-        measurement (the mass having grown with the noise) left the noise that grows on after the
-        last one too little friction (digits, SGHMC: friction 5.2, then 1.8 at the last, kinetic
-        temperature 1.14 against 1.08 kept at 5.2; doc/benchmarks.md). A non-finite measurement
+        auto) the friction is measured again with it, and kept if it was higher (the width then is the
+        kept friction's): the start's, often a mode fitted closely, has little noise, and the typical
+        set's would heat the walkers at that friction or, the width following the noise alone,
+        shrink the width; a later, lower measurement (the mass having grown with the noise) left
+        the noise that grows on after the last one too little friction (digits, SGHMC: friction
+        5.2, then 1.8 at the last, kinetic temperature 1.14 against 1.08 kept at 5.2;
+        doc/benchmarks.md). A non-finite measurement
         keeps both (the run's finite check then names the step)."""
         rows = 1 if self._walkers is None else self._walkers
         s = tf.concat([tf.reshape(tf.cast(scale, tf.float64), [-1]) for scale in self._scales], 0)
@@ -212,15 +213,13 @@ class AdaptedMass:
         unit = self.friction_unit(mass)
         friction_variable = self._parameter_variables["friction_constant"]
         temperature = 1.0 / self._parameter_variables["inverse_temperature"]
+        # with follows_friction never below an earlier one's (the noise grows on after the last)
+        rule = measured_width.Friction(friction_variable / unit, self.follows_friction, self.euler_friction)
         width, friction = measured_width.graph_width(lambda b, v: s * hessian_vector_on(b, s * v), batches,
-                                                     noise_variance, start, friction_variable / unit, temperature,
-                                                     mass, self.follows_friction)
+                                                     noise_variance, start, rule, temperature, mass)
         held = tf.math.is_finite(width)
         width = tf.where(held, width, tf.cast(self._learning_rate, tf.float64))
         friction = tf.where(held, friction * unit, friction_variable)
-        if self.follows_friction:  # never below an earlier one's (the noise grows on after the last),
-            ceiling = tf.maximum(measured_width.FRICTION_CEILING / width, measured_width.FRICTION_FLOOR) * unit
-            friction = tf.minimum(tf.maximum(friction, friction_variable), ceiling)  # nor gamma h above 1
         self._learning_rate.assign(tf.cast(width, self._learning_rate.dtype))
         friction_variable.assign(friction)
         self._followed_widths.assign(tf.tensor_scatter_nd_update(self._followed_widths, [[closed]], [width]))

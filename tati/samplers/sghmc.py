@@ -66,7 +66,8 @@ for BAOAB): the momentum is kept in whitened coordinates r', each parameter has 
 the unit-scale step of z = theta / s. With adapt_mass="noise" s^-2 = max(V_i B / N, floor), from
 the gradient noise of batches that cover the data: each coordinate's noise heat eps V_i s_i^2 / 2
 is then even, and one width serves all (with measure_step_width the width is measured again with
-each new mass). The noise estimators' mass rescaling is the other answer to the same noise; the
+each new mass, counting the Euler friction's own heat, about eps C / (2 M): `euler_friction`,
+tati/adaptation/measured_width.py). The noise estimators' mass rescaling is the other answer to the same noise; the
 two are not combined.
 
 Mass rescaling (only with an estimator, every `mass_rescaling_steps` steps, 0 = never) keeps
@@ -118,6 +119,7 @@ class SGHMC(AdaptedMass, SamplerBase):
     with `adaptation_steps` adapts a diagonal mass during them (samplers/mass.py)."""
 
     fixed_friction = True
+    euler_friction = True  # r <- (1 - eps C / M) r: its own heat counts in the measured width
     parameters = ("inverse_temperature", "friction_constant", "mass", "noise_estimate",
                   "gradient_noise_estimator", "first_moment_decay", "second_moment_decay",
                   "mass_rescaling_steps", "mass_safety_factor", "noise_estimation_batches",

@@ -38,16 +38,17 @@ def test_batch_curvature_is_the_largest_batch_and_graph_width_the_numpy_one():
     found = mw.batch_curvature(lambda b, v: v * diagonals[b], 3, start).numpy()
     np.testing.assert_allclose(found, [9.0, 9.0], rtol=1e-6)
     noise = tf.constant([3.0, 0.5], tf.float64)
-    width, friction = mw.graph_width(lambda b, v: v * diagonals[b], 3, noise, start, GAMMA, 2.0, 1.5)
+    width, friction = mw.graph_width(lambda b, v: v * diagonals[b], 3, noise, start, mw.Friction(GAMMA), 2.0, 1.5)
     expected = mw.widths([9.0, 9.0], [3.0, 0.5], GAMMA, 2.0, 1.5)
     assert abs(width.numpy() - expected.width) < 1e-6 * expected.width and friction.numpy() == GAMMA
     loud = tf.constant([300.0, 50.0], tf.float64)  # friction measured too: the numpy rule's, above the floor
-    width, friction = mw.graph_width(lambda b, v: v * diagonals[b], 3, loud, start, GAMMA, 2.0, 1.5, True)
+    width, friction = mw.graph_width(lambda b, v: v * diagonals[b], 3, loud, start, mw.Friction(GAMMA, True), 2.0, 1.5)
     expected = mw.widths([9.0, 9.0], [300.0, 50.0], None, 2.0, 1.5)
     assert expected.friction > mw.FRICTION_FLOOR
     assert abs(friction.numpy() - expected.friction) < 1e-5 * expected.friction
     assert abs(width.numpy() - expected.width) < 1e-5 * expected.width
-    broken = mw.graph_width(lambda b, v: v * diagonals[b] * (np.nan if b == 1 else 1.0), 3, noise, start, GAMMA)
+    broken = mw.graph_width(lambda b, v: v * diagonals[b] * (np.nan if b == 1 else 1.0), 3, noise, start,
+                            mw.Friction(GAMMA))
     assert np.isnan(broken[0].numpy()) and np.isnan(broken[1].numpy())
 
 
@@ -65,6 +66,43 @@ def test_noise_width_gives_the_asked_excess():
     np.testing.assert_allclose(mw.excess_heat(h[:2], np.array([V, 1.0]), GAMMA), mw.EXCESS, rtol=1e-9)
     assert h[2] == np.inf
     assert abs(h[0] - 2 * GAMMA * mw.EXCESS / V) < 0.02 * h[0]  # small gamma h: h V / (2 gamma) = EXCESS
+
+
+def test_euler_heat_is_sghmc_momentum_recursion_in_equilibrium():
+    """SGHMC's friction step p <- (1 - a) p - h g + sqrt(2 a T) G with g of variance V: the
+    stationary variance of p from the discrete Lyapunov equation (scipy, unit mass, no curvature),
+    against excess_heat(euler=True); BAOAB's exact O step gives no heat without noise, Euler's a / (2 - a)."""
+    from scipy.linalg import solve_discrete_lyapunov
+    for a, h, variance in ((0.068, 0.02, 10.0), (0.2, 0.05, 1.0), (0.02, 0.01, 0.0)):
+        stationary = solve_discrete_lyapunov(np.array([[1.0 - a]]), np.array([[h * h * variance + 2.0 * a]]))[0, 0]
+        assert float(mw.excess_heat(h, variance, a / h, euler=True)) == pytest.approx(stationary - 1.0, rel=1e-9)
+    assert float(mw.excess_heat(0.02, 0.0, 1.0, euler=True)) == pytest.approx(0.02 / 1.98)
+    assert float(mw.excess_heat(0.02, 0.0, 1.0)) == 0.0
+    assert float(mw.excess_heat(0.02, 1.0, 50.0, euler=True)) == np.inf  # a = 1: p reversed, not damped
+
+
+def test_euler_friction_is_the_least_that_holds_the_excess():
+    """SGHMC's measured friction at width h: where a friction holds the heat (r = h^2 V <= E^2 / (1 + E))
+    the heat at it is EXCESS and a smaller one heats more; where none does, the width falls to
+    sqrt(E^2 / ((1 + E) V)), with a = E / (1 + E) there, and its heat is EXCESS."""
+    h = 0.02
+    for variance in (1.0, 5.0, 20.0):
+        friction = float(mw.graph_friction(tf.constant(h, tf.float64), tf.constant([variance], tf.float64), euler=True))
+        width = mw.noise_width(np.array([variance]), friction, euler=True)[0]
+        if h * h * variance <= mw.EXCESS ** 2 / (1 + mw.EXCESS):
+            assert width >= h * (1 - 1e-9)
+            if friction > mw.FRICTION_FLOOR:
+                assert float(mw.excess_heat(h, variance, friction, euler=True)) == pytest.approx(mw.EXCESS, rel=1e-6)
+                assert float(mw.excess_heat(h, variance, 0.9 * friction, euler=True)) > mw.EXCESS
+        else:
+            widest = np.sqrt(mw.EXCESS ** 2 / ((1 + mw.EXCESS) * variance))
+            assert width == pytest.approx(widest, rel=1e-6) and friction * width == pytest.approx(
+                mw.EXCESS / (1 + mw.EXCESS), rel=1e-6)
+        assert float(mw.excess_heat(width, variance, friction, euler=True)) == pytest.approx(mw.EXCESS, rel=1e-6) \
+            or width >= h
+    sghmc = mw.widths([401.0, 240.0], [7.22, 10.3], None, euler=True)  # yacht's figures, as below
+    exact = mw.widths([401.0, 240.0], [7.22, 10.3], None)
+    assert sghmc.width < exact.width and "with its Euler friction's own" in sghmc.line()
 
 
 def test_measure_on_linear_regression():
