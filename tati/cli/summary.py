@@ -21,6 +21,7 @@ import math
 
 import numpy as np
 
+from tati.adaptation.measured_width import NOTE_ABOVE, did_not_hold
 from tati.engine.clock import duration
 from tati.diagnostics.data_scale import noted as data_noted
 from tati.diagnostics.equipartition import equipartition_verdict, table_batch_means
@@ -322,8 +323,7 @@ def _measured_hint(o, noted):
     None where the user gave the width."""
     if o.get("measure_step_width") is not True:
         return None
-    return "the measured step_width did not hold here: " + (
-        "see the note on the data above" if noted else "give a smaller step_width, or more burn_in_steps")
+    return did_not_hold("give a smaller step_width, or more burn_in_steps", NOTE_ABOVE if noted else None)
 
 
 def _kinetic_hint(o, noted=False):

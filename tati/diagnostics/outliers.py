@@ -50,6 +50,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import stats
 
+from tati.adaptation.measured_width import NOTE_ABOVE, did_not_hold
 from tati.diagnostics.data_scale import noted as data_noted
 from tati.diagnostics.momentum import integrated_autocorrelation_time
 from tati.diagnostics.temperature import kinetic_temperature_interval
@@ -228,8 +229,7 @@ def _fix(outlier, o, off, warm, noted=False):
     note on the data (diagnostics/data_scale.py) names what made it too large."""
     lower = "lower step_width"
     if o.get("measure_step_width") is True:  # the user gave none: a measured width was too large here
-        lower = "the measured step_width was too large here: " + (
-            "see the note on the data above" if noted else "give a smaller step_width, or raise batch_size")
+        lower = did_not_hold("give a smaller step_width, or raise batch_size", NOTE_ABOVE if noted else None)
     elif ("gradient_noise_estimator" in spec_of(o["sampler"]).option_names and o["batch_size"] is not None
             and o["gradient_noise_estimator"] == "none"):
         lower += ", or set gradient_noise_estimator"  # mini-batch gradients heat it; with one set, only the step

@@ -198,6 +198,18 @@ def regression(**options):
                 dtype="float64", number_walkers=2, max_steps=20, every_nth=10, seed=seed(8), **options)
 
 
+def test_a_measured_width_that_blows_up_says_it_was_measured(monkeypatch):
+    """A measured width far past the stability bound (STABILITY 50: h sqrt(lambda) = 50; full batch, so
+    no noise bounds it) stops with the measured width named and the cure, not as a step_width the
+    user gave."""
+    from tati.errors import SamplingError
+    monkeypatch.setattr(mw, "STABILITY", 50.0)
+    simulation = tati.Simulation(**dict(regression(sampler="BAOAB", measure_step_width=True), max_steps=200))
+    with pytest.raises(SamplingError, match=r"the measured step_width \S+ did not hold here: give a smaller "
+                                            r"step_width; every row before is kept"):
+        simulation.sample()
+
+
 @pytest.mark.parametrize("sampler, choice", [("BAOAB", "auto"), ("SGHMC", True)])
 def test_option_sets_the_sampler_width_before_the_first_step(sampler, choice):
     """On (BAOAB: auto, with a likelihood, batch_size and no step_width; SGHMC only when asked):

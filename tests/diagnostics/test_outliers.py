@@ -194,10 +194,10 @@ def test_a_measured_width_that_blew_a_walker_up_says_to_give_one():
     kinetic[1, 200:300] += 500.0 * 0.97 ** np.arange(100)
     result, simulation = run(kinetic, loss, sampler="BAOAB", batch_size=10, measure_step_width=True)
     [blew] = walker_outliers(result, simulation)
-    assert blew.kind == "blew up" and blew.fix.startswith("the measured step_width was too large here: give")
+    assert blew.kind == "blew up" and blew.fix.startswith("the measured step_width did not hold here: give")
     simulation.notes = ["network inputs 1 (of 1, counted from 1) are far from unit scale ..."]  # its likely cause
     [blew] = walker_outliers(result, simulation)
-    assert blew.fix == "the measured step_width was too large here: see the note on the data above"
+    assert blew.fix == "the measured step_width did not hold here: see the note on the data above"
     del simulation.notes
     frame = table(kinetic, loss)
     averages = frame.groupby("id").tail(1)[["id", "step"]].assign(average_kinetic_energy=kinetic.mean(axis=1))
