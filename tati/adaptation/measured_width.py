@@ -305,16 +305,6 @@ def graph_width(hessian_vector, batches, noise_variance, start, friction, temper
     return tf.where(finite, width, nan), tf.where(finite, gamma, nan)
 
 
-def did_not_hold(cure, see=None, width=None):
-    """The line where a measured width (the user gave none) did not hold: `see`, where a note on the
-    data names why (tati/diagnostics/data_scale.py), else `cure`; the width where it is shown."""
-    shown = "" if width is None else f" {width}"
-    return f"the measured step_width{shown} did not hold here: {see or cure}"
-
-
-NOTE_ABOVE = "see the note on the data above"
-
-
 def _of_batches(batches):
     return f" of {batches} batches" if batches > 1 else ""
 

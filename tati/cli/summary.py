@@ -21,9 +21,8 @@ import math
 
 import numpy as np
 
-from tati.adaptation.measured_width import NOTE_ABOVE, did_not_hold
 from tati.engine.clock import duration
-from tati.diagnostics.data_scale import noted as data_noted
+from tati.diagnostics.data_scale import NOTE_ABOVE, did_not_hold, noted as data_noted
 from tati.diagnostics.equipartition import equipartition_verdict, table_batch_means
 from tati.diagnostics.momentum import momentum_test
 from tati.diagnostics.outliers import walker_outliers

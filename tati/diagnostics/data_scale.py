@@ -53,6 +53,16 @@ def noise_misfit_line(residual_rms, noise):
             "likelihood heteroscedastic_gaussian")
 
 
+NOTE_ABOVE = "see the note on the data above"
+
+
+def did_not_hold(cure, see=None, width=None):
+    """The line where a measured width (the user gave none) did not hold: `see` (NOTE_ABOVE), where a
+    note on the data names why, else `cure`; the width where it is shown."""
+    shown = "" if width is None else f" {width}"
+    return f"the measured step_width{shown} did not hold here: {see or cure}"
+
+
 def noted(simulation):
     """Whether a line of these heads the simulation's summary (Simulation.notes): the hints of a
     measured width that did not hold then point to it."""

@@ -50,8 +50,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import stats
 
-from tati.adaptation.measured_width import NOTE_ABOVE, did_not_hold
-from tati.diagnostics.data_scale import noted as data_noted
+from tati.diagnostics.data_scale import NOTE_ABOVE, did_not_hold, noted as data_noted
 from tati.diagnostics.momentum import integrated_autocorrelation_time
 from tati.diagnostics.temperature import kinetic_temperature_interval
 from tati.engine.registry import spec_of
