@@ -35,7 +35,12 @@ loss 2388 while the run ended with exit status 0). Two checks, each walker by id
   Walkers that sample one distribution have their medians below each other's 99% quantiles; a
   margin of the typical set's whole width on top is not a statistical test but the meaning of
   "far": a walker in a region of negligible mass beside the others', stuck in a minor mode or
-  thrown out by too large a step.
+  thrown out by too large a step. Which of the two: a walker whose loss was among the others' (at
+  or below their highest of the same row) in at least MIN_ROWS rows, burn-in included, and above
+  them in every row since, left them at the first of those rows (wine-quality-red split 8, BAOAB
+  with its defaults at 16 times the epochs: one walker's loss went from about 1,650 with the
+  others to 10,111 in the last window of burn-in and was still relaxing, at 3,900, when the run
+  ended); one never among them is stuck where it started.
 
     found = walker_outliers(result, simulation)   # [] when nothing is wrong
     for outlier in found:
@@ -69,7 +74,8 @@ IQR_PER_SD = 1.349  # interquartile range of a normal distribution in standard d
 class Outlier(NamedTuple):
     """One finding: the walker's id; kind "hot", "cold", "blew up" (kinetic energy) or "far out"
     (loss); value its average kinetic energy, its largest (blew up, at `step`) or its median
-    loss after burn-in; reference equipartition d / (2 beta) or the other walkers' UPPER
+    loss after burn-in (far out: `step` the one at which it left the others, 0 if it never was
+    among them); reference equipartition d / (2 beta) or the other walkers' UPPER
     quantile of the loss; error the standard error of value (kinetic energy: its readings' sd
     over the root of their independent count), the bound it exceeded (blew up) or the margin it
     exceeded (loss); fix the likely cause and the option to change."""
@@ -85,7 +91,8 @@ class Outlier(NamedTuple):
         """What is wrong, without the fix."""
         if self.kind == "far out":
             return (f"walker {self.walker} far out: median loss {self.value:.4g} after burn-in; "
-                    f"the others' stay below {self.reference:.4g}")
+                    f"the others' stay below {self.reference:.4g}"
+                    + (f"; it left them at step {self.step}" if self.step else ""))
         if self.kind == "blew up":
             return (f"walker {self.walker} blew up: kinetic energy {self.value:.4g} at step {self.step}, "
                     f"{self.value / self.reference:.3g} times equipartition {self.reference:.4g}")
@@ -195,8 +202,19 @@ def loss_outliers(run_info, dimension, inverse_temperature=1.0, burn_in=0):
         top = float(np.median([upper[other] for other in others]))
         margin = max(width, SPREADS * float(np.median([spread[other] for other in others])))
         if median[walker] > top + margin:
-            found.append(Outlier(walker, "far out", median[walker], top, margin))
+            found.append(Outlier(walker, "far out", median[walker], top, margin, step=_left_at(run_info, walker)))
     return found
+
+
+def _left_at(run_info, walker):
+    """The step at which the walker's loss rose above every other walker's for good, where it was
+    among them (at or below their highest of the same row) in at least MIN_ROWS rows; 0 where it
+    never was, or still is at the last row."""
+    losses = run_info.pivot_table(index="step", columns="id", values="loss")
+    among = (losses[walker] <= losses.drop(columns=walker).max(axis=1)).to_numpy()
+    if among.sum() < MIN_ROWS or among[-1]:
+        return 0
+    return int(losses.index[np.flatnonzero(among)[-1] + 1])
 
 
 def walker_outliers(result, simulation, false_alarms=FALSE_ALARMS):
@@ -222,7 +240,8 @@ def walker_outliers(result, simulation, false_alarms=FALSE_ALARMS):
 
 def _fix(outlier, o, off, warm, noted=False):
     """The likely cause's remedy: a walker hot, cold or far out at the wrong temperature moves
-    with too large a step; one far out at the right temperature is stuck where it started (or
+    with too large a step, as does one far out that left the others (a Langevin sampler's: a kick
+    too large where it went); one far out at the right temperature is stuck where it started (or
     in a minor mode): for the adapting samplers the warm start, else another start or a longer
     burn-in. A measured width (measure_step_width) is the user's to replace: give one, unless a
     note on the data (diagnostics/data_scale.py) names what made it too large."""
@@ -232,7 +251,8 @@ def _fix(outlier, o, off, warm, noted=False):
     elif ("gradient_noise_estimator" in spec_of(o["sampler"]).option_names and o["batch_size"] is not None
             and o["gradient_noise_estimator"] == "none"):
         lower += ", or set gradient_noise_estimator"  # mini-batch gradients heat it; with one set, only the step
-    if outlier.kind in ("hot", "blew up") or (outlier.kind == "far out" and off):
+    left = outlier.kind == "far out" and outlier.step and spec_of(o["sampler"]).persistent_momenta
+    if outlier.kind in ("hot", "blew up") or (outlier.kind == "far out" and off) or left:
         return lower
     if outlier.kind == "cold":
         return "lower step_width, or raise burn_in_steps"

@@ -80,6 +80,30 @@ def test_a_walker_stuck_at_the_right_temperature_is_told_how_to_restart():
     assert walker_outliers(result, simulation)[0].fix.endswith("or raise burn_in_steps")
 
 
+def test_a_walker_that_left_the_others_was_thrown_out_not_stuck():
+    """A Langevin walker among the others for 300 rows, then thrown far and relaxing (wine's split 8
+    at 16 times the epochs): it left them at step 301, and the fix is the step's, measured or given;
+    one above the others from its start stays stuck; a NUTS walker that left is not told to lower a
+    step_width it does not set."""
+    kinetic, loss = healthy(np.random.default_rng(5))
+    loss[2, 300:] += 500.0 * np.exp(-np.arange(100) / 200.0)
+    result, simulation = run(kinetic, loss, sampler="BAOAB")
+    simulation.options["burn_in_steps"] = 200
+    [left] = walker_outliers(result, simulation)
+    assert (left.walker, left.step, left.fix) == (2, 301, "lower step_width")
+    assert left.text().endswith("; it left them at step 301")
+    simulation.options["measure_step_width"] = True
+    assert walker_outliers(result, simulation)[0].fix == (
+        "the measured step_width did not hold here: give a smaller step_width, or raise batch_size")
+    stuck = loss.copy()
+    stuck[2] += 500.0
+    [never] = walker_outliers(*run(kinetic, stuck, sampler="BAOAB"))
+    assert never.step == 0 and never.fix.startswith("stuck (in a minor mode?)") and "left" not in never.text()
+    result, simulation = run(kinetic, loss, sampler="NUTS")
+    simulation.options["burn_in_steps"] = 200
+    assert walker_outliers(result, simulation)[0].fix.startswith("stuck (in a minor mode?)")
+
+
 def test_far_means_beyond_the_typical_set_and_the_others_spread():
     """Every walker's median is below the others' 99% quantile; one above it by less than the
     typical set's width (d/2 + 4 sqrt(d/2) = 17.6) is not far, nor one above it by less than 5
