@@ -34,9 +34,9 @@ start point, with temperature T = 1 / beta and mass M (the samplers' scalar mass
    a = gamma h, keeps (1 - a)^2 of p's variance and its noise restores 2 a T, not (1 - (1 - a)^2) T,
    so the friction heats by itself: in equilibrium s = (1 - a)^2 s + h^2 V / M + 2 a T,
    s = T (1 + (a^2 + r) / (a (2 - a))) with r = h^2 V / (M T), an excess of about a / 2 + r / (2 a),
-   which no friction brings below sqrt(r). That heat counts within EXCESS (on
-   yacht split 0 SGHMC at the widths and frictions of the O step's rule, a = 0.068, read 6.2% hot
-   and failed its momentum test; BAOAB read 1.7%).
+   which no friction brings below sqrt(r). That heat counts within EXCESS (on yacht split 0 SGHMC
+   at the widths and frictions of the O step's rule, a = 0.068, read 6.2% hot and failed its
+   momentum test; BAOAB read 1.7%).
 3. the walker's width min(h_s, h_n); the run's (one width: the sampler's step_width) the least
    over the walkers. With adapt_mass noise the metric changes at each of the mass's measurements
    (the first at step 0, then after each of Stan's windows) and the width is measured again in
@@ -103,8 +103,7 @@ class MeasuredWidth(NamedTuple):
                 f"{_values(self.stable_width)}, "
                 f"gradient noise variance {_values(self.noise_variance)} allows {_values(self.noise_width)} "
                 f"for {EXCESS:.0%} excess heat" + (" (with its Euler friction's own)" if self.euler else "")
-                + ("" if self.friction is None else
-                                                   f" at the measured friction_constant {self.friction:.3g}"))
+                + ("" if self.friction is None else f" at the measured friction_constant {self.friction:.3g}"))
 
 
 def noise_variance(gradients, scales=1.0):
