@@ -202,19 +202,21 @@ def loss_outliers(run_info, dimension, inverse_temperature=1.0, burn_in=0):
         top = float(np.median([upper[other] for other in others]))
         margin = max(width, SPREADS * float(np.median([spread[other] for other in others])))
         if median[walker] > top + margin:
-            found.append(Outlier(walker, "far out", median[walker], top, margin, step=_left_at(run_info, walker)))
+            found.append(Outlier(walker, "far out", median[walker], top, margin))
+    if found:  # every row, burn-in included, once for all the walkers found
+        by_step = run_info.pivot_table(index="step", columns="id", values="loss")
+        found = [outlier._replace(step=_left_at(by_step, outlier.walker)) for outlier in found]
     return found
 
 
-def _left_at(run_info, walker):
+def _left_at(by_step, walker):
     """The step at which the walker's loss rose above every other walker's for good, where it was
     among them (at or below their highest of the same row) in at least MIN_ROWS rows; 0 where it
-    never was, or still is at the last row."""
-    losses = run_info.pivot_table(index="step", columns="id", values="loss")
-    among = (losses[walker] <= losses.drop(columns=walker).max(axis=1)).to_numpy()
+    never was, or still is at the last row. by_step: the losses [steps, walker ids]."""
+    among = (by_step[walker] <= by_step.drop(columns=walker).max(axis=1)).to_numpy()
     if among.sum() < MIN_ROWS or among[-1]:
         return 0
-    return int(losses.index[np.flatnonzero(among)[-1] + 1])
+    return int(by_step.index[np.flatnonzero(among)[-1] + 1])
 
 
 def walker_outliers(result, simulation, false_alarms=FALSE_ALARMS):

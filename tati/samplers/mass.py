@@ -199,8 +199,8 @@ class AdaptedMass:
         shrink the width; a later, lower measurement (the mass having grown with the noise) left
         the noise that grows on after the last one too little friction (digits, SGHMC: friction
         5.2, then 1.8 at the last, kinetic temperature 1.14 against 1.08 kept at 5.2;
-        doc/benchmarks.md). A non-finite measurement
-        keeps both (the run's finite check then names the step)."""
+        doc/benchmarks.md). A non-finite measurement keeps both (the run's finite check then names
+        the step)."""
         rows = 1 if self._walkers is None else self._walkers
         s = tf.concat([tf.reshape(tf.cast(scale, tf.float64), [-1]) for scale in self._scales], 0)
         noise = tf.concat([tf.reshape(v, [rows, -1]) for v in variances], 1)

@@ -67,8 +67,8 @@ the unit-scale step of z = theta / s. With adapt_mass="noise" s^-2 = max(V_i B /
 the gradient noise of batches that cover the data: each coordinate's noise heat eps V_i s_i^2 / 2
 is then even, and one width serves all (with measure_step_width the width is measured again with
 each new mass, counting the Euler friction's own heat, about eps C / (2 M): `euler_friction`,
-tati/adaptation/measured_width.py). The noise estimators' mass rescaling is the other answer to the same noise; the
-two are not combined.
+tati/adaptation/measured_width.py). The noise estimators' mass rescaling is the other answer to
+the same noise; the two are not combined.
 
 Mass rescaling (only with an estimator, every `mass_rescaling_steps` steps, 0 = never) keeps
 the friction bound of the source document (the SGHMC thesis chapter among the source
