@@ -82,16 +82,19 @@ def test_a_walker_stuck_at_the_right_temperature_is_told_how_to_restart():
 
 def test_a_walker_that_left_the_others_was_thrown_out_not_stuck():
     """A Langevin walker among the others for 300 rows, then thrown far and relaxing (wine's split 8
-    at 16 times the epochs): it left them at step 301, and the fix is the step's, measured or given;
-    one above the others from its start stays stuck; a NUTS walker that left is not told to lower a
-    step_width it does not set."""
+    at 16 times the epochs): it left them at step 301 (or a few rows before, by chance), though
+    another walker's spike later rose above it (wine's split 3), and the fix is the step's,
+    measured or given; one above the others from its start stays stuck; a NUTS walker that left is
+    not told to lower a step_width it does not set."""
     kinetic, loss = healthy(np.random.default_rng(5))
     loss[2, 300:] += 500.0 * np.exp(-np.arange(100) / 200.0)
+    loss[0, 390] += 1e4  # one row: the others' highest, not their median
     result, simulation = run(kinetic, loss, sampler="BAOAB")
     simulation.options["burn_in_steps"] = 200
     [left] = walker_outliers(result, simulation)
-    assert (left.walker, left.step, left.fix) == (2, 301, "lower step_width")
-    assert left.text().endswith("; it left them at step 301")
+    # among them, it is above their median by chance in a row with probability 1/2: k rows before 301, 2^-k
+    assert (left.walker, left.fix) == (2, "lower step_width") and 291 <= left.step <= 301
+    assert left.text().endswith(f"; it left them at step {left.step}")
     simulation.options["measure_step_width"] = True
     assert walker_outliers(result, simulation)[0].fix == (
         "the measured step_width did not hold here: give a smaller step_width, or raise batch_size")
