@@ -364,7 +364,8 @@ class Simulation:
         width = "step_width" if run.is_sampler else "learning_rate"
         if width == "step_width" and self.measured_width is not None:  # not the user's: say where it came from
             see = "see the warning on the data above" if self.notes else None
-            cause = data_scale.did_not_hold("give a smaller step_width", see, _shown(self._width_used(width)))
+            cure = data_scale.measured_cure(self.options)
+            cause = data_scale.did_not_hold(cure, see, _shown(self._width_used(width)))
         else:
             cause = f"{width} {_shown(self._width_used(width))} is probably too large for this potential"
         return SamplingError(f"non-finite loss or gradient at step {row['nonfinite_step']} ({which}): {cause}; "

@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from tati.engine.clock import duration
-from tati.diagnostics.data_scale import NOTE_ABOVE, did_not_hold, noted as data_noted
+from tati.diagnostics.data_scale import NOTE_ABOVE, did_not_hold, measured_cure, noted as data_noted
 from tati.diagnostics.equipartition import equipartition_verdict, table_batch_means
 from tati.diagnostics.momentum import momentum_test
 from tati.diagnostics.outliers import walker_outliers
@@ -322,7 +322,7 @@ def _measured_hint(o, noted):
     None where the user gave the width."""
     if o.get("measure_step_width") is not True:
         return None
-    return did_not_hold("give a smaller step_width, or more burn_in_steps", NOTE_ABOVE if noted else None)
+    return did_not_hold(measured_cure(o, "more burn_in_steps"), NOTE_ABOVE if noted else None)
 
 
 def _kinetic_hint(o, noted=False):

@@ -57,7 +57,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import stats
 
-from tati.diagnostics.data_scale import NOTE_ABOVE, did_not_hold, noted as data_noted
+from tati.diagnostics.data_scale import NOTE_ABOVE, did_not_hold, measured_cure, noted as data_noted
 from tati.diagnostics.momentum import integrated_autocorrelation_time
 from tati.diagnostics.temperature import kinetic_temperature_interval
 from tati.engine.registry import spec_of
@@ -247,11 +247,12 @@ def _fix(outlier, o, off, warm, noted=False):
     with too large a step, as does one far out that left the others (a Langevin sampler's: a kick
     too large where it went); one far out at the right temperature is stuck where it started (or
     in a minor mode): for the adapting samplers the warm start, else another start or a longer
-    burn-in. A measured width (measure_step_width) is the user's to replace: give one, unless a
-    note on the data (diagnostics/data_scale.py) names what made it too large."""
+    burn-in. A measured width (measure_step_width) did not hold: the cure keeps it measured
+    (data_scale.measured_cure), unless a note on the data (diagnostics/data_scale.py) names what
+    made it too large."""
     lower = "lower step_width"
     if o.get("measure_step_width") is True:  # the user gave none: a measured width was too large here
-        lower = did_not_hold("give a smaller step_width, or raise batch_size", NOTE_ABOVE if noted else None)
+        lower = did_not_hold(measured_cure(o), NOTE_ABOVE if noted else None)
     elif ("gradient_noise_estimator" in spec_of(o["sampler"]).option_names and o["batch_size"] is not None
             and o["gradient_noise_estimator"] == "none"):
         lower += ", or set gradient_noise_estimator"  # mini-batch gradients heat it; with one set, only the step

@@ -768,6 +768,8 @@ def test_a_measured_width_too_hot_is_not_blamed_on_a_step_width_the_user_never_g
     assert summary._kinetic_hint(measured, noted=True) == (
         "the measured step_width did not hold here: see the note on the data above")
     assert summary._kinetic_hint(measured) == (
+        "the measured step_width did not hold here: raise batch_size, or more burn_in_steps")
+    assert summary._kinetic_hint(dict(measured, batch_size=None)) == (  # full batch: no noise to lower
         "the measured step_width did not hold here: give a smaller step_width, or more burn_in_steps")
     given = dict(sampler="BAOAB", measure_step_width=False, batch_size=32)
     assert summary._kinetic_hint(given, noted=True) == "step_width may be too large, or the run too short (burn_in_steps)"

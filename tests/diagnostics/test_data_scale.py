@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tati
-from tati.diagnostics.data_scale import input_scale_line, noise_misfit_line
+from tati.diagnostics.data_scale import did_not_hold, input_scale_line, measured_cure, noise_misfit_line
 
 
 def test_inputs_far_from_unit_scale_are_named_counted_from_one():
@@ -73,3 +73,12 @@ def test_a_gaussian_noise_far_below_the_residuals_warns_after_the_warm_start():
     line = next(str(w.message) for w in caught if "residuals' rms" in str(w.message))
     rms = float(line.split("end is ")[1].split(",")[0])
     assert 3.0 < rms < 5.0 and sim.notes == [line]
+
+
+def test_the_cure_of_a_measured_width_keeps_it_measured_where_there_are_mini_batches():
+    """A given step_width turns the self-tuning off (warm start, noise mass, measured friction): with
+    mini-batches the cure is a larger batch, without them a smaller width."""
+    assert measured_cure({"batch_size": 32}, "more burn_in_steps") == "raise batch_size, or more burn_in_steps"
+    assert measured_cure({"batch_size": None}) == "give a smaller step_width"
+    assert did_not_hold(measured_cure({"batch_size": 32}), width="0.00278") == (
+        "the measured step_width 0.00278 did not hold here: raise batch_size")

@@ -97,7 +97,9 @@ def test_a_walker_that_left_the_others_was_thrown_out_not_stuck():
     assert left.text().endswith(f"; it left them at step {left.step}")
     simulation.options["measure_step_width"] = True
     assert walker_outliers(result, simulation)[0].fix == (
-        "the measured step_width did not hold here: give a smaller step_width, or raise batch_size")
+        "the measured step_width did not hold here: give a smaller step_width")  # full batch
+    simulation.options["batch_size"] = 10  # a given width would turn the self-tuning off: a larger batch
+    assert walker_outliers(result, simulation)[0].fix == "the measured step_width did not hold here: raise batch_size"
     stuck = loss.copy()
     stuck[2] += 500.0
     [never] = walker_outliers(*run(kinetic, stuck, sampler="BAOAB"))
@@ -213,15 +215,15 @@ def test_the_typical_set_is_the_warm_starts():
     assert isinstance(Outlier(0, "hot", 1.0, 1.0, 0.1), tuple)
 
 
-def test_a_measured_width_that_blew_a_walker_up_says_to_give_one():
-    """With measure_step_width the user gave no width to lower: the cure names the measured one,
-    or the note on the data where the Simulation has one (diagnostics/data_scale.py). The summary then leaves the kinetic energy unjudged (its error bar spans the blow-up)."""
+def test_a_measured_width_that_blew_a_walker_up_names_a_cure_that_keeps_it_measured():
+    """With measure_step_width the user gave no width to lower: the cure names the measured one and
+    a larger batch, or the note on the data where the Simulation has one (diagnostics/data_scale.py). The summary then leaves the kinetic energy unjudged (its error bar spans the blow-up)."""
     from tati.cli.summary import _temperature_lines
     kinetic, loss = healthy(np.random.default_rng(8))
     kinetic[1, 200:300] += 500.0 * 0.97 ** np.arange(100)
     result, simulation = run(kinetic, loss, sampler="BAOAB", batch_size=10, measure_step_width=True)
     [blew] = walker_outliers(result, simulation)
-    assert blew.kind == "blew up" and blew.fix.startswith("the measured step_width did not hold here: give")
+    assert blew.kind == "blew up" and blew.fix == "the measured step_width did not hold here: raise batch_size"
     simulation.notes = ["network inputs 1 (of 1, counted from 1) are far from unit scale ..."]  # its likely cause
     [blew] = walker_outliers(result, simulation)
     assert blew.fix == "the measured step_width did not hold here: see the note on the data above"
