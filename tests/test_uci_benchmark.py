@@ -58,14 +58,37 @@ def test_units_of_the_published_tables(tool):
 
 
 def test_summary_mean_and_standard_error(tool):
-    rows = pd.DataFrame({"method": ["map"] * 3, "test_rmse": [1.0, 2.0, 3.0], "test_log_likelihood": [0.0, 0.0, 3.0],
-                         "seconds": [1.0, 2.0, 6.0]})
+    rows = pd.DataFrame({"method": ["baoab"] * 3, "test_rmse": [1.0, 2.0, 3.0], "test_log_likelihood": [0.0, 0.0, 3.0],
+                         "seconds": [1.0, 2.0, 6.0], "flagged": ["", "walker 1 far out", math.nan]})  # NaN: "" read back
     summary = tool.summarise(rows).iloc[0]
-    assert (summary.rmse, summary.ll, summary.seconds, summary.splits) == (2.0, 1.0, 3.0, 3)
+    assert (summary.rmse, summary.ll, summary.seconds, summary.splits, summary.flagged) == (2.0, 1.0, 3.0, 3, 1)
     assert summary.rmse_se == pytest.approx(1 / math.sqrt(3), rel=1e-15)
     assert summary.ll_se == pytest.approx(math.sqrt(3) / math.sqrt(3), rel=1e-15)
-    assert "| published: MC dropout | 0.67 +- 0.05 | -1.25 +- 0.01 | | 20 |" in tool.format_summary(
-        tool.summarise(rows), "yacht")
+    table = tool.format_summary(tool.summarise(rows), "yacht")
+    assert "| baoab | 2.00 +- 0.58 | 1.00 +- 1.00 | 3.0 | 3 | 1 |" in table
+    assert "| published: MC dropout | 0.67 +- 0.05 | -1.25 +- 0.01 | | 20 | |" in table
+
+
+def test_a_sampler_run_reports_its_temperature_and_flagged_walkers(tool):
+    """A Langevin run's draws: the kinetic temperature 2 beta K / d after burn-in, and the walkers
+    its summary flags (tati.diagnostics.walker_outliers); HMC's redrawn momenta and a fit give NaN
+    and nothing. Walker 2's loss 500 above the others' (d = 10, beta = 1) is far out."""
+    from types import SimpleNamespace
+    from tati.config.options import OPTIONS
+    rng = np.random.default_rng(3)
+    steps = np.arange(1, 201)
+    loss = rng.gamma(5.0, 1.0, (4, 200)) + np.array([[0.0], [0.0], [500.0], [0.0]])
+    run_info = pd.DataFrame({"id": np.repeat(np.arange(4), 200), "step": np.tile(steps, 4), "loss": loss.ravel(),
+                             "kinetic_energy": np.where(np.tile(steps, 4) > 100, 5.5, 50.0)})
+    options = {option.name: option.default for option in OPTIONS}
+    options.update(sampler="BAOAB", burn_in_steps=100, inverse_temperature=1.0)
+    simulation = SimpleNamespace(options=options, num_parameters=10, num_walkers=4)
+    result = SimpleNamespace(run_info=run_info)
+    assert tool.kinetic_temperature(simulation, result) == pytest.approx(1.1)  # burn-in's 10 left out
+    assert tool.flagged(simulation, result) == "walker 2 far out"
+    simulation.options["sampler"] = "HMC2"
+    assert math.isnan(tool.kinetic_temperature(simulation, result))
+    assert math.isnan(tool.kinetic_temperature(simulation, None)) and tool.flagged(simulation, None) == ""
 
 
 @pytest.mark.parametrize("quick", [False, True])
@@ -95,7 +118,7 @@ def test_steps_factor_lengthens_the_sampling_methods_only(tool):
 
 def test_a_lengthened_method_is_named_so(tool, monkeypatch):
     """--steps-factor 3: the sampling method's rows read "nuts x3", the fit's "map"."""
-    monkeypatch.setattr(tool, "evaluate", lambda *args: (1.0, -1.0, 10, 1.0))
+    monkeypatch.setattr(tool, "evaluate", lambda *args: (1.0, -1.0, 10, 1.0, math.nan, ""))
     dataset = tool.read_dataset(str(YACHT))
     rows = tool.run_benchmark(dataset, [0], ["map", "nuts"], 1, True, 3)
     assert list(rows.method) == ["map", "nuts x3"]
@@ -148,6 +171,7 @@ def test_quick_run_on_yacht(tool, tmp_path, monkeypatch):
     assert np.isfinite(rows[["test_rmse", "test_log_likelihood", "seconds"]].to_numpy()).all()
     assert list(rows.draws) == [1, 20]  # MAP's one point; NUTS's 2 walkers x 10 transitions after burn-in
     assert math.isnan(rows.loss_r_hat[0]) and np.isfinite(rows.loss_r_hat[1])
+    assert rows.kinetic_temperature.isna().all()  # a fit, and NUTS's redrawn momenta
     data = np.loadtxt(YACHT / "data.txt")
     train, test = (np.loadtxt(YACHT / f"index_{part}_1.txt", dtype=int) for part in ("train", "test"))
     mean_rmse = math.sqrt(np.mean((data[test, 6] - data[train, 6].mean()) ** 2))

@@ -22,9 +22,12 @@ log-likelihood minus log sd_y), as in the published tables.
 
 Printed: a progress line per split and method (for a sampler with several walkers also the
 R-hat of the loss across them after burn-in, the CSV's loss_r_hat: near 1 when the walkers
-agree), then per method the mean +- standard error over the splits and the seconds per split,
-beside the published figures of the dataset (PUBLISHED, by the folder's name). --csv writes
-every split and method; --plot the summary as a PNG.
+agree; for a Langevin sampler the draws' kinetic temperature, 2 beta K / d, near 1 and within
+the measured width's 5% heat when it holds; and the walkers the run's summary flags: hot, cold,
+blew up, far out), then per method the mean +- standard error over the splits, the seconds per
+split and the splits flagged (a walker flagged, or the run failed), beside the published figures
+of the dataset (PUBLISHED, by the folder's name). --csv writes every split and method; --plot the
+summary as a PNG.
 """
 
 import argparse
@@ -94,7 +97,8 @@ PUBLISHED = {
     "yacht": {"PBP": ((1.02, 0.05), (-1.63, 0.02)), "MC dropout": ((0.67, 0.05), (-1.25, 0.01)),
               "deep ensembles": ((1.58, 0.48), (-1.18, 0.21))},
 }
-COLUMNS = ["dataset", "split", "method", "test_rmse", "test_log_likelihood", "draws", "seconds", "loss_r_hat"]
+COLUMNS = ["dataset", "split", "method", "test_rmse", "test_log_likelihood", "draws", "seconds", "loss_r_hat",
+           "kinetic_temperature", "flagged"]
 
 
 # ---- the data ----
@@ -186,14 +190,14 @@ def model_options(train, hidden, seed):
 
 
 def draws_of(name, train, hidden, seed, quick, factor=1):
-    """(Simulation, the parameter draws as trajectory rows) of one method."""
+    """(Simulation, the parameter draws as trajectory rows, the sample() result or None) of one method."""
     import tati
     from tati.bayes.swag import swag
     s = settings(name, quick, factor)
     options = model_options(train, hidden, seed)
     if "fit" in s:
         sim = tati.Simulation(**options, **s["fit"])
-        return sim, sim.fit().trajectory.groupby("id").tail(1)
+        return sim, sim.fit().trajectory.groupby("id").tail(1), None
     start = None
     if s.get("start_at_map"):
         fitted = tati.Simulation(**options, **settings("map", quick)["fit"])
@@ -204,11 +208,12 @@ def draws_of(name, train, hidden, seed, quick, factor=1):
                               batch_size=s["batch_size"], max_steps=s["steps"], every_nth=s["every_nth"],
                               initial_parameters=start)
         posterior = swag(sgd.fit().trajectory, rank=s["rank"], burn_in=s["burn_in"])
-        return sgd, posterior.sample(DRAWS, seed=seed)
+        return sgd, posterior.sample(DRAWS, seed=seed), None
     sim = tati.Simulation(**options, **sampler_options(s), burn_in_steps=s["burn_in"], max_steps=s["steps"],
                           initial_parameters=start)
-    trajectory = sim.sample().trajectory
-    return sim, trajectory[trajectory.step > s["burn_in"]]
+    result = sim.sample()
+    trajectory = result.trajectory
+    return sim, trajectory[trajectory.step > s["burn_in"]], result
 
 
 def loss_r_hat(name, draws):
@@ -224,13 +229,35 @@ def loss_r_hat(name, draws):
     return float(convergence(rows, columns=["loss"]).r_hat.iloc[0])
 
 
+def kinetic_temperature(simulation, result):
+    """The draws' kinetic temperature, 2 beta K / d averaged over the walkers' rows after burn-in,
+    of a sampler whose momenta persist (a Langevin sampler's; HMC and NUTS redraw theirs); NaN else."""
+    from tati.engine.registry import spec_of
+    if result is None or not spec_of(simulation.options["sampler"]).persistent_momenta:
+        return math.nan
+    rows = result.run_info[result.run_info.step > simulation.options["burn_in_steps"]]
+    beta = simulation.options["inverse_temperature"]
+    return float(2.0 * beta * rows.kinetic_energy.mean() / simulation.num_parameters) if len(rows) else math.nan
+
+
+def flagged(simulation, result):
+    """The walkers the run's summary flags (tati.diagnostics.walker_outliers: hot, cold, blew up, far
+    out), as "walker 1 far out; walker 3 hot"; "" where none is, or for a fit."""
+    from tati.diagnostics import walker_outliers
+    if result is None:
+        return ""
+    return "; ".join(f"walker {outlier.walker} {outlier.kind}" for outlier in walker_outliers(result, simulation))
+
+
 def evaluate(name, train, test, y_sd, hidden, seed, quick, factor=1):
-    """(test RMSE, test log-likelihood per point, draws, loss R-hat) of one method on one split."""
-    sim, draws = draws_of(name, train, hidden, seed, quick, factor)
+    """(test RMSE, test log-likelihood per point, draws, loss R-hat, kinetic temperature, flagged
+    walkers) of one method on one split."""
+    sim, draws, result = draws_of(name, train, hidden, seed, quick, factor)
     table, _ = sim.predictive(test[0], test[1], trajectory=draws, burn_in=-1, draws=DRAWS)
     residuals = test[1][:, 0] - table["mean_0"].to_numpy()
     rmse, ll = in_target_units(residuals, table["log_predictive_density"].to_numpy(), y_sd)
-    return rmse, ll, min(len(draws), DRAWS), loss_r_hat(name, draws)
+    return (rmse, ll, min(len(draws), DRAWS), loss_r_hat(name, draws), kinetic_temperature(sim, result),
+            flagged(sim, result))
 
 
 def run_benchmark(dataset, splits, methods, seed, quick, factor=1):
@@ -244,12 +271,17 @@ def run_benchmark(dataset, splits, methods, seed, quick, factor=1):
         for name in methods:
             start = time.perf_counter()
             try:
-                rmse, ll, draws, r_hat = evaluate(name, train, test, y_sd, dataset["hidden"], seed, quick, factor)
-                note = "" if math.isnan(r_hat) else f", loss R-hat {r_hat:.2f}"
+                rmse, ll, draws, r_hat, temperature, flags = evaluate(name, train, test, y_sd, dataset["hidden"],
+                                                                      seed, quick, factor)
+                note = ("" if math.isnan(r_hat) else f", loss R-hat {r_hat:.2f}") + (
+                    "" if math.isnan(temperature) else f", kinetic temperature {temperature:.3f}") + (
+                    f", flagged: {flags}" if flags else "")
             except SamplingError as error:
-                rmse, ll, draws, r_hat, note = math.nan, math.nan, 0, math.nan, f" (failed: {error})"
+                rmse, ll, draws, r_hat, temperature, flags = math.nan, math.nan, 0, math.nan, math.nan, "failed"
+                note = f" (failed: {error})"
             seconds = time.perf_counter() - start
-            rows.append(dict(zip(COLUMNS, (dataset["name"], k, label[name], rmse, ll, draws, seconds, r_hat))))
+            rows.append(dict(zip(COLUMNS, (dataset["name"], k, label[name], rmse, ll, draws, seconds, r_hat,
+                                           temperature, flags))))
             print(f"split {k} ({count}/{len(splits)}) {label[name]}: test RMSE {rmse:.3f}, test LL {ll:.3f}, "
                   f"{seconds:.1f} s{note}", flush=True)
     return pd.DataFrame(rows, columns=COLUMNS)
@@ -265,12 +297,14 @@ def mean_and_error(values):
 
 def summarise(rows):
     """Per method (in the order run): mean and standard error over the splits of RMSE and LL,
-    seconds per split, number of splits."""
+    seconds per split, number of splits, and of those flagged (a walker the summary flags, or a
+    failed run)."""
     table = []
     for name, group in rows.groupby("method", sort=False):
         rmse, ll = mean_and_error(group.test_rmse), mean_and_error(group.test_log_likelihood)
         table.append(dict(method=name, rmse=rmse[0], rmse_se=rmse[1], ll=ll[0], ll_se=ll[1],
-                          seconds=float(group.seconds.mean()), splits=len(group)))
+                          seconds=float(group.seconds.mean()), splits=len(group),
+                          flagged=int((group.flagged.fillna("") != "").sum())))
     return pd.DataFrame(table)
 
 
@@ -279,11 +313,12 @@ def _pm(value, error):
 
 
 def format_summary(summary, name):
-    lines = ["| method | test RMSE | test LL | seconds per split | splits |", "|---|---|---|---|---|"]
+    lines = ["| method | test RMSE | test LL | seconds per split | splits | flagged |", "|---|---|---|---|---|---|"]
     for r in summary.itertuples():
-        lines.append(f"| {r.method} | {_pm(r.rmse, r.rmse_se)} | {_pm(r.ll, r.ll_se)} | {r.seconds:.1f} | {r.splits} |")
+        lines.append(f"| {r.method} | {_pm(r.rmse, r.rmse_se)} | {_pm(r.ll, r.ll_se)} | {r.seconds:.1f} | {r.splits} "
+                     f"| {r.flagged} |")
     for source, (rmse, ll) in PUBLISHED.get(name, {}).items():
-        lines.append(f"| published: {source} | {_pm(*rmse)} | {_pm(*ll)} | | 20 |")
+        lines.append(f"| published: {source} | {_pm(*rmse)} | {_pm(*ll)} | | 20 | |")
     return "\n".join(lines)
 
 
