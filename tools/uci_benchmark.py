@@ -333,7 +333,8 @@ def _off_scale(axis, values, rows, lowest):
 
 def plot(summary, name, path):
     """Three panels: RMSE (log scale), log-likelihood (cut 5 below the best, so that a diverged
-    method does not hide the others) and seconds per split; the published figures in grey."""
+    method does not hide the others) and seconds per split; the published figures in grey; a
+    method with splits flagged says how many under its name."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -341,7 +342,8 @@ def plot(summary, name, path):
     except ImportError:
         raise InputError("--plot needs matplotlib: pip install tati[plots]") from None
     published = PUBLISHED.get(name, {})
-    labels = list(summary.method) + [f"published: {s}" for s in published]
+    labels = [f"{r.method}\n({r.flagged} of {r.splits} flagged)" if r.flagged else r.method
+              for r in summary.itertuples()] + [f"published: {s}" for s in published]
     rows = np.arange(len(labels))[::-1]
     ours = len(summary)
     figure, axes = plt.subplots(1, 3, figsize=(11, 0.45 * len(labels) + 1.6), sharey=True, layout="constrained")
