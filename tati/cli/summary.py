@@ -262,16 +262,18 @@ def _temperature_lines(simulation, result):
     # they would pass these tests whatever the chain does
     spec = spec_of(o["sampler"])
     persist = spec.persistent_momenta
+    # a walker that blew up spans every error bar: "consistent" or "warm" would mean nothing (the
+    # walker lines say why)
+    blown = sorted({x.walker for x in walker_outliers(result, simulation) if x.kind == "blew up"}) if persist else []
+    which = f"walker{'s' if len(blown) > 1 else ''} {', '.join(map(str, blown))} blew up"
     if "average_kinetic_energy" in last and spec.redraws_momenta:
         lines.append(f"  momenta not judged: {o['sampler']} draws them afresh every "
                      f"{'step' if spec.evaluates_target else 'leg'} (equipartitioned by construction)")
     elif "average_kinetic_energy" in last and persist:  # not SGLD, which has no momenta
         value, stats = last["average_kinetic_energy"].mean(), table_batch_means(run_info, "kinetic_energy", burn_in)
         reference = f"equipartition d/(2 beta) = {expected:.4g}"
-        blown = sorted({x.walker for x in walker_outliers(result, simulation) if x.kind == "blew up"})
-        if blown:  # its error bar spans everything: "consistent" would mean nothing (the walker lines say why)
-            which = f"walker{'s' if len(blown) > 1 else ''} {', '.join(map(str, blown))}"
-            lines.append(f"  average kinetic energy {value:.4g} ({reference}: not judged, {which} blew up)")
+        if blown:
+            lines.append(f"  average kinetic energy {value:.4g} ({reference}: not judged, {which})")
         else:
             lines += (_warm_line("average kinetic energy", value, stats, expected, reference, _noise_heat(o))
                       or _judged("average kinetic energy", value, stats, expected, reference,
@@ -279,7 +281,8 @@ def _temperature_lines(simulation, result):
     if "average_virials" in last:  # not RWMH, which takes no gradients
         lines += _virial_lines(o, last, run_info, expected, burn_in)
     if persist and "kinetic_energy" in run_info and (run_info["step"] > burn_in).any():
-        lines += _momentum_lines(result, o, simulation.num_parameters, noted)
+        lines += [f"  momentum test not judged: {which}"] if blown else _momentum_lines(
+            result, o, simulation.num_parameters, noted)
         if getattr(result, "momenta", None) is not None and not result.momenta.empty:  # record_momenta
             lines += _layer_lines(result, o, noted)
     return lines
