@@ -98,7 +98,8 @@ def summarise(prog, simulation, result, sampler, seconds=None):
         return "\n".join(lines + [_files(o)])
     no_metric = False
     if sampler:
-        lines += _temperature_lines(simulation, result)
+        outliers = walker_outliers(result, simulation)  # [] with one walker
+        lines += _temperature_lines(simulation, result, outliers)
         if proposal:
             lines += _kernel_lines(o, run_info)
         elif legs:
@@ -109,7 +110,7 @@ def summarise(prog, simulation, result, sampler, seconds=None):
             if o["burn_in_steps"] > 0:
                 lines += _hmc_adaptation_lines(o, simulation.sampler, run_info, walkers)
         if walkers >= 2:
-            lines += _outlier_lines(simulation, result)
+            lines += _outlier_lines(outliers)
             # an adapted or measured width is already the largest its bounds allow: only length helps
             measured = o.get("measure_step_width") is True
             hint = ("run longer (max_steps, burn_in_steps)" if proposal or measured else
@@ -243,9 +244,10 @@ def _final(run_info, walkers):
 
 
 # -- is the temperature right? --------------------------------------------------------------------
-def _temperature_lines(simulation, result):
+def _temperature_lines(simulation, result, outliers):
     """The average kinetic energy and virial against equipartition, with batch-means error bars
-    from the run-info rows after burn-in."""
+    from the run-info rows after burn-in; not judged where one of the `outliers` (walker_outliers)
+    blew up."""
     o = simulation.options
     averages, run_info = result.averages, result.run_info
     expected = simulation.num_parameters / (2.0 * o["inverse_temperature"])
@@ -264,7 +266,7 @@ def _temperature_lines(simulation, result):
     persist = spec.persistent_momenta
     # a walker that blew up spans every error bar: "consistent" or "warm" would mean nothing (the
     # walker lines say why)
-    blown = sorted({x.walker for x in walker_outliers(result, simulation) if x.kind == "blew up"}) if persist else []
+    blown = sorted({x.walker for x in outliers if x.kind == "blew up"})  # only walkers whose momenta persist
     which = f"walker{'s' if len(blown) > 1 else ''} {', '.join(map(str, blown))} blew up"
     if "average_kinetic_energy" in last and spec.redraws_momenta:
         lines.append(f"  momenta not judged: {o['sampler']} draws them afresh every "
@@ -609,11 +611,11 @@ def _width_hints(width, start):
 
 
 # -- do the walkers agree? ------------------------------------------------------------------------
-def _outlier_lines(simulation, result):
-    """A line per walker hot, cold or far out after burn-in (tati/diagnostics/outliers.py), its
-    fix after a colon, or on a line of its own where it does not fit."""
+def _outlier_lines(outliers):
+    """A line per walker hot, cold or far out after burn-in (walker_outliers,
+    tati/diagnostics/outliers.py), its fix after a colon, or on a line of its own where it does not fit."""
     lines = []
-    for outlier in walker_outliers(result, simulation):
+    for outlier in outliers:
         text = "  " + outlier.text()
         fits = len(text) + len(outlier.fix) + 2 < WIDTH
         lines += [f"{text}: {outlier.fix}"] if fits else [text, f"    {outlier.fix}"]

@@ -235,7 +235,7 @@ def test_a_measured_width_that_blew_a_walker_up_names_a_cure_that_keeps_it_measu
     averages = frame.groupby("id").tail(1)[["id", "step"]].assign(average_kinetic_energy=kinetic.mean(axis=1))
     result.averages, result.trajectory = averages, frame
     simulation.num_parameters = D
-    lines = _temperature_lines(simulation, result)
+    lines = _temperature_lines(simulation, result, walker_outliers(result, simulation))
     [line] = [x for x in lines if "kinetic energy" in x]
     assert line.endswith("not judged, walker 1 blew up)")
     assert [x for x in lines if "momentum test" in x] == ["  momentum test not judged: walker 1 blew up"]
