@@ -187,7 +187,7 @@ def run(mode, o, simulation_options):
                          f"and --walkers), or --number_walkers {POINTS[mode]} for the walkers' parameters")
 
     import_tensorflow_quietly()
-    from tati.cli.summary import _model
+    from tati.cli.summary.header import model_line
     from tati.simulation import Simulation
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="restore_model .* continuing with changed options")
@@ -206,7 +206,7 @@ def run(mode, o, simulation_options):
         from tati.landscape import plot
         plot(frame, o["plot"])
         written.append(o["plot"])
-    return [f"{PROG} {mode}: {_size(frame)}", "  " + _model(simulation), *lines,
+    return [f"{PROG} {mode}: {_size(frame)}", "  " + model_line(simulation), *lines,
             "  wrote " + ", ".join(written)]
 
 

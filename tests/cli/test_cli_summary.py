@@ -1,4 +1,4 @@
-"""The end-of-run summary of tati-sample and tati-optimize (tati/cli/summary.py) and the
+"""The end-of-run summary of tati-sample and tati-optimize (tati/cli/summary/) and the
 batch-means error bar behind its equipartition verdicts (tati/diagnostics/equipartition.py):
 exact answers on synthetic tables, then small runs whose right answer is known."""
 
@@ -514,7 +514,7 @@ def test_nuts_and_rwmh_summaries_say_acceptance_width_and_stans_warnings():
 
 
 def test_the_fit_header_states_the_learning_rate_schedule():
-    from tati.cli.summary import _schedule
+    from tati.cli.summary.header import _schedule
     from tati.config.options import resolve
     assert _schedule(resolve({"learning_rate": 0.1})) == "0.1"
     assert _schedule(resolve({"learning_rate": 0.1, "learning_rate_decay_rate": 0.5})) == \
@@ -709,13 +709,13 @@ def test_a_network_is_judged_on_its_loss_and_output_biases():
     table = result.convergence(columns=["loss", "bias3"])
     assert list(table.index) == ["loss", "bias3"]
 
-    from tati.cli.summary import _identified
+    from tati.cli.summary.walkers import identified
     o = options()
     keras = {"dense/kernel": ["weight0"], "dense/bias": ["bias0"], "dense_1/kernel": ["weight1"],
              "dense_1/bias": ["bias1", "bias2"]}
-    assert _identified(o, keras) == ["loss", "bias1", "bias2"]
-    assert _identified(o, {"output/weights": ["weight0", "weight1"], "output/biases": ["bias0"]}) is None
-    assert _identified(options(potential=lambda x: x), keras) is None
+    assert identified(o, keras) == ["loss", "bias1", "bias2"]
+    assert identified(o, {"output/weights": ["weight0", "weight1"], "output/biases": ["bias0"]}) is None
+    assert identified(options(potential=lambda x: x), keras) is None
 
 
 def test_a_runs_first_call_says_when_its_first_step_came_and_a_later_call_does_not():
@@ -746,31 +746,31 @@ def test_heat_within_what_the_measured_width_allows_reads_warm():
     energy or T_0.99 hot by no more than that reads "warm", not "lower step_width" (which the
     measurement chose); one hot beyond it, or a run that did not measure, keeps the hot verdict."""
     from tati.adaptation.measured_width import EXCESS
-    from tati.cli import summary
-    assert summary._noise_heat(dict(measure_step_width=True, batch_size=32)) == EXCESS
-    assert summary._noise_heat(dict(measure_step_width=False, batch_size=32)) == 0.0
-    warm = summary._warm_line("average kinetic energy", 230.5, (230.5, 0.9), 226.0, "equipartition", EXCESS)
+    from tati.cli.summary import temperature
+    assert temperature._noise_heat(dict(measure_step_width=True, batch_size=32)) == EXCESS
+    assert temperature._noise_heat(dict(measure_step_width=False, batch_size=32)) == 0.0
+    warm = temperature._warm_line("average kinetic energy", 230.5, (230.5, 0.9), 226.0, "equipartition", EXCESS)
     assert warm == ["  average kinetic energy 230.50 +- 0.90 (equipartition: 2.0% above)",
                     "    warm: within the 5% heat from the gradient noise that the measured step_width allows"]
-    assert summary._warm_line("average kinetic energy", 241.0, (241.0, 0.9), 226.0, "e", EXCESS) is None  # 6.6%
-    assert summary._warm_line("average kinetic energy", 226.5, (226.5, 0.9), 226.0, "e", EXCESS) is None  # consistent
-    assert summary._warm_line("average kinetic energy", 230.5, (230.5, 0.9), 226.0, "e", 0.0) is None
-    assert summary._warm_fraction(452, 0.0) == pytest.approx(0.99)
-    assert 0.9 < summary._warm_fraction(452, EXCESS) < 0.96  # chi-square(452)'s 0.99 quantile / 1.05
+    assert temperature._warm_line("average kinetic energy", 241.0, (241.0, 0.9), 226.0, "e", EXCESS) is None  # 6.6%
+    assert temperature._warm_line("average kinetic energy", 226.5, (226.5, 0.9), 226.0, "e", EXCESS) is None  # consistent
+    assert temperature._warm_line("average kinetic energy", 230.5, (230.5, 0.9), 226.0, "e", 0.0) is None
+    assert temperature._warm_fraction(452, 0.0) == pytest.approx(0.99)
+    assert 0.9 < temperature._warm_fraction(452, EXCESS) < 0.96  # chi-square(452)'s 0.99 quantile / 1.05
 
 
 def test_a_measured_width_too_hot_is_not_blamed_on_a_step_width_the_user_never_gave():
     """Where measure_step_width chose the width, hot temperature lines name it, and point to the
     note on the data where there is one (diagnostics/data_scale.py); a given width keeps the
     usual hint."""
-    from tati.cli import summary
+    from tati.cli.summary import temperature
     measured = dict(sampler="BAOAB", measure_step_width=True, batch_size=32)
-    assert summary._kinetic_hint(measured, noted=True) == (
+    assert temperature._kinetic_hint(measured, noted=True) == (
         "the measured step_width did not hold here: see the note on the data above")
-    assert summary._kinetic_hint(measured) == (
+    assert temperature._kinetic_hint(measured) == (
         "the measured step_width did not hold here: raise batch_size, or more burn_in_steps")
-    assert summary._kinetic_hint(dict(measured, batch_size=None)) == (  # full batch: no noise to lower
+    assert temperature._kinetic_hint(dict(measured, batch_size=None)) == (  # full batch: no noise to lower
         "the measured step_width did not hold here: give a smaller step_width, or more burn_in_steps")
     given = dict(sampler="BAOAB", measure_step_width=False, batch_size=32)
-    assert summary._kinetic_hint(given, noted=True) == "step_width may be too large, or the run too short (burn_in_steps)"
-    assert summary._measured_hint(given, True) is None
+    assert temperature._kinetic_hint(given, noted=True) == "step_width may be too large, or the run too short (burn_in_steps)"
+    assert temperature._measured_hint(given, True) is None

@@ -140,13 +140,13 @@ def test_command_line_prints_r_hat_for_several_walkers(walkers, capsys):
 def test_summary_line_compares_unequal_walkers_over_their_last_rows():
     """HMC writes rows at each walker's own evaluation steps, so walkers may have unequal rows:
     the summary then compares the last rows, as many as the shortest walker has."""
-    from tati.cli.summary import _convergence_line
+    from tati.cli.summary.walkers import convergence_line
     rng = np.random.default_rng(seed(840))
     table = trajectory(rng.standard_normal((ROWS, WALKERS, 2)))
     table = table.drop(index=table.index[(table.id == 2) & (table.step <= 10)])
-    [line] = _convergence_line(table, WALKERS, burn_in=0)
+    [line] = convergence_line(table, WALKERS, burn_in=0)
     assert line.startswith("  R-hat max 1.0") and line.endswith("over 4 walkers"), line
-    assert _convergence_line(table, WALKERS, burn_in=ROWS - 3) == []
+    assert convergence_line(table, WALKERS, burn_in=ROWS - 3) == []
 
 
 def test_result_convergence_uses_equal_last_rows():

@@ -221,7 +221,7 @@ def test_a_measured_width_that_blew_a_walker_up_names_a_cure_that_keeps_it_measu
     The summary then leaves the kinetic energy and the momentum test unjudged (the blow-up spans
     their error bars: on wine-quality-red a walker at 1,720 times equipartition left T_0.99 reading
     "warm")."""
-    from tati.cli.summary import _temperature_lines
+    from tati.cli.summary.temperature import temperature_lines
     kinetic, loss = healthy(np.random.default_rng(8))
     kinetic[1, 200:300] += 500.0 * 0.97 ** np.arange(100)
     result, simulation = run(kinetic, loss, sampler="BAOAB", batch_size=10, measure_step_width=True)
@@ -235,7 +235,7 @@ def test_a_measured_width_that_blew_a_walker_up_names_a_cure_that_keeps_it_measu
     averages = frame.groupby("id").tail(1)[["id", "step"]].assign(average_kinetic_energy=kinetic.mean(axis=1))
     result.averages, result.trajectory = averages, frame
     simulation.num_parameters = D
-    lines = _temperature_lines(simulation, result, walker_outliers(result, simulation))
+    lines = temperature_lines(simulation, result, walker_outliers(result, simulation))
     [line] = [x for x in lines if "kinetic energy" in x]
     assert line.endswith("not judged, walker 1 blew up)")
     assert [x for x in lines if "momentum test" in x] == ["  momentum test not judged: walker 1 blew up"]

@@ -1,0 +1,231 @@
+"""Is the temperature right? The summary's lines on the average kinetic energy and virial against
+equipartition (batch-means error bars, tati/diagnostics/equipartition.py), the momentum test
+T_0.99 and its per-layer table, each with the likely cause and the option that cures it where
+it fails; "warm" where the heat is within what the measured step width allows."""
+
+import math
+
+from tati.cli.summary.lines import WIDTH
+from tati.diagnostics.data_scale import NOTE_ABOVE, did_not_hold, measured_cure, noted as data_noted
+from tati.diagnostics.equipartition import equipartition_verdict, table_batch_means
+from tati.diagnostics.momentum import momentum_test
+from tati.engine.registry import spec_of
+
+MIN_MOMENTUM_READINGS = 100
+LAYER_NAME = 20  # longer layer names are cut at the front
+
+
+def temperature_lines(simulation, result, outliers):
+    """The average kinetic energy and virial against equipartition, with batch-means error bars
+    from the run-info rows after burn-in; not judged where one of the `outliers` (walker_outliers)
+    blew up."""
+    o = simulation.options
+    averages, run_info = result.averages, result.run_info
+    expected = simulation.num_parameters / (2.0 * o["inverse_temperature"])
+    burn_in = o["burn_in_steps"]
+    if averages.empty:
+        return [f"  no averages yet: every row was within burn_in_steps {burn_in}"]
+    # The averages table's last row per walker: the average over every step after burn-in of
+    # the whole run (earlier calls included), its walkers' mean compared. Its error bar comes
+    # from this call's rows, every every_nth step: if anything too large for that average.
+    last = averages.groupby("id").tail(1)
+    lines = []
+    noted = data_noted(simulation)  # a note on the data names why a measured width did not hold
+    # HMC and NUTS draw fresh momenta at every leg (or step): equipartitioned by construction,
+    # they would pass these tests whatever the chain does
+    spec = spec_of(o["sampler"])
+    persist = spec.persistent_momenta
+    # a walker that blew up spans every error bar: "consistent" or "warm" would mean nothing (the
+    # walker lines say why)
+    blown = sorted({x.walker for x in outliers if x.kind == "blew up"})  # only walkers whose momenta persist
+    which = f"walker{'s' if len(blown) > 1 else ''} {', '.join(map(str, blown))} blew up"
+    if "average_kinetic_energy" in last and spec.redraws_momenta:
+        lines.append(f"  momenta not judged: {o['sampler']} draws them afresh every "
+                     f"{'step' if spec.evaluates_target else 'leg'} (equipartitioned by construction)")
+    elif "average_kinetic_energy" in last and persist:  # not SGLD, which has no momenta
+        value, stats = last["average_kinetic_energy"].mean(), table_batch_means(run_info, "kinetic_energy", burn_in)
+        reference = f"equipartition d/(2 beta) = {expected:.4g}"
+        if blown:
+            lines.append(f"  average kinetic energy {value:.4g} ({reference}: not judged, {which})")
+        else:
+            lines += (_warm_line("average kinetic energy", value, stats, expected, reference, _noise_heat(o))
+                      or _judged("average kinetic energy", value, stats, expected, reference,
+                                 _kinetic_hint(o, noted), run_info, burn_in))
+    if "average_virials" in last:  # not RWMH, which takes no gradients
+        lines += _virial_lines(o, last, run_info, expected, burn_in)
+    if persist and "kinetic_energy" in run_info and (run_info["step"] > burn_in).any():
+        lines += [f"  momentum test not judged: {which}"] if blown else _momentum_lines(
+            result, o, simulation.num_parameters, noted)
+        if getattr(result, "momenta", None) is not None and not result.momenta.empty:  # record_momenta
+            lines += _layer_lines(result, o, noted)
+    return lines
+
+
+def _noise_heat(o):
+    """The kinetic temperature's relative excess that measure_step_width's width allows from the
+    mini-batch gradient noise (tati/adaptation/measured_width.py); 0 where it did not measure."""
+    if o.get("measure_step_width") is not True or o.get("batch_size") is None:
+        return 0.0
+    from tati.adaptation.measured_width import EXCESS
+    return EXCESS
+
+
+def _warm_line(name, value, stats, expected, reference, heat):
+    """The kinetic energy's line where it reads above equipartition but within `heat`, the noise heat
+    the measured step width allows (within SIGMAS standard errors of expected (1 + heat)): it says
+    so instead of "lower step_width", which the measurement chose. None otherwise."""
+    if not heat or stats is None or equipartition_verdict(value, stats[1], expected) == "consistent" \
+            or value < expected or equipartition_verdict(max(value, expected * (1 + heat)), stats[1],
+                                                         expected * (1 + heat)) != "consistent":
+        return None
+    return [f"  {name} {_plus_minus(value, stats[1])} ({reference}: {value / expected - 1:.1%} above)",
+            f"    {_warm(heat)}"]
+
+
+def _warm(heat):
+    return f"warm: within the {heat:.0%} heat from the gradient noise that the measured step_width allows"
+
+
+def _warm_fraction(dof, heat, quantile=0.99):
+    """T_0.99 of chi-square(dof) momenta at temperature 1 + heat: the least the allowed noise heat gives."""
+    from scipy import stats
+    return float(stats.chi2.cdf(stats.chi2.ppf(quantile, dof) / (1.0 + heat), dof))
+
+
+def _measured_hint(o, noted):
+    """Where the width was measured (the user gave none), what to do when it did not hold: the
+    note on the data, if there is one, names the cause; else a smaller width or a longer burn-in.
+    None where the user gave the width."""
+    if o.get("measure_step_width") is not True:
+        return None
+    return did_not_hold(measured_cure(o, "more burn_in_steps"), NOTE_ABOVE if noted else None)
+
+
+def _kinetic_hint(o, noted=False):
+    """The likely causes of a kinetic energy off equipartition, and what fixes each."""
+    measured = _measured_hint(o, noted)
+    if measured is not None:
+        return measured
+    if _noise_estimator_helps(o):  # mini-batch gradients heat SGHMC unless it estimates their noise
+        return "step_width too large, gradient_noise_estimator unset, or the run too short (burn_in_steps)"
+    return "step_width may be too large, or the run too short (burn_in_steps)"
+
+
+def _noise_estimator_helps(o):
+    """SGHMC's gradient-noise estimate corrects the heat of mini-batch gradients only: with the
+    whole dataset (or a potential) it estimates zero."""
+    return "gradient_noise_estimator" in spec_of(o["sampler"]).option_names and o["batch_size"] is not None
+
+
+def _momentum_lines(result, o, dof, noted=False):
+    """T_0.99 of the momenta from the kinetic energies (chi-square(d) of 2 beta K), with its
+    99% Clopper-Pearson interval over the independent readings; none below 100 readings, where
+    one reading in a hundred is expected outside and the test has no power."""
+    test = momentum_test(result.run_info, dof, o["inverse_temperature"], o["burn_in_steps"])
+    if test["readings"] < MIN_MOMENTUM_READINGS:  # the line about too few rows is already there
+        return []
+    head = (f"  momentum test T_0.99 {test['fraction']:.4f} in [{test['low']:.4f}, {test['high']:.4f}] "
+            f"({test['readings']} readings of chi-square({dof}))")
+    if test["low"] <= 0.99 <= test["high"]:
+        return [f"{head}: consistent"]
+    heat = _noise_heat(o)
+    if heat and _warm_fraction(dof, heat) <= test["high"] < 0.99:
+        return [head, f"    {_warm(heat)}"]
+    if test["high"] < 0.99:
+        measured = _measured_hint(o, noted)
+        hint = "momenta too hot (too few inside): " + (measured or "lower step_width")
+        if measured is None and _noise_estimator_helps(o):
+            hint += ", or set gradient_noise_estimator"
+    else:
+        hint = "momenta too cold (too many inside): run longer (burn_in_steps)"
+    return [head, f"    {hint}"]
+
+
+def _layer_lines(result, o, noted=False):
+    """The momentum diagnostics per weight and bias tensor (record_momenta), a row each and one
+    for the whole vector: T_0.99 and the kinetic temperature with their 99% intervals and a
+    verdict, the configurational temperature q . grad U / d with its standard error (no
+    verdict: it is 1 / beta only where exp(-beta U) confines theta)."""
+    table = result.layer_temperatures(o["inverse_temperature"], o["burn_in_steps"])
+    readings = int(table["readings"].iloc[0])
+    if readings < MIN_MOMENTUM_READINGS:
+        return [f"  momenta per layer: only {readings} independent readings after burn-in (run longer)"]
+    width = min(LAYER_NAME, max(len(str(name)) for name in table.index))
+    lines = [f"  momenta per layer, {readings} readings, 99% intervals (config. T = q . grad U / d, "
+             "1/beta if U confines)",
+             f"    {'':<{width}} {'dof':>5}  {'T_0.99':<29}{'kinetic T':<26}config. T"]
+    verdicts, heat = set(), _noise_heat(o)
+    for name, row in table.iterrows():
+        name = str(name) if len(str(name)) <= width else "..." + str(name)[3 - width:]
+        fraction = _verdict(0.99, row["low"], row["high"])  # the fraction's interval holds 0.99?
+        kinetic = _verdict(row["kinetic_temperature"], row["kinetic_low"], row["kinetic_high"])  # at 1/beta
+        if heat:  # hot by no more than the measured width allows: warm
+            beta = o["inverse_temperature"]
+            fraction = "warm" if fraction == "hot" and row["high"] >= _warm_fraction(row["dof"], heat) else fraction
+            kinetic = "warm" if kinetic == "hot" and row["kinetic_temperature"] <= row["kinetic_high"] + heat / beta \
+                else kinetic
+        verdicts |= {fraction, kinetic}
+        t = f"{row['fraction']:.4f} [{row['low']:.4f}, {row['high']:.4f}] {fraction}"
+        k = f"{row['kinetic_temperature']:.3f} [{row['kinetic_low']:.3f}, {row['kinetic_high']:.3f}] {kinetic}"
+        c = _plus_minus(row["configurational_temperature"], row["configurational_error"])
+        lines.append(f"    {name:<{width}} {int(row['dof']):>5}  {t:<29}{k:<26}{c}")
+    if "hot" in verdicts:
+        measured = _measured_hint(o, noted)
+        lines.append("    momenta too hot in some layer: " + (measured or "lower step_width" + (
+            ", or set gradient_noise_estimator" if _noise_estimator_helps(o) else "")))
+    elif "cold" in verdicts:
+        lines.append("    momenta too cold in some layer: run longer (burn_in_steps)")
+    elif "warm" in verdicts:
+        lines.append(f"    {_warm(heat)}")
+    return lines
+
+
+def _verdict(value, low, high):
+    """"ok" if value lies in [low, high], "hot" above (too few momenta inside the quantile, or a
+    kinetic temperature above its interval), "cold" below."""
+    return "ok" if low <= value <= high else "hot" if value > high else "cold"
+
+
+def _virial_lines(o, last, run_info, expected, burn_in):
+    """The virial, mean of 1/2 theta . grad U: by the virial theorem it equals d/(2 beta) when
+    exp(-beta U) confines theta (a potential, or walls on every parameter); a network's loss
+    alone does not, so there it is shown without a verdict."""
+    value = last["average_virials"].mean()
+    confined = o["potential"] is not None or (
+        o["prior_lower_boundary"] is not None and o["prior_upper_boundary"] is not None)
+    what = "theta . grad U / 2"
+    if not confined:
+        return [f"  average virial {value:.4g} ({what}; equals d/(2 beta) only if U confines theta)"]
+    return _judged("average virial", value, table_batch_means(run_info, "virial", burn_in), expected,
+                   f"{what}; virial theorem: d/(2 beta) = {expected:.4g}",
+                   "step_width may be too large, the run too short, or U not confining",
+                   run_info, burn_in)
+
+
+def _judged(name, value, stats, expected, reference, hint, run_info, burn_in):
+    """'  name value +- error (reference: verdict)', and the hint on the next line if the verdict
+    is not 'consistent'; the verdict moves to the hint's line when the first would be too long."""
+    if stats is None:
+        return [f"  {name} {value:.4g} ({reference})", _too_few(run_info, burn_in)]
+    head = f"  {name} {_plus_minus(value, stats[1])} ({reference}"
+    verdict = equipartition_verdict(value, stats[1], expected)
+    if verdict == "consistent":
+        return [f"{head}: {verdict})"]
+    if len(head) + len(verdict) + 3 < WIDTH:
+        return [f"{head}: {verdict})", f"    {hint}"]
+    if len(verdict) + len(hint) + 6 < WIDTH:
+        return [f"{head})", f"    {verdict}: {hint}"]
+    return [f"{head})", f"    {verdict}:", f"    {hint}"]
+
+
+def _too_few(run_info, burn_in):
+    rows = int((run_info["step"] > burn_in).sum())
+    return f"    only {rows} rows after burn-in: too few for an error bar (run longer)"
+
+
+def _plus_minus(value, error):
+    """'16.3 +- 0.4': the error to two significant digits, the value to the same decimals."""
+    if not (error > 0 and math.isfinite(error)):
+        return f"{value:.4g} +- {error:g}"
+    decimals = max(0, 1 - math.floor(math.log10(error)))
+    return f"{value:.{decimals}f} +- {error:.{decimals}f}"
