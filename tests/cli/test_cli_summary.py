@@ -419,6 +419,26 @@ def test_hmc2_walkers_on_a_gaussian():
     assert f" {divergent} divergent " in line and line.endswith(": lower step_width"), line
 
 
+
+def test_walkers_that_disagree_after_hmc_adapted_its_width_are_told_to_run_longer():
+    """HMC2's adapted width is the one its target acceptance asks for, so where its walkers disagree
+    (two wells of a double well, barrier 8 / beta) the hint is a longer run, not a wider width; with
+    the width given, a wider one may help."""
+    import tensorflow as tf
+    options = dict(potential=lambda x: 8.0 * tf.reduce_sum((x ** 2 - 1.0) ** 2), initial_parameters=[[-1.0], [1.0]],
+                   number_walkers=2, max_steps=400, every_nth=1, seed=1)
+    sim = gaussian(sampler="HMC2", burn_in_steps=200, **options)
+    text = summarise("tati-sample", sim, sim.sample(), sampler=True)
+    check_layout(text)
+    line = line_with(text, "    not converged: R-hat > 1.01")
+    lines = text.splitlines()
+    assert lines[lines.index(line) + 1] == "    run longer (max_steps, burn_in_steps)", text
+    sim = gaussian(sampler="HMC2", burn_in_steps=0, step_width=0.05, hamiltonian_dynamics_time=0.5, **options)
+    with pytest.warns(UserWarning, match="nothing adapts"):
+        lines = summarise("tati-sample", sim, sim.sample(), sampler=True).splitlines()
+    assert lines[lines.index(line_with("\n".join(lines), "    not converged")) + 1] == (
+        "    run longer (max_steps), or raise step_width")
+
 def test_a_leg_length_adapted_to_one_step_gets_a_hint():
     """One walker on a 1-D Gaussian: ChEES's gradient is one noisy number per leg, whose drift
     vanishes as T shrinks, so T ends near one step (0.011-0.030 over seeds 1-3 after 1000 steps,

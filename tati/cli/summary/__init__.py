@@ -80,7 +80,7 @@ def summarise(prog, simulation, result, sampler, seconds=None):
                      f"{int(first['step'])} (walker {int(first['id'])}), so the averages are not judged: "
                      f"lower {'step_width' if sampler else 'learning_rate'}")
         return "\n".join(lines + [_files(o)])
-    no_metric = False
+    no_metric = adapted = False
     if sampler:
         outliers = walker_outliers(result, simulation)  # [] with one walker
         lines += temperature_lines(simulation, result, outliers)
@@ -97,8 +97,8 @@ def summarise(prog, simulation, result, sampler, seconds=None):
             lines += outlier_lines(outliers)
             # an adapted or measured width is already the largest its bounds allow: only length helps
             measured = o.get("measure_step_width") is True
-            hint = ("run longer (max_steps, burn_in_steps)" if proposal or measured else
-                    NO_METRIC_HINT if no_metric else None)
+            hint = (NO_METRIC_HINT if no_metric else
+                    "run longer (max_steps, burn_in_steps)" if proposal or measured or adapted else None)
             lines += convergence_lines(result.trajectory, walkers, o["burn_in_steps"], hint,
                                         identified(o, getattr(result, "parameter_groups", None)))
         else:  # the tests above see one mode's equilibrium as well as the whole target's
