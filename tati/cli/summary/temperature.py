@@ -50,7 +50,7 @@ def temperature_lines(simulation, result, outliers):
         else:
             lines += (_warm_line("average kinetic energy", value, stats, expected, reference, _noise_heat(o))
                       or _judged("average kinetic energy", value, stats, expected, reference,
-                                 _kinetic_hint(o, noted), run_info, burn_in))
+                                 _kinetic_hint(o, noted, cold=value < expected), run_info, burn_in))
     if "average_virials" in last:  # not RWMH, which takes no gradients
         lines += _virial_lines(o, last, run_info, expected, burn_in)
     if persist and "kinetic_energy" in run_info and (run_info["step"] > burn_in).any():
@@ -101,8 +101,13 @@ def _measured_hint(o, noted):
     return did_not_hold(measured_cure(o, "more burn_in_steps"), NOTE_ABOVE if noted else None)
 
 
-def _kinetic_hint(o, noted=False):
-    """The likely causes of a kinetic energy off equipartition, and what fixes each."""
+def _kinetic_hint(o, noted=False, cold=False):
+    """The likely causes of a kinetic energy off equipartition, and what fixes each. Below it (cold)
+    the gradient noise, which only heats, is not the cause: a run too short, or with a given width
+    BAOAB's too wide a step, whose stiff modes' momenta read cold (1 - h^2 omega^2 / 4)."""
+    if cold:
+        return "too cold: " + ("run longer (burn_in_steps)" if o.get("measure_step_width") is True else
+                               "step_width may be too large, or the run too short (burn_in_steps)")
     measured = _measured_hint(o, noted)
     if measured is not None:
         return measured
