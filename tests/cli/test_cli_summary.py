@@ -334,7 +334,7 @@ def test_baoab_with_a_large_step_has_a_flagged_kinetic_energy():
     assert abs(kinetic - 3.75) < 4 * error, text
     assert verdict.startswith("off by") and float(verdict.split()[2]) > 10, text
     assert virial_verdict == "consistent", text
-    assert "    step_width may be too large, or the run too short (burn_in_steps)" in text
+    assert "    too cold: step_width may be too large, or the run too short (burn_in_steps)" in text, text
     assert "  walker" not in text  # every walker at 0.75 of equipartition: the run's bias, no walker's
 
 
