@@ -335,6 +335,8 @@ def test_baoab_with_a_large_step_has_a_flagged_kinetic_energy():
     assert verdict.startswith("off by") and float(verdict.split()[2]) > 10, text
     assert virial_verdict == "consistent", text
     assert "    too cold: step_width may be too large, or the run too short (burn_in_steps)" in text, text
+    assert line_with(text, "    momenta too cold").endswith(": step_width may be too large, or the run too short "
+                                                           "(burn_in_steps)"), text
     assert "  walker" not in text  # every walker at 0.75 of equipartition: the run's bias, no walker's
 
 

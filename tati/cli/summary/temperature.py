@@ -103,16 +103,23 @@ def _measured_hint(o, noted):
 
 def _kinetic_hint(o, noted=False, cold=False):
     """The likely causes of a kinetic energy off equipartition, and what fixes each. Below it (cold)
-    the gradient noise, which only heats, is not the cause: a run too short, or with a given width
-    BAOAB's too wide a step, whose stiff modes' momenta read cold (1 - h^2 omega^2 / 4)."""
+    the gradient noise, which only heats, is not the cause (_cold_cure): BAOAB's stiff modes' momenta
+    read cold at too wide a step (variance 1 - h^2 omega^2 / 4), or the run is too short."""
     if cold:
-        return "too cold: " + ("run longer (burn_in_steps)" if o.get("measure_step_width") is True else
-                               "step_width may be too large, or the run too short (burn_in_steps)")
+        return "too cold: " + _cold_cure(o)
     measured = _measured_hint(o, noted)
     if measured is not None:
         return measured
     if _noise_estimator_helps(o):  # mini-batch gradients heat SGHMC unless it estimates their noise
         return "step_width too large, gradient_noise_estimator unset, or the run too short (burn_in_steps)"
+    return "step_width may be too large, or the run too short (burn_in_steps)"
+
+
+def _cold_cure(o):
+    """What to do where the momenta read cold: a measured width is the stability bound's, a quarter
+    of it, so only a longer run helps; a given one may be too wide for BAOAB's stiff modes."""
+    if o.get("measure_step_width") is True:
+        return "run longer (burn_in_steps)"
     return "step_width may be too large, or the run too short (burn_in_steps)"
 
 
@@ -142,7 +149,7 @@ def _momentum_lines(result, o, dof, noted=False):
         if measured is None and _noise_estimator_helps(o):
             hint += ", or set gradient_noise_estimator"
     else:
-        hint = "momenta too cold (too many inside): run longer (burn_in_steps)"
+        hint = "momenta too cold: " + _cold_cure(o)  # too many inside T_0.99
     return [head, f"    {hint}"]
 
 
@@ -179,7 +186,7 @@ def _layer_lines(result, o, noted=False):
         lines.append("    momenta too hot in some layer: " + (measured or "lower step_width" + (
             ", or set gradient_noise_estimator" if _noise_estimator_helps(o) else "")))
     elif "cold" in verdicts:
-        lines.append("    momenta too cold in some layer: run longer (burn_in_steps)")
+        lines.append("    momenta too cold in some layer: " + _cold_cure(o))
     elif "warm" in verdicts:
         lines.append(f"    {_warm(heat)}")
     return lines
