@@ -266,8 +266,12 @@ def edges(name):
 # (test_resolve); the rest get examples of their own here.
 # xla_cache_directory too: a Simulation creates it and names it in this process's TF_XLA_FLAGS,
 # which every later subprocess of the test worker would inherit (tests/engine/test_xla_cache.py).
+# distribution and devices too: a Simulation with one creates the process's one tf.distribute
+# layout (tati/engine/distribute.py), and a later test in the worker that runs another layout
+# (doc/distributed.md's snippet) is then refused; tests/engine/test_distribute.py runs them in
+# processes of their own.
 LATER = {"run_file", "trajectory_file", "averages_file", "save_model", "restore_model", "progress", "max_steps",
-         "every_nth", "burn_in_steps", "on_nan", "dataset_seed", "xla_cache_directory"}
+         "every_nth", "burn_in_steps", "on_nan", "dataset_seed", "xla_cache_directory", "distribution", "devices"}
 BUILT = [name for name in ALL_NAMES if name not in LATER]
 
 
