@@ -116,8 +116,8 @@ def _kinetic_hint(o, noted=False, cold=False):
 
 
 def _cold_cure(o):
-    """What to do where the momenta read cold: a measured width is the stability bound's, a quarter
-    of it, so only a longer run helps; a given one may be too wide for BAOAB's stiff modes."""
+    """What to do where the momenta read cold: a measured width sits at a quarter of the stability
+    bound, so only a longer run helps; a given one may be too wide for BAOAB's stiff modes."""
     if o.get("measure_step_width") is True:
         return "run longer (burn_in_steps)"
     return "step_width may be too large, or the run too short (burn_in_steps)"
