@@ -32,6 +32,11 @@ def check_layout(text):
     return lines
 
 
+def flowing(text):
+    """The summary's text as one line: its lines stripped and joined (a long line goes on over the next)."""
+    return " ".join(line.strip() for line in text.splitlines())
+
+
 def line_with(text, start):
     found = [line for line in text.splitlines() if line.startswith(start)]
     assert len(found) == 1, (start, text)
@@ -558,8 +563,9 @@ def test_a_run_gone_non_finite_says_so_instead_of_judging_its_averages():
     result = simulation._last_sample
     steps = result.run_info["step"][~np.isfinite(result.run_info["loss"])]
     assert len(steps) and steps.max() == 50
-    assert f"  {len(steps)} of 50 rows have a NaN or infinite loss, the first at step {steps.min()} (walker 0), " \
-           "so the averages are not judged: lower step_width" in text.splitlines(), text
+    check_layout(text)
+    assert f"{len(steps)} of 50 rows have a NaN or infinite loss, the first at step {steps.min()} (walker 0), " \
+           "so the averages are not judged: lower step_width" in flowing(text), text
     assert "kinetic energy" not in text and "error bar" not in text
 
 
@@ -570,8 +576,9 @@ def test_divergences_without_a_burn_in_ask_for_one():
     sim = gaussian(sampler="NUTS", potential=lambda x: 0.5 * tf.reduce_sum((x / 0.01) ** 2), number_walkers=2,
                    step_width=1.0, burn_in_steps=0, max_steps=30, every_nth=1, seed=1)
     text = summarise("tati-sample", sim, sim.sample(), sampler=True)
+    check_layout(text)
     assert "divergent: the draws may be biased; give burn_in_steps (e.g. 1000), in which step_width adapts" \
-        in text, text
+        in flowing(text), text
 
 
 # -- messages that mislead (issue #38) --------------------------------------------------------------

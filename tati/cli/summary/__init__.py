@@ -23,6 +23,7 @@ walkers.py (outliers, R-hat and ESS), lines.py (the lines' layout).
 import numpy as np
 
 from tati.cli.summary.header import final_line, followed_widths, header, langevin_mass_line, listed, model_line, timing
+from tati.cli.summary.lines import wrapped
 from tati.cli.summary.kernels import (NO_METRIC_HINT, hmc_adaptation_lines, hmc_lines, kernel_lines,
                                       metric_missing)
 from tati.cli.summary.temperature import temperature_lines
@@ -59,7 +60,7 @@ def summarise(prog, simulation, result, sampler, seconds=None):
         lines.append("  " + result.compilation.line())
     if run_info.empty:  # HMC writes rows at the ends of legs only; none ended in this call
         lines.append(f"  no leg ended in these {o['max_steps']} steps, so no row was written")
-        return "\n".join(lines + [_files(o)])
+        return _joined(lines + [_files(o)])
     lines.append(final_line(run_info, walkers))
     if sampler and getattr(simulation, "warm_start", None) is not None:
         lines.append("  " + simulation.warm_start.line())
@@ -79,7 +80,7 @@ def summarise(prog, simulation, result, sampler, seconds=None):
         lines.append(f"  {broken.sum()} of {len(broken)} rows have a NaN or infinite loss, the first at step "
                      f"{int(first['step'])} (walker {int(first['id'])}), so the averages are not judged: "
                      f"lower {'step_width' if sampler else 'learning_rate'}")
-        return "\n".join(lines + [_files(o)])
+        return _joined(lines + [_files(o)])
     no_metric = adapted = False
     if sampler:
         outliers = walker_outliers(result, simulation)  # [] with one walker
@@ -104,7 +105,13 @@ def summarise(prog, simulation, result, sampler, seconds=None):
         else:  # the tests above see one mode's equilibrium as well as the whole target's
             lines.append("  mixing not checked with one walker: number_walkers 4 compares walkers (R-hat)")
     lines.append(_files(o))
-    return "\n".join(lines)
+    return _joined(lines)
+
+
+def _joined(lines):
+    """The summary's text: a line as long as WIDTH or longer (a measured width's, with a value per
+    walker) goes on over the next lines."""
+    return "\n".join(part for line in lines for part in wrapped(line))
 
 
 def _steps(o, run_info, legs):
