@@ -23,9 +23,9 @@ walkers.py (outliers, R-hat and ESS), lines.py (the lines' layout).
 import numpy as np
 
 from tati.cli.summary.header import final_line, followed_widths, header, langevin_mass_line, listed, model_line, timing
-from tati.cli.summary.lines import wrapped
 from tati.cli.summary.kernels import (NO_METRIC_HINT, hmc_adaptation_lines, hmc_lines, kernel_lines,
                                       metric_missing)
+from tati.cli.summary.lines import wrapped
 from tati.cli.summary.temperature import temperature_lines
 from tati.cli.summary.walkers import convergence_lines, identified, outlier_lines
 from tati.diagnostics.outliers import walker_outliers

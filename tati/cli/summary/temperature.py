@@ -13,6 +13,8 @@ from tati.engine.registry import spec_of
 
 MIN_MOMENTUM_READINGS = 100
 LAYER_NAME = 20  # longer layer names are cut at the front
+# where the user gave the width, for a reading hot or cold (BAOAB's stiff modes read cold at too wide a step)
+GIVEN_WIDTH_HINT = "step_width may be too large, or the run too short (burn_in_steps)"
 
 
 def temperature_lines(simulation, result, outliers):
@@ -112,7 +114,7 @@ def _kinetic_hint(o, noted=False, cold=False):
         return measured
     if _noise_estimator_helps(o):  # mini-batch gradients heat SGHMC unless it estimates their noise
         return "step_width too large, gradient_noise_estimator unset, or the run too short (burn_in_steps)"
-    return "step_width may be too large, or the run too short (burn_in_steps)"
+    return GIVEN_WIDTH_HINT
 
 
 def _cold_cure(o):
@@ -120,7 +122,7 @@ def _cold_cure(o):
     bound, so only a longer run helps; a given one may be too wide for BAOAB's stiff modes."""
     if o.get("measure_step_width") is True:
         return "run longer (burn_in_steps)"
-    return "step_width may be too large, or the run too short (burn_in_steps)"
+    return GIVEN_WIDTH_HINT
 
 
 def _noise_estimator_helps(o):
