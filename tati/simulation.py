@@ -198,6 +198,7 @@ class Simulation:
         self._optimizer = make_optimizer(o["optimizer"], learning_rate_of(o))
         self._run = None
         self._last_sample = None  # the last sample() call's Result: predictive's default draws
+        self._last_call = None  # (method, Result, seconds) of the last sample() or fit(): summary()'s
         self.warm_start = None  # what the warm start did (tati/adaptation/warm_start.py), once it ran
         self.measured_width = None  # measure_step_width's MeasuredWidth (tati/adaptation/measured_width.py)
         self._ensemble_failures = 0
@@ -347,7 +348,19 @@ class Simulation:
             result.first_step = self._first_step(run, began)
         if method == "sample":
             self._last_sample = result
+        self._last_call = (method, result, time.perf_counter() - began)
         return result
+
+    def summary(self):
+        """The summary of the last sample() or fit() call, as tati-sample and tati-optimize print it:
+        what ran, how long it took, where it ended, and whether the numbers look right (the
+        temperatures, each walker, R-hat and ESS), with the option that cures what does not;
+        `print(sim.summary())` (a notebook shows it as it is)."""
+        if self._last_call is None:
+            raise InputError("summary() summarises a sample() or fit() call: call one first")
+        from tati.diagnostics.summary import Summary, summarise
+        method, result, seconds = self._last_call
+        return Summary(summarise(f"{method}()", self, result, sampler=method == "sample", seconds=seconds))
 
     def _first_step(self, run, began):
         """The run's FirstStep (tati/engine/clock.py): from this call's start, and from Simulation(...)

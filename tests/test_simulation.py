@@ -156,10 +156,27 @@ def test_cli_summary_of_sgld_has_no_kinetic_energy(capsys):
     assert "3 steps of SGLD" in capsys.readouterr().out
 
 
+def test_python_summary_of_the_last_call():
+    """summary() is the tools' summary of the last sample() or fit() call, headed by the method,
+    echoed as lines; before any call it is refused with one line."""
+    sim = tati.Simulation(potential=lambda x: 0.5 * tf.reduce_sum(x ** 2), initial_parameters=[0.5, -0.5],
+                          step_width=0.1, max_steps=50, seed=seed(3))
+    with pytest.raises(InputError, match="call one first"):
+        sim.summary()
+    sim.sample()
+    text = sim.summary()
+    assert text.startswith("sample(): 50 steps of BAOAB (step_width 0.1) at inverse temperature 1\n")
+    assert "  took " in text and "  average kinetic energy " in text
+    assert text.splitlines()[-1].startswith("  wrote no file")
+    assert repr(text) == str(text)
+    sim.fit()
+    assert sim.summary().startswith("fit(): 50 steps of ")
+
+
 def test_summary_of_a_continued_hmc_call_without_a_row():
     """HMC writes rows at the ends of legs (about 20 steps here): a continued call of 2 steps
     (as a restored CLI run can be) has none."""
-    from tati.cli.summary import summarise
+    from tati.diagnostics.summary import summarise
     sim = tati.Simulation(sampler="HMC2", step_width=0.05, max_steps=2)
     assert len(sim.sample().run_info) == 1  # the start of the chain
     result = sim.sample()

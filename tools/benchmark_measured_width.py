@@ -81,7 +81,7 @@ def bound(excess):
 
 def summary_lines(simulation, result):
     """The summary's kinetic-temperature and T_0.99 lines (record_momenta), if any."""
-    from tati.cli import summary
+    from tati.diagnostics import summary
     try:
         text = summary.summarise("benchmark", simulation, result, True)
     except Exception as error:  # a benchmark: the figures above still count

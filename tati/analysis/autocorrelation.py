@@ -33,7 +33,7 @@ import pandas as pd
 
 from tati.analysis import select
 from tati.analysis.covariance import decompose
-from tati.cli.summary.walkers import ESS_PER_WALKER, R_HAT_MAX
+from tati.diagnostics.summary.walkers import ESS_PER_WALKER, R_HAT_MAX
 from tati.errors import InputError
 
 PURPOSE = "autocorrelation"

@@ -187,7 +187,7 @@ def run(mode, o, simulation_options):
                          f"and --walkers), or --number_walkers {POINTS[mode]} for the walkers' parameters")
 
     import_tensorflow_quietly()
-    from tati.cli.summary.header import model_line
+    from tati.diagnostics.summary.header import model_line
     from tati.simulation import Simulation
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="restore_model .* continuing with changed options")

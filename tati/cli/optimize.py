@@ -16,7 +16,7 @@ def main(argv=None):
     options = parse(parser, sys.argv[1:] if argv is None else argv)
 
     def body():
-        from tati.cli.summary import summarise
+        from tati.diagnostics.summary import summarise
         from tati.simulation import Simulation
         simulation = Simulation(**options)
         start = time.perf_counter()

@@ -20,7 +20,7 @@ def main(argv=None):
     options = parse(parser, argv)
 
     def body():
-        from tati.cli.summary import summarise
+        from tati.diagnostics.summary import summarise
         from tati.simulation import Simulation
         simulation = Simulation(**options)
         start = time.perf_counter()

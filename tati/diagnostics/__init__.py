@@ -2,7 +2,9 @@
 chi-square test (temperature.py); T_c, kinetic and configurational temperatures per layer from
 readings of momenta and positions (of a run's momenta table: layer_temperatures), and T_c of a
 run's recorded kinetic energies (momentum.py); R-hat and effective sample size across walkers
-(convergence.py); walkers hot, cold, blown up or far out from the others (outliers.py)."""
+(convergence.py); walkers hot, cold, blown up or far out from the others (outliers.py); and the
+summary of a run that puts them together, which the tools print and `Simulation.summary()`
+returns (summary/)."""
 
 from tati.diagnostics.convergence import convergence
 from tati.diagnostics.momentum import (configurational_temperatures, independent_readings,

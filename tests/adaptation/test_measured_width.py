@@ -213,7 +213,7 @@ def test_a_measured_width_that_blows_up_says_it_was_measured(monkeypatch):
 def test_option_sets_the_sampler_width_before_the_first_step(sampler, choice):
     """On (BAOAB: auto, with a likelihood, batch_size and no step_width; SGHMC only when asked):
     the sampler steps at the measured width (the least over the walkers), which the summary names."""
-    from tati.cli.summary import summarise
+    from tati.diagnostics.summary import summarise
     simulation = tati.Simulation(**regression(sampler=sampler, batch_size=10, measure_step_width=choice))
     result = simulation.sample()
     measured = simulation.measured_width

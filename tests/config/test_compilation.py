@@ -82,7 +82,7 @@ def test_the_simulation_and_its_result_say_which_and_why():
     """One short run: the Simulation resolves auto into the bool its loop uses; the Result and the
     tools' summary carry the reason."""
     import tati
-    from tati.cli.summary import summarise
+    from tati.diagnostics.summary import summarise
     sim = tati.Simulation(potential=potential, initial_parameters=[0.5], sampler="BAOAB", max_steps=3)
     assert sim.options["jit_compile"] is False and sim.compilation == decided(sampler="BAOAB", max_steps=3)
     result = sim.sample()

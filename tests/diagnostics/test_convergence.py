@@ -140,7 +140,7 @@ def test_command_line_prints_r_hat_for_several_walkers(walkers, capsys):
 def test_summary_line_compares_unequal_walkers_over_their_last_rows():
     """HMC writes rows at each walker's own evaluation steps, so walkers may have unequal rows:
     the summary then compares the last rows, as many as the shortest walker has."""
-    from tati.cli.summary.walkers import convergence_line
+    from tati.diagnostics.summary.walkers import convergence_line
     rng = np.random.default_rng(seed(840))
     table = trajectory(rng.standard_normal((ROWS, WALKERS, 2)))
     table = table.drop(index=table.index[(table.id == 2) & (table.step <= 10)])

@@ -94,7 +94,7 @@ def test_result_momentum_test_and_the_summary_line():
     import tensorflow as tf
 
     import tati
-    from tati.cli.summary import summarise
+    from tati.diagnostics.summary import summarise
     sim = tati.Simulation(potential=lambda q: 0.5 * tf.reduce_sum(q ** 2), initial_parameters=[0.0] * 10,
                           sampler="NUTS", number_walkers=2, max_steps=1500, burn_in_steps=300, seed=1)
     result = sim.sample()

@@ -15,7 +15,7 @@ import pytest
 
 import tati
 from stats import seed, z_critical
-from tati.cli.summary import summarise
+from tati.diagnostics.summary import summarise
 from tati.diagnostics import layer_temperatures
 from tati.errors import InputError
 from tati.config.preflight import check

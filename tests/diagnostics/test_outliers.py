@@ -221,7 +221,7 @@ def test_a_measured_width_that_blew_a_walker_up_names_a_cure_that_keeps_it_measu
     The summary then leaves the kinetic energy and the momentum test unjudged (the blow-up spans
     their error bars: on wine-quality-red a walker at 1,720 times equipartition left T_0.99 reading
     "warm")."""
-    from tati.cli.summary.temperature import temperature_lines
+    from tati.diagnostics.summary.temperature import temperature_lines
     kinetic, loss = healthy(np.random.default_rng(8))
     kinetic[1, 200:300] += 500.0 * 0.97 ** np.arange(100)
     result, simulation = run(kinetic, loss, sampler="BAOAB", batch_size=10, measure_step_width=True)

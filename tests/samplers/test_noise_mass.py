@@ -88,7 +88,7 @@ def test_the_noise_mass_holds_every_coordinate_at_the_temperature(sampler_class,
 def test_the_option_is_checked_and_measured():
     """adapt_mass noise: only the Langevin samplers with a mass, and only with mini-batches; in a
     Simulation its measurements count among the gradient evaluations, and the summary names it."""
-    from tati.cli.summary import summarise
+    from tati.diagnostics.summary import summarise
     rng = np.random.default_rng(seed(12))
     x = rng.normal(size=(64, 2))
     data = dict(dataset=(x, (x @ [1.0, -2.0])[:, None] + rng.normal(size=(64, 1))), hidden_dimension=[],

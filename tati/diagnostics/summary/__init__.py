@@ -1,5 +1,6 @@
-"""The summary the tools print at the end of a run: what ran, how long it took, where it ended,
-whether the sampling looks right, and which files hold the tables. For example:
+"""The summary of a sample() or fit() call, which the tools print at the end of a run and
+`Simulation.summary()` returns in Python: what ran, how long it took, where it ended, whether the
+sampling looks right, and which files hold the tables. For example:
 
     tati-sample: 5000 steps of BAOAB (step_width 0.05) at inverse temperature 1
       model: network 2-8-1 (33 parameters: hidden layer of 8 relu, output 1 tanh) on two_clusters
@@ -22,18 +23,26 @@ walkers.py (outliers, R-hat and ESS), lines.py (the lines' layout).
 
 import numpy as np
 
-from tati.cli.summary.header import final_line, followed_widths, header, langevin_mass_line, listed, model_line, timing
-from tati.cli.summary.kernels import (NO_METRIC_HINT, hmc_adaptation_lines, hmc_lines, kernel_lines,
+from tati.diagnostics.summary.header import final_line, followed_widths, header, langevin_mass_line, listed, model_line, timing
+from tati.diagnostics.summary.kernels import (NO_METRIC_HINT, hmc_adaptation_lines, hmc_lines, kernel_lines,
                                       metric_missing)
-from tati.cli.summary.lines import wrapped
-from tati.cli.summary.temperature import temperature_lines
-from tati.cli.summary.walkers import convergence_lines, identified, outlier_lines
+from tati.diagnostics.summary.lines import wrapped
+from tati.diagnostics.summary.temperature import temperature_lines
+from tati.diagnostics.summary.walkers import convergence_lines, identified, outlier_lines
 from tati.diagnostics.outliers import walker_outliers
 from tati.engine.contract import LEGS
 from tati.engine.registry import spec_of
 
 FILES = (("run_file", "run info"), ("trajectory_file", "trajectory"), ("averages_file", "averages"),
          ("momenta_file", "momenta"))
+
+
+class Summary(str):
+    """The summary's text, which the interpreter and a notebook echo as lines, not as a quoted
+    string."""
+
+    def __repr__(self):
+        return str(self)
 
 
 def summarise(prog, simulation, result, sampler, seconds=None):
@@ -144,5 +153,5 @@ def _files(o):
     if o.get("summaries_path"):
         written.append(f"TensorBoard summaries to {o['summaries_path']}")
     if not written:
-        return "  wrote no file: give --run_file, --trajectory_file or --averages_file to keep the tables"
+        return "  wrote no file (run_file, trajectory_file and averages_file write the tables as CSV)"
     return "  wrote " + ", ".join(written)

@@ -4,7 +4,7 @@ and tree depths, with Stan's warnings and their cures."""
 
 import math
 
-from tati.cli.summary.lines import WIDTH
+from tati.diagnostics.summary.lines import WIDTH
 from tati.engine.registry import target_acceptance
 
 # HMC rejecting more than half of its legs wastes most of its gradient evaluations (the optimal

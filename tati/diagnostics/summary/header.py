@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from tati.cli.summary.lines import WIDTH
+from tati.diagnostics.summary.lines import WIDTH
 from tati.engine.clock import duration
 from tati.engine.contract import Spec
 from tati.engine.registry import optimizer_spec

@@ -1,4 +1,4 @@
-"""The end-of-run summary of tati-sample and tati-optimize (tati/cli/summary/) and the
+"""The end-of-run summary of tati-sample and tati-optimize (tati/diagnostics/summary/) and the
 batch-means error bar behind its equipartition verdicts (tati/diagnostics/equipartition.py):
 exact answers on synthetic tables, then small runs whose right answer is known."""
 
@@ -12,7 +12,7 @@ import pytest
 from scipy import signal
 
 from stats import for_sampler, seed
-from tati.cli.summary import summarise
+from tati.diagnostics.summary import summarise
 from tati.diagnostics.equipartition import (MIN_BATCHES, batch_means, equipartition_verdict,
                                             table_batch_means)
 from tati.config.options import OPTIONS
@@ -220,8 +220,8 @@ def test_summary_timing_and_files():
     simulation, result = fake_run(kinetic, kinetic, potential=lambda x: x)
     text = summarise("tati-sample", simulation, result, sampler=True)
     assert "took" not in text
-    assert text.splitlines()[-1] == ("  wrote no file: give --run_file, --trajectory_file or "
-                                     "--averages_file to keep the tables")
+    assert text.splitlines()[-1] == ("  wrote no file (run_file, trajectory_file and averages_file "
+                                     "write the tables as CSV)")
     text = summarise("tati-sample", simulation, result, sampler=True, seconds=2.0)
     assert line_with(text, "  took") == "  took 2 s: 250 steps per second (includes compiling the loop)"
     simulation.options.update(run_file="run.csv", averages_file="averages.csv", save_model="state.npz")
@@ -541,7 +541,7 @@ def test_nuts_and_rwmh_summaries_say_acceptance_width_and_stans_warnings():
 
 
 def test_the_fit_header_states_the_learning_rate_schedule():
-    from tati.cli.summary.header import _schedule
+    from tati.diagnostics.summary.header import _schedule
     from tati.config.options import resolve
     assert _schedule(resolve({"learning_rate": 0.1})) == "0.1"
     assert _schedule(resolve({"learning_rate": 0.1, "learning_rate_decay_rate": 0.5})) == \
@@ -738,7 +738,7 @@ def test_a_network_is_judged_on_its_loss_and_output_biases():
     table = result.convergence(columns=["loss", "bias3"])
     assert list(table.index) == ["loss", "bias3"]
 
-    from tati.cli.summary.walkers import identified
+    from tati.diagnostics.summary.walkers import identified
     o = options()
     keras = {"dense/kernel": ["weight0"], "dense/bias": ["bias0"], "dense_1/kernel": ["weight1"],
              "dense_1/bias": ["bias1", "bias2"]}
@@ -775,7 +775,7 @@ def test_heat_within_what_the_measured_width_allows_reads_warm():
     energy or T_0.99 hot by no more than that reads "warm", not "lower step_width" (which the
     measurement chose); one hot beyond it, or a run that did not measure, keeps the hot verdict."""
     from tati.adaptation.measured_width import EXCESS
-    from tati.cli.summary import temperature
+    from tati.diagnostics.summary import temperature
     assert temperature._noise_heat(dict(measure_step_width=True, batch_size=32)) == EXCESS
     assert temperature._noise_heat(dict(measure_step_width=False, batch_size=32)) == 0.0
     warm = temperature._warm_line("average kinetic energy", 230.5, (230.5, 0.9), 226.0, "equipartition", EXCESS)
@@ -792,7 +792,7 @@ def test_a_measured_width_too_hot_is_not_blamed_on_a_step_width_the_user_never_g
     """Where measure_step_width chose the width, hot temperature lines name it, and point to the
     note on the data where there is one (diagnostics/data_scale.py); a given width keeps the
     usual hint."""
-    from tati.cli.summary import temperature
+    from tati.diagnostics.summary import temperature
     measured = dict(sampler="BAOAB", measure_step_width=True, batch_size=32)
     assert temperature._kinetic_hint(measured, noted=True) == (
         "the measured step_width did not hold here: see the note on the data above")

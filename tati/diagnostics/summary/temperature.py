@@ -5,7 +5,7 @@ it fails; "warm" where the heat is within what the measured step width allows.""
 
 import math
 
-from tati.cli.summary.lines import WIDTH
+from tati.diagnostics.summary.lines import WIDTH
 from tati.diagnostics.data_scale import NOTE_ABOVE, did_not_hold, measured_cure, noted as data_noted
 from tati.diagnostics.equipartition import equipartition_verdict, table_batch_means
 from tati.diagnostics.momentum import momentum_test

@@ -2,7 +2,7 @@
 (tati/diagnostics/outliers.py) and on R-hat and ESS over the walkers (tati/diagnostics/convergence.py,
 imported only here and only when called, as it imports TensorFlow Probability)."""
 
-from tati.cli.summary.lines import hinted
+from tati.diagnostics.summary.lines import hinted
 
 # Stan's rule (Vehtari et al. 2021, "Rank-normalization, folding, and localization"): use the
 # draws when R-hat < 1.01 and the bulk ESS is above 100 per chain. Our ESS is of all walkers
