@@ -54,7 +54,7 @@ def temperature_lines(simulation, result, outliers):
                       or _judged("average kinetic energy", value, stats, expected, reference,
                                  _kinetic_hint(o, noted, cold=value < expected), run_info, burn_in))
     if "average_virials" in last:  # not RWMH, which takes no gradients
-        lines += _virial_lines(o, last, run_info, expected, burn_in)
+        lines += _virial_lines(o, last, run_info, expected, burn_in, which if blown else None, noted)
     if persist and "kinetic_energy" in run_info and (run_info["step"] > burn_in).any():
         lines += [f"  momentum test not judged: {which}"] if blown else _momentum_lines(
             result, o, simulation.num_parameters, noted)
@@ -200,20 +200,46 @@ def _verdict(value, low, high):
     return "ok" if low <= value <= high else "hot" if value > high else "cold"
 
 
-def _virial_lines(o, last, run_info, expected, burn_in):
-    """The virial, mean of 1/2 theta . grad U: by the virial theorem it equals d/(2 beta) when
-    exp(-beta U) confines theta (a potential, or walls on every parameter); a network's loss
-    alone does not, so there it is shown without a verdict."""
+def _virial_lines(o, last, run_info, expected, burn_in, blown=None, noted=False):
+    """The virial, mean of 1/2 theta . grad U: by the virial theorem it equals d/(2 beta) where
+    exp(-beta U) confines theta: a potential, walls on every parameter, or a likelihood with
+    prior_standard_deviation (the Gaussian prior then covers every parameter, and the data's
+    negative log-likelihood is bounded below). A mini-batch's gradient leaves its mean unbiased.
+    A network's loss alone does not confine (its weights can grow along flat directions), so
+    there it is shown without a verdict. Where the samplers have no momenta (SGLD, pSGLD) it is
+    the only temperature the summary can judge."""
     value = last["average_virials"].mean()
-    confined = o["potential"] is not None or (
-        o["prior_lower_boundary"] is not None and o["prior_upper_boundary"] is not None)
     what = "theta . grad U / 2"
-    if not confined:
+    if not confines(o):
         return [f"  average virial {value:.4g} ({what}; equals d/(2 beta) only if U confines theta)"]
-    return _judged("average virial", value, table_batch_means(run_info, "virial", burn_in), expected,
-                   f"{what}; virial theorem: d/(2 beta) = {expected:.4g}",
-                   "step_width may be too large, the run too short, or U not confining",
-                   run_info, burn_in)
+    reference = f"{what}; virial theorem: d/(2 beta) = {expected:.4g}"
+    if blown:
+        return [f"  average virial {value:.4g} ({reference}: not judged, {blown})"]
+    stats = table_batch_means(run_info, "virial", burn_in)
+    return (_warm_line("average virial", value, stats, expected, reference, _noise_heat(o))
+            or _judged("average virial", value, stats, expected, reference,
+                       _virial_hint(o, noted, cold=value < expected), run_info, burn_in))
+
+
+def confines(o):
+    """Whether exp(-beta U) confines theta, so that the virial theorem holds (_virial_lines)."""
+    walls = o["prior_lower_boundary"] is not None and o["prior_upper_boundary"] is not None
+    posterior = o.get("likelihood", "none") != "none" and o.get("prior_standard_deviation") is not None
+    return o["potential"] is not None or walls or posterior
+
+
+def _virial_hint(o, noted, cold):
+    """The cure of a virial off d/(2 beta). A Metropolis-corrected chain is exact at any width, so
+    only its length can be at fault; a Langevin sampler's width or its gradient noise heats it, and
+    a cold one has not yet spread from its start. A user's potential may also not confine."""
+    if spec_of(o["sampler"]).metropolis:
+        hint = "run longer (max_steps, burn_in_steps)"
+    elif cold:
+        hint = "too cold: run longer (burn_in_steps)" + (
+            "" if o.get("measure_step_width") is True else ", or raise step_width")
+    else:
+        hint = _kinetic_hint(o, noted)
+    return hint + (", or U not confining" if o["potential"] is not None else "")
 
 
 def _judged(name, value, stats, expected, reference, hint, run_info, burn_in):
