@@ -391,7 +391,8 @@ def test_a_posterior_s_virial_is_judged_with_the_cure():
     at d/(2 beta) read consistent (a false failure in about 0.3% of seeds); 30% above, hot with
     the width's cure (pSGLD's default width on a breast-cancer network read 34% above); 40% below,
     cold (a walker still spreading from its start); a Metropolis-corrected chain's cure is its
-    length; a measured width's 4% is warm. Without the prior the virial has no verdict."""
+    length; a measured width's 4% is warm. Without the prior the virial has no verdict, nor where
+    its error bar is half of d/(2 beta)."""
     rng = np.random.default_rng(seed(601))
     readings = gamma_readings(rng, 4, 1600, 1.0)  # error bars about 0.6% of d/(2 beta)
     posterior = dict(likelihood="bernoulli", prior_standard_deviation=1.0, number_walkers=4)
@@ -411,6 +412,13 @@ def test_a_posterior_s_virial_is_judged_with_the_cure():
     assert judged[1.3, "HMC2"][1].endswith(" standard errors: run longer (max_steps, burn_in_steps)")
     assert re.search(r": [3-5]\.[0-9]% above\)$", judged[1.04, "BAOAB"][0])
     assert judged[1.04, "BAOAB"][1].startswith("    warm: within the 5% heat from the gradient noise")
+    # readings as noisy as heteroscedastic regression's (error about 50% of d/(2 beta)): no verdict
+    noisy = readings + rng.normal(0.0, 200.0, readings.shape)
+    simulation, result = fake_run(readings, noisy, sampler="SGLD", **posterior)
+    lines = check_layout(summarise("tati-sample", simulation, result, True))
+    at = lines.index(line_with("\n".join(lines), "  average virial"))
+    assert lines[at].endswith("virial theorem: d/(2 beta) = 5)"), lines
+    assert re.fullmatch(r"    too noisy to judge: its error bar is [4-6][0-9]% of d/\(2 beta\)", lines[at + 1]), lines
     simulation, result = fake_run(readings, 1.3 * readings, sampler="SGLD", likelihood="bernoulli")
     assert line_with(summarise("tati-sample", simulation, result, True), "  average virial").endswith(
         "(theta . grad U / 2; equals d/(2 beta) only if U confines theta)")

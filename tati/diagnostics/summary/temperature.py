@@ -12,6 +12,9 @@ from tati.diagnostics.momentum import momentum_test
 from tati.engine.registry import spec_of
 
 MIN_MOMENTUM_READINGS = 100
+# A virial whose error bar is more than this fraction of d/(2 beta) is not judged: 3 standard errors
+# would pass it at 60% off (heteroscedastic regression's readings: yacht's error was 40-55%).
+TOO_NOISY = 0.2
 LAYER_NAME = 20  # longer layer names are cut at the front
 # where the user gave the width, for a reading hot or cold (BAOAB's stiff modes read cold at too wide a step)
 GIVEN_WIDTH_HINT = "step_width may be too large, or the run too short (burn_in_steps)"
@@ -216,6 +219,9 @@ def _virial_lines(o, last, run_info, expected, burn_in, blown=None, noted=False)
     if blown:
         return [f"  average virial {value:.4g} ({reference}: not judged, {blown})"]
     stats = table_batch_means(run_info, "virial", burn_in)
+    if stats is not None and stats[1] > TOO_NOISY * expected:  # "consistent" would say nothing
+        return [f"  average virial {_plus_minus(value, stats[1])} ({reference})",
+                f"    too noisy to judge: its error bar is {stats[1] / expected:.0%} of d/(2 beta)"]
     return (_warm_line("average virial", value, stats, expected, reference, _noise_heat(o))
             or _judged("average virial", value, stats, expected, reference,
                        _virial_hint(o, noted, cold=value < expected), run_info, burn_in))
