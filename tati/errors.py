@@ -1,4 +1,4 @@
-"""The one exception type for bad user input.
+"""The one exception type for bad user input, and the warning of a run whose numbers look wrong.
 
 Every mistake a user can make in options, files or data raises ``InputError`` with a
 one-line message that names the option, file or value at fault. The command-line tools
@@ -26,3 +26,9 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, number, message):
         super().__init__(message)
         self.signal = number
+
+
+class RunWarning(UserWarning):
+    """A sample() call that ended with a walker gone wrong (blown up, hot, cold, or far out from the
+    others): one line with the cause and the cure; `Simulation.summary()` says more. The tools
+    print their summary instead."""

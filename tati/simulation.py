@@ -35,7 +35,7 @@ from tati.config import preflight
 from tati.diagnostics import data_scale
 from tati.engine import checkpoint
 from tati.adaptation import burn_in_notes, measured_width, warm_start
-from tati.errors import InputError, Interrupted, SamplingError
+from tati.errors import InputError, Interrupted, RunWarning, SamplingError
 from tati.engine.clock import FirstStep
 from tati.engine.contract import load_kernel
 from tati.engine.registry import optimizer_spec, spec_of, spec_of_kernel
@@ -44,6 +44,12 @@ from tati.optimizers import make_optimizer
 from tati.recording.recorder import Files, Recorder
 from tati.engine.running import Run, drive
 from tati.samplers import get_sampler
+
+
+# sample() calls of at least this many steps warn of walkers gone wrong: reading a call's tables
+# for it costs some milliseconds, which a loop of short calls would pay at every call
+# (doc/benchmarks.md); summary() judges any call.
+WARNED_STEPS = 1000
 
 
 class Result:
@@ -349,7 +355,18 @@ class Simulation:
         if method == "sample":
             self._last_sample = result
         self._last_call = (method, result, time.perf_counter() - began)
+        if method == "sample" and self._writes and o["max_steps"] >= WARNED_STEPS and self.num_walkers >= 2:
+            self._warn_outliers(result)
         return result
+
+    def _warn_outliers(self, result):
+        """A RunWarning naming each walker gone wrong in this call (tati/diagnostics/outliers.py),
+        as the summary does, where there is one."""
+        from tati.diagnostics.outliers import walker_outliers
+        found = walker_outliers(result, self)
+        if found:
+            lines = "; ".join(outlier.line() for outlier in found)
+            warnings.warn(RunWarning(f"{lines} (print(sim.summary()) for the whole run)"), stacklevel=4)
 
     def summary(self):
         """The summary of the last sample() or fit() call, as tati-sample and tati-optimize print it:

@@ -173,6 +173,35 @@ def test_python_summary_of_the_last_call():
     assert sim.summary().startswith("fit(): 50 steps of ")
 
 
+def test_a_walker_gone_wrong_is_warned_of_in_python():
+    """Issue #41: a run whose walker went wrong says so in Python too, with the cure. One walker of
+    four starts in the minor mode of a tilted double well (barrier 35 / beta from it) and stays: a
+    RunWarning names it at the user's line; all four in the major mode, none; a call shorter than
+    WARNED_STEPS is not judged (summary() still is)."""
+    import warnings
+    from tati.errors import RunWarning
+    from tati.simulation import WARNED_STEPS
+
+    def run(starts, steps):
+        sim = tati.Simulation(potential=lambda x: 40.0 * tf.reduce_sum((x ** 2 - 1.0) ** 2) + 5.0 * tf.reduce_sum(x),
+                              initial_parameters=[[s] for s in starts], dtype="float64", step_width=0.02,
+                              friction_constant=1.0, max_steps=steps, burn_in_steps=200, number_walkers=4,
+                              seed=seed(4))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            sim.sample()
+        return sim, [w for w in caught if issubclass(w.category, RunWarning)]
+
+    sim, caught = run([-1.0, -1.0, -1.0, 1.0], WARNED_STEPS)
+    assert len(caught) == 1 and caught[0].filename == __file__, caught
+    assert str(caught[0].message).startswith("walker 3 far out: median loss ")
+    assert "stuck (in a minor mode?): start it elsewhere (initial_parameters)" in str(caught[0].message)
+    assert str(caught[0].message).endswith(" (print(sim.summary()) for the whole run)")
+    assert run([-1.0] * 4, WARNED_STEPS)[1] == []
+    sim, caught = run([-1.0, -1.0, -1.0, 1.0], WARNED_STEPS - 1)
+    assert caught == [] and "  walker 3 far out" in sim.summary()
+
+
 def test_summary_of_a_continued_hmc_call_without_a_row():
     """HMC writes rows at the ends of legs (about 20 steps here): a continued call of 2 steps
     (as a restored CLI run can be) has none."""

@@ -2,6 +2,7 @@
 
 import sys
 import time
+import warnings
 
 from tati.cli.common import TOOL_GROUPS, make_parser, parse, run_tool
 
@@ -21,10 +22,13 @@ def main(argv=None):
 
     def body():
         from tati.diagnostics.summary import summarise
+        from tati.errors import RunWarning
         from tati.simulation import Simulation
         simulation = Simulation(**options)
         start = time.perf_counter()
-        result = simulation.sample()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RunWarning)  # the summary below names the walkers
+            result = simulation.sample()
         print(summarise("tati-sample", simulation, result, sampler=True,
                         seconds=time.perf_counter() - start))
 
