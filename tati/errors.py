@@ -30,5 +30,5 @@ class Interrupted(KeyboardInterrupt):
 
 class RunWarning(UserWarning):
     """A sample() call that ended with a walker gone wrong (blown up, hot, cold, or far out from the
-    others): one line with the cause and the cure; `Simulation.summary()` says more. The tools
-    print their summary instead."""
+    others) or its kinetic energy or virial hot: one line with the cause and the cure;
+    `Simulation.summary()` says more. The tools print their summary instead."""

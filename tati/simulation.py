@@ -46,7 +46,7 @@ from tati.engine.running import Run, drive
 from tati.samplers import get_sampler
 
 
-# sample() calls of at least this many steps warn of walkers gone wrong: reading a call's tables
+# sample() calls of at least this many steps warn of walkers gone wrong or a hot run: reading a call's tables
 # for it costs some milliseconds, which a loop of short calls would pay at every call
 # (doc/benchmarks.md); summary() judges any call.
 WARNED_STEPS = 1000
@@ -355,18 +355,20 @@ class Simulation:
         if method == "sample":
             self._last_sample = result
         self._last_call = (method, result, time.perf_counter() - began)
-        if method == "sample" and self._writes and o["max_steps"] >= WARNED_STEPS and self.num_walkers >= 2:
-            self._warn_outliers(result)
+        if method == "sample" and self._writes and o["max_steps"] >= WARNED_STEPS:
+            self._warn_wrong(result)
         return result
 
-    def _warn_outliers(self, result):
-        """A RunWarning naming each walker gone wrong in this call (tati/diagnostics/outliers.py),
-        as the summary does, where there is one."""
+    def _warn_wrong(self, result):
+        """A RunWarning where this call's numbers look wrong, as its summary says: each walker gone
+        wrong (tati/diagnostics/outliers.py), and the kinetic energy or virial read hot."""
         from tati.diagnostics.outliers import walker_outliers
-        found = walker_outliers(result, self)
-        if found:
-            lines = "; ".join(outlier.line() for outlier in found)
-            warnings.warn(RunWarning(f"{lines} (print(sim.summary()) for the whole run)"), stacklevel=4)
+        from tati.diagnostics.summary.temperature import hot_readings
+        found = walker_outliers(result, self)  # [] with one walker
+        wrong = [outlier.line() for outlier in found] + [reading.warning() for reading in
+                                                          hot_readings(self, result, found)]
+        if wrong:
+            warnings.warn(RunWarning(f"{'; '.join(wrong)} (print(sim.summary()) for the whole run)"), stacklevel=4)
 
     def summary(self):
         """The summary of the last sample() or fit() call, as tati-sample and tati-optimize print it:

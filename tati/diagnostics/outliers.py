@@ -242,6 +242,14 @@ def walker_outliers(result, simulation, false_alarms=FALSE_ALARMS):
     return [outlier._replace(fix=_fix(outlier, o, outlier.walker in off, warm, noted)) for outlier in found]
 
 
+def noise_estimator_helps(o):
+    """Whether setting SGHMC's gradient_noise_estimator could cool a hot run: it corrects the heat of
+    mini-batch gradients only (with the whole dataset, or a potential, it estimates zero), and only
+    where none is set."""
+    return ("gradient_noise_estimator" in spec_of(o["sampler"]).option_names and o["batch_size"] is not None
+            and o.get("gradient_noise_estimator", "none") == "none")
+
+
 def _fix(outlier, o, off, warm, noted=False):
     """The likely cause's remedy: a walker hot, cold or far out at the wrong temperature moves
     with too large a step, as does one far out that left the others (a Langevin sampler's: a kick
@@ -253,8 +261,7 @@ def _fix(outlier, o, off, warm, noted=False):
     lower = "lower step_width"
     if o.get("measure_step_width") is True:  # the user gave none: a measured width was too large here
         lower = did_not_hold(measured_cure(o), NOTE_ABOVE if noted else None)
-    elif ("gradient_noise_estimator" in spec_of(o["sampler"]).option_names and o["batch_size"] is not None
-            and o["gradient_noise_estimator"] == "none"):
+    elif noise_estimator_helps(o):
         lower += ", or set gradient_noise_estimator"  # mini-batch gradients heat it; with one set, only the step
     left = outlier.kind == "far out" and outlier.step and spec_of(o["sampler"]).persistent_momenta
     if outlier.kind in ("hot", "blew up") or (outlier.kind == "far out" and off) or left:

@@ -431,20 +431,29 @@ def test_sgld_on_a_posterior_is_judged_by_its_virial():
     temperature. Euler-Maruyama's position variance is 1 / (lambda (1 - h lambda / 2)) per mode:
     at h lambda = 1 (h = 5e-3, lambda about 200) twice d/(2 beta), read hot (measured 4.03-4.07
     +- 0.04 against 2, seeds 1-3); at h lambda = 0.02, 1% above, within its error bar of about
-    2.5% (a false failure in well under 1% of seeds)."""
+    2.5% (a false failure in well under 1% of seeds). Python's warning names the hot one only."""
     import tati
+    import warnings
+    from tati.errors import RunWarning
     rng = np.random.default_rng(seed(602))
     x, y = rng.normal(size=(200, 3)), rng.normal(size=(200, 1))
-    verdicts = {}
+    verdicts, warned = {}, {}
     for width in (5e-3, 1e-4):
         sim = tati.Simulation(dataset=(x, y), hidden_dimension=[], output_activation="linear", likelihood="gaussian",
                               prior_standard_deviation=1.0, dtype="float64", sampler="SGLD", step_width=width,
                               number_walkers=4, burn_in_steps=2000, max_steps=20000, every_nth=10, seed=seed(603))
-        sim.sample()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            sim.sample()
         lines = check_layout(sim.summary())
         at = lines.index(line_with("\n".join(lines), "  average virial"))
         verdicts[width] = lines[at:at + 2]
+        warned[width] = [str(w.message) for w in caught if issubclass(w.category, RunWarning)]
     assert verdicts[1e-4][0].endswith("virial theorem: d/(2 beta) = 2: consistent)"), verdicts
+    assert warned[1e-4] == [] and len(warned[5e-3]) == 1, warned  # Python's warning: hot only
+    assert re.fullmatch(r"the average virial reads hot, 2\.0[0-9] times d/\(2 beta\) \(off by [0-9.]+ standard "
+                        r"errors\): step_width may be too large, or the run too short \(burn_in_steps\) "
+                        r"\(print\(sim.summary\(\)\) for the whole run\)", warned[5e-3][0]), warned
     assert re.fullmatch(r"    off by [0-9.]+ standard errors: step_width may be too large, or the run too short "
                         r"\(burn_in_steps\)", verdicts[5e-3][1]), verdicts
     assert float(verdicts[5e-3][0].split()[2]) > 3.5, verdicts
@@ -846,12 +855,19 @@ def test_heat_within_what_the_measured_width_allows_reads_warm():
     from tati.diagnostics.summary import temperature
     assert temperature._noise_heat(dict(measure_step_width=True, batch_size=32)) == EXCESS
     assert temperature._noise_heat(dict(measure_step_width=False, batch_size=32)) == 0.0
-    warm = temperature._warm_line("average kinetic energy", 230.5, (230.5, 0.9), 226.0, "equipartition", EXCESS)
-    assert warm == ["  average kinetic energy 230.50 +- 0.90 (equipartition: 2.0% above)",
-                    "    warm: within the 5% heat from the gradient noise that the measured step_width allows"]
-    assert temperature._warm_line("average kinetic energy", 241.0, (241.0, 0.9), 226.0, "e", EXCESS) is None  # 6.6%
-    assert temperature._warm_line("average kinetic energy", 226.5, (226.5, 0.9), 226.0, "e", EXCESS) is None  # consistent
-    assert temperature._warm_line("average kinetic energy", 230.5, (230.5, 0.9), 226.0, "e", 0.0) is None
+    def reading(value, heat=EXCESS):
+        return temperature.Reading(temperature.KINETIC, value, (value, 0.9), 226.0, "equipartition", "cure", heat)
+    assert temperature._reading_lines(reading(230.5), None, 0) == [
+        "  average kinetic energy 230.50 +- 0.90 (equipartition: 2.0% above)",
+        "    warm: within the 5% heat from the gradient noise that the measured step_width allows"]
+    assert reading(230.5).verdict == "warm"
+    assert reading(241.0).verdict == "hot"  # 6.6%
+    assert temperature._reading_lines(reading(241.0), None, 0)[1] == "    cure"
+    assert reading(226.5).verdict == "consistent"
+    assert reading(230.5, heat=0.0).verdict == "hot"
+    assert reading(220.0).verdict == "cold"
+    assert reading(241.0).warning() == ("the average kinetic energy reads hot, 1.07 times d/(2 beta) (off by 16.7 "
+                                        "standard errors): cure")
     assert temperature._warm_fraction(452, 0.0) == pytest.approx(0.99)
     assert 0.9 < temperature._warm_fraction(452, EXCESS) < 0.96  # chi-square(452)'s 0.99 quantile / 1.05
 
@@ -871,6 +887,10 @@ def test_a_measured_width_too_hot_is_not_blamed_on_a_step_width_the_user_never_g
     given = dict(sampler="BAOAB", measure_step_width=False, batch_size=32)
     assert temperature._kinetic_hint(given, noted=True) == "step_width may be too large, or the run too short (burn_in_steps)"
     assert temperature._measured_hint(given, True) is None
+    # SGHMC: the noise estimator is the cure where none is set (yacht's SGHMC with adam read "unset")
+    sghmc = dict(sampler="SGHMC", measure_step_width=False, batch_size=32, gradient_noise_estimator="none")
+    assert "gradient_noise_estimator unset" in temperature._kinetic_hint(sghmc)
+    assert temperature._kinetic_hint(dict(sghmc, gradient_noise_estimator="adam")) == temperature.GIVEN_WIDTH_HINT
 
 
 @pytest.mark.statistical

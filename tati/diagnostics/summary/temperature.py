@@ -4,14 +4,18 @@ T_0.99 and its per-layer table, each with the likely cause and the option that c
 it fails; "warm" where the heat is within what the measured step width allows."""
 
 import math
+from typing import NamedTuple
 
 from tati.diagnostics.summary.lines import WIDTH
 from tati.diagnostics.data_scale import NOTE_ABOVE, did_not_hold, measured_cure, noted as data_noted
 from tati.diagnostics.equipartition import equipartition_verdict, table_batch_means
 from tati.diagnostics.momentum import momentum_test
+from tati.diagnostics.outliers import noise_estimator_helps
 from tati.engine.registry import spec_of
 
 MIN_MOMENTUM_READINGS = 100
+KINETIC, VIRIAL = "average kinetic energy", "average virial"
+VIRIAL_IS = "theta . grad U / 2"
 # A virial whose error bar is more than this fraction of d/(2 beta) is not judged: 3 standard errors
 # would pass it at 60% off (heteroscedastic regression's readings: yacht's error was 40-55%).
 TOO_NOISY = 0.2
@@ -21,18 +25,14 @@ GIVEN_WIDTH_HINT = "step_width may be too large, or the run too short (burn_in_s
 
 
 def temperature_lines(simulation, result, outliers):
-    """The average kinetic energy and virial against equipartition, with batch-means error bars
-    from the run-info rows after burn-in; not judged where one of the `outliers` (walker_outliers)
-    blew up."""
+    """The average kinetic energy and virial against d/(2 beta), with batch-means error bars from
+    the run-info rows after burn-in (readings), then the momentum tests; not judged where one of
+    the `outliers` (walker_outliers) blew up."""
     o = simulation.options
     averages, run_info = result.averages, result.run_info
-    expected = simulation.num_parameters / (2.0 * o["inverse_temperature"])
     burn_in = o["burn_in_steps"]
     if averages.empty:
         return [f"  no averages yet: every row was within burn_in_steps {burn_in}"]
-    # The averages table's last row per walker: the average over every step after burn-in of
-    # the whole run (earlier calls included), its walkers' mean compared. Its error bar comes
-    # from this call's rows, every every_nth step: if anything too large for that average.
     last = averages.groupby("id").tail(1)
     lines = []
     noted = data_noted(simulation)  # a note on the data names why a measured width did not hold
@@ -47,17 +47,14 @@ def temperature_lines(simulation, result, outliers):
     if "average_kinetic_energy" in last and spec.redraws_momenta:
         lines.append(f"  momenta not judged: {o['sampler']} draws them afresh every "
                      f"{'step' if spec.evaluates_target else 'leg'} (equipartitioned by construction)")
-    elif "average_kinetic_energy" in last and persist:  # not SGLD, which has no momenta
-        value, stats = last["average_kinetic_energy"].mean(), table_batch_means(run_info, "kinetic_energy", burn_in)
-        reference = f"equipartition d/(2 beta) = {expected:.4g}"
-        if blown:
-            lines.append(f"  average kinetic energy {value:.4g} ({reference}: not judged, {which})")
-        else:
-            lines += (_warm_line("average kinetic energy", value, stats, expected, reference, _noise_heat(o))
-                      or _judged("average kinetic energy", value, stats, expected, reference,
-                                 _kinetic_hint(o, noted, cold=value < expected), run_info, burn_in))
-    if "average_virials" in last:  # not RWMH, which takes no gradients
-        lines += _virial_lines(o, last, run_info, expected, burn_in, which if blown else None, noted)
+    judged = {reading.name: reading for reading in readings(simulation, result, outliers)}
+    if KINETIC in judged:  # not SGLD, which has no momenta
+        lines += _reading_lines(judged[KINETIC], run_info, burn_in)
+    if VIRIAL in judged:
+        lines += _reading_lines(judged[VIRIAL], run_info, burn_in)
+    elif "average_virials" in last:  # not RWMH, which takes no gradients
+        lines.append(f"  {VIRIAL} {last['average_virials'].mean():.4g} ({VIRIAL_IS}; equals d/(2 beta) only if U "
+                     "confines theta)")
     if persist and "kinetic_energy" in run_info and (run_info["step"] > burn_in).any():
         lines += [f"  momentum test not judged: {which}"] if blown else _momentum_lines(
             result, o, simulation.num_parameters, noted)
@@ -73,18 +70,6 @@ def _noise_heat(o):
         return 0.0
     from tati.adaptation.measured_width import EXCESS
     return EXCESS
-
-
-def _warm_line(name, value, stats, expected, reference, heat):
-    """The kinetic energy's line where it reads above equipartition but within `heat`, the noise heat
-    the measured step width allows (within SIGMAS standard errors of expected (1 + heat)): it says
-    so instead of "lower step_width", which the measurement chose. None otherwise."""
-    if not heat or stats is None or equipartition_verdict(value, stats[1], expected) == "consistent" \
-            or value < expected or equipartition_verdict(max(value, expected * (1 + heat)), stats[1],
-                                                         expected * (1 + heat)) != "consistent":
-        return None
-    return [f"  {name} {_plus_minus(value, stats[1])} ({reference}: {value / expected - 1:.1%} above)",
-            f"    {_warm(heat)}"]
 
 
 def _warm(heat):
@@ -115,7 +100,7 @@ def _kinetic_hint(o, noted=False, cold=False):
     measured = _measured_hint(o, noted)
     if measured is not None:
         return measured
-    if _noise_estimator_helps(o):  # mini-batch gradients heat SGHMC unless it estimates their noise
+    if noise_estimator_helps(o):  # mini-batch gradients heat SGHMC unless it estimates their noise
         return "step_width too large, gradient_noise_estimator unset, or the run too short (burn_in_steps)"
     return GIVEN_WIDTH_HINT
 
@@ -126,12 +111,6 @@ def _cold_cure(o):
     if o.get("measure_step_width") is True:
         return "run longer (burn_in_steps)"
     return GIVEN_WIDTH_HINT
-
-
-def _noise_estimator_helps(o):
-    """SGHMC's gradient-noise estimate corrects the heat of mini-batch gradients only: with the
-    whole dataset (or a potential) it estimates zero."""
-    return "gradient_noise_estimator" in spec_of(o["sampler"]).option_names and o["batch_size"] is not None
 
 
 def _momentum_lines(result, o, dof, noted=False):
@@ -151,7 +130,7 @@ def _momentum_lines(result, o, dof, noted=False):
     if test["high"] < 0.99:
         measured = _measured_hint(o, noted)
         hint = "momenta too hot (too few inside): " + (measured or "lower step_width")
-        if measured is None and _noise_estimator_helps(o):
+        if measured is None and noise_estimator_helps(o):
             hint += ", or set gradient_noise_estimator"
     else:
         hint = "momenta too cold: " + _cold_cure(o)  # too many inside T_0.99
@@ -189,7 +168,7 @@ def _layer_lines(result, o, noted=False):
     if "hot" in verdicts:
         measured = _measured_hint(o, noted)
         lines.append("    momenta too hot in some layer: " + (measured or "lower step_width" + (
-            ", or set gradient_noise_estimator" if _noise_estimator_helps(o) else "")))
+            ", or set gradient_noise_estimator" if noise_estimator_helps(o) else "")))
     elif "cold" in verdicts:
         lines.append("    momenta too cold in some layer: " + _cold_cure(o))
     elif "warm" in verdicts:
@@ -203,32 +182,109 @@ def _verdict(value, low, high):
     return "ok" if low <= value <= high else "hot" if value > high else "cold"
 
 
-def _virial_lines(o, last, run_info, expected, burn_in, blown=None, noted=False):
-    """The virial, mean of 1/2 theta . grad U: by the virial theorem it equals d/(2 beta) where
-    exp(-beta U) confines theta: a potential, walls on every parameter, or a likelihood with
-    prior_standard_deviation (the Gaussian prior then covers every parameter, and the data's
-    negative log-likelihood is bounded below). A mini-batch's gradient leaves its mean unbiased.
-    A network's loss alone does not confine (its weights can grow along flat directions), so
-    there it is shown without a verdict. Where the samplers have no momenta (SGLD, pSGLD) it is
-    the only temperature the summary can judge."""
-    value = last["average_virials"].mean()
-    what = "theta . grad U / 2"
-    if not confines(o):
-        return [f"  average virial {value:.4g} ({what}; equals d/(2 beta) only if U confines theta)"]
-    reference = f"{what}; virial theorem: d/(2 beta) = {expected:.4g}"
-    if blown:
-        return [f"  average virial {value:.4g} ({reference}: not judged, {blown})"]
-    stats = table_batch_means(run_info, "virial", burn_in)
-    if stats is not None and stats[1] > TOO_NOISY * expected:  # "consistent" would say nothing
-        return [f"  average virial {_plus_minus(value, stats[1])} ({reference})",
-                f"    too noisy to judge: its error bar is {stats[1] / expected:.0%} of d/(2 beta)"]
-    return (_warm_line("average virial", value, stats, expected, reference, _noise_heat(o))
-            or _judged("average virial", value, stats, expected, reference,
-                       _virial_hint(o, noted, cold=value < expected), run_info, burn_in))
+class Reading(NamedTuple):
+    """An average after burn-in, the kinetic energy's or the virial's, against d/(2 beta): the
+    summary's line and Python's warning read the same verdict."""
+    name: str  # KINETIC or VIRIAL
+    value: float
+    stats: object  # batch_means' (mean, error, batches); None: too few rows for an error bar
+    expected: float
+    reference: str  # what the value is compared with, as the line says it
+    hint: str  # the cure where it is off
+    heat: float  # the relative excess a measured width allows (_noise_heat)
+    skipped: str = ""  # why it is not judged ("walker 1 blew up"); "" where it is
+
+    @property
+    def noisy(self):
+        """A virial's error bar above TOO_NOISY of d/(2 beta): "consistent" would say nothing. (The
+        kinetic energy's readings are chi-square: a wide error bar there is the walkers
+        disagreeing, which is a finding.)"""
+        return self.name == VIRIAL and self.stats is not None and self.stats[1] > TOO_NOISY * self.expected
+
+    @property
+    def verdict(self):
+        """None where not judged (skipped, no error bar, too noisy); "consistent" within SIGMAS standard
+        errors of d/(2 beta); "warm" above it but within SIGMAS of d/(2 beta) (1 + heat), the noise
+        heat the measured width allows (which a smaller width would give up); else "hot" or "cold"."""
+        if self.skipped or self.stats is None or self.noisy:
+            return None
+        error, warmest = self.stats[1], self.expected * (1 + self.heat)
+        if equipartition_verdict(self.value, error, self.expected) == "consistent":
+            return "consistent"
+        if self.heat and self.value > self.expected and \
+                equipartition_verdict(max(self.value, warmest), error, warmest) == "consistent":
+            return "warm"
+        return "hot" if self.value > self.expected else "cold"
+
+    def warning(self):
+        """Python's one line for a hot reading."""
+        return (f"the {self.name} reads hot, {self.value / self.expected:.2f} times d/(2 beta) "
+                f"({equipartition_verdict(self.value, self.stats[1], self.expected)}): {self.hint}")
+
+
+def readings(simulation, result, outliers):
+    """The Readings the summary judges: the kinetic energy where momenta persist (the Langevin
+    samplers), the virial where exp(-beta U) confines theta (confines); skipped where one of the
+    `outliers` blew up, whose readings span every error bar."""
+    o, averages, run_info = simulation.options, result.averages, result.run_info
+    if averages.empty:
+        return []
+    expected = simulation.num_parameters / (2.0 * o["inverse_temperature"])
+    burn_in, heat, noted = o["burn_in_steps"], _noise_heat(o), data_noted(simulation)
+    # The averages table's last row per walker: the average over every step after burn-in of
+    # the whole run (earlier calls included), its walkers' mean compared. Its error bar comes
+    # from this call's rows, every every_nth step: if anything too large for that average.
+    last = averages.groupby("id").tail(1)
+    blown = sorted({x.walker for x in outliers if x.kind == "blew up"})
+    skipped = f"walker{'s' if len(blown) > 1 else ''} {', '.join(map(str, blown))} blew up" if blown else ""
+    found = []
+    if "average_kinetic_energy" in last and spec_of(o["sampler"]).persistent_momenta:
+        value = last["average_kinetic_energy"].mean()
+        found.append(Reading(KINETIC, value, table_batch_means(run_info, "kinetic_energy", burn_in), expected,
+                             f"equipartition d/(2 beta) = {expected:.4g}",
+                             _kinetic_hint(o, noted, cold=value < expected), heat, skipped))
+    if "average_virials" in last and confines(o):
+        value = last["average_virials"].mean()
+        found.append(Reading(VIRIAL, value, table_batch_means(run_info, "virial", burn_in), expected,
+                             f"{VIRIAL_IS}; virial theorem: d/(2 beta) = {expected:.4g}",
+                             _virial_hint(o, noted, cold=value < expected), heat, skipped))
+    return found
+
+
+def hot_readings(simulation, result, outliers):
+    """The Readings that read hot (not warm): Python's warning names them. Cold ones are left to
+    the summary: BAOAB's kinetic energy reads cold at a wide step with its positions exact (the
+    README's Gaussian), and a virial reads cold while the positions still spread (run longer)."""
+    return [reading for reading in readings(simulation, result, outliers) if reading.verdict == "hot"]
+
+
+def _reading_lines(reading, run_info, burn_in):
+    """A Reading's line, with its verdict, and the hint where it is off."""
+    r = reading
+    if r.skipped:
+        return [f"  {r.name} {r.value:.4g} ({r.reference}: not judged, {r.skipped})"]
+    if r.stats is None:
+        return [f"  {r.name} {r.value:.4g} ({r.reference})", _too_few(run_info, burn_in)]
+    head = f"  {r.name} {_plus_minus(r.value, r.stats[1])} ({r.reference}"
+    if r.noisy:
+        return [f"{head})", f"    too noisy to judge: its error bar is {r.stats[1] / r.expected:.0%} of d/(2 beta)"]
+    if r.verdict == "warm":  # says so instead of "lower step_width", which the measurement chose
+        return [f"{head}: {r.value / r.expected - 1:.1%} above)", f"    {_warm(r.heat)}"]
+    verdict = equipartition_verdict(r.value, r.stats[1], r.expected)
+    if verdict == "consistent":
+        return [f"{head}: {verdict})"]
+    if len(head) + len(verdict) + 3 < WIDTH:
+        return [f"{head}: {verdict})", f"    {r.hint}"]
+    if len(verdict) + len(r.hint) + 6 < WIDTH:
+        return [f"{head})", f"    {verdict}: {r.hint}"]
+    return [f"{head})", f"    {verdict}:", f"    {r.hint}"]
 
 
 def confines(o):
-    """Whether exp(-beta U) confines theta, so that the virial theorem holds (_virial_lines)."""
+    """Whether exp(-beta U) confines theta, so that the virial theorem holds: a potential, walls on every
+    parameter, or a likelihood with prior_standard_deviation (the Gaussian prior then covers every
+    parameter, and the data's negative log-likelihood is bounded below). A network's loss alone
+    does not (its weights can grow along flat directions). A mini-batch's reading is unbiased."""
     walls = o["prior_lower_boundary"] is not None and o["prior_upper_boundary"] is not None
     posterior = o.get("likelihood", "none") != "none" and o.get("prior_standard_deviation") is not None
     return o["potential"] is not None or walls or posterior
@@ -246,22 +302,6 @@ def _virial_hint(o, noted, cold):
     else:
         hint = _kinetic_hint(o, noted)
     return hint + (", or U not confining" if o["potential"] is not None else "")
-
-
-def _judged(name, value, stats, expected, reference, hint, run_info, burn_in):
-    """'  name value +- error (reference: verdict)', and the hint on the next line if the verdict
-    is not 'consistent'; the verdict moves to the hint's line when the first would be too long."""
-    if stats is None:
-        return [f"  {name} {value:.4g} ({reference})", _too_few(run_info, burn_in)]
-    head = f"  {name} {_plus_minus(value, stats[1])} ({reference}"
-    verdict = equipartition_verdict(value, stats[1], expected)
-    if verdict == "consistent":
-        return [f"{head}: {verdict})"]
-    if len(head) + len(verdict) + 3 < WIDTH:
-        return [f"{head}: {verdict})", f"    {hint}"]
-    if len(verdict) + len(hint) + 6 < WIDTH:
-        return [f"{head})", f"    {verdict}: {hint}"]
-    return [f"{head})", f"    {verdict}:", f"    {hint}"]
 
 
 def _too_few(run_info, burn_in):
