@@ -419,6 +419,11 @@ def test_a_posterior_s_virial_is_judged_with_the_cure():
     at = lines.index(line_with("\n".join(lines), "  average virial"))
     assert lines[at].endswith("virial theorem: d/(2 beta) = 5)"), lines
     assert re.fullmatch(r"    too noisy to judge: its error bar is [4-6][0-9]% of d/\(2 beta\)", lines[at + 1]), lines
+    # as noisy but far off (SGHMC on two_clusters at 3.4 times, 43% error bars): judged
+    simulation, result = fake_run(readings, noisy + 20.0, sampler="SGLD", **posterior)
+    lines = check_layout(summarise("tati-sample", simulation, result, True))
+    assert re.fullmatch(r"    off by [0-9.]+ standard errors: step_width may be too large, or the run too short "
+                        r"\(burn_in_steps\)", lines[lines.index(line_with("\n".join(lines), "  average virial")) + 1])
     simulation, result = fake_run(readings, 1.3 * readings, sampler="SGLD", likelihood="bernoulli")
     assert line_with(summarise("tati-sample", simulation, result, True), "  average virial").endswith(
         "(theta . grad U / 2; equals d/(2 beta) only if U confines theta)")

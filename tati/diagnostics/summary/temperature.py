@@ -18,7 +18,7 @@ KINETIC, VIRIAL = "average kinetic energy", "average virial"
 VIRIAL_IS = "theta . grad U / 2"
 # A virial whose error bar is more than this fraction of d/(2 beta) is not judged: 3 standard errors
 # would pass it at 60% off (heteroscedastic regression's readings: yacht's error was 40-55%).
-TOO_NOISY = 0.2
+TOO_NOISY = 0.2  # (one off by more than 3 standard errors is judged all the same)
 LAYER_NAME = 20  # longer layer names are cut at the front
 # where the user gave the width, for a reading hot or cold (BAOAB's stiff modes read cold at too wide a step)
 GIVEN_WIDTH_HINT = "step_width may be too large, or the run too short (burn_in_steps)"
@@ -196,10 +196,12 @@ class Reading(NamedTuple):
 
     @property
     def noisy(self):
-        """A virial's error bar above TOO_NOISY of d/(2 beta): "consistent" would say nothing. (The
+        """A virial within SIGMAS standard errors of d/(2 beta) whose error bar is above TOO_NOISY of
+        it: "consistent" would say nothing (a virial off by more is off, however wide its bar). The
         kinetic energy's readings are chi-square: a wide error bar there is the walkers
-        disagreeing, which is a finding.)"""
-        return self.name == VIRIAL and self.stats is not None and self.stats[1] > TOO_NOISY * self.expected
+        disagreeing, which is a finding."""
+        return (self.name == VIRIAL and self.stats is not None and self.stats[1] > TOO_NOISY * self.expected
+                and equipartition_verdict(self.value, self.stats[1], self.expected) == "consistent")
 
     @property
     def verdict(self):
