@@ -192,3 +192,34 @@ def test_loss_r_hat_across_walkers(tool):
     assert tool.loss_r_hat("hmc2", rows(10.0)) > 3
     assert math.isnan(tool.loss_r_hat("ensemble", rows(0.0)))
     assert math.isnan(tool.loss_r_hat("hmc2", rows(0.0, n=3)))
+
+
+def test_swag_s_measured_learning_rate_keeps_sgd_stable(tool):
+    """SWAG's SGD starts at the MAP, where yacht's fitted noise variance collapses and U's largest
+    batch curvature lambda reaches about 2e9: the fixed learning rate 1e-7 it had diverged at the
+    first step (SGD loss 2.9e6 from -1300, test RMSE 13,675). The measured rate 1 / lambda sits at
+    half the stability bound 2 / lambda: SGD's loss stays within the typical set's reach of where it
+    started (measured: +98 against a reach of 920, 10 hidden units); at 10 / lambda, five times the
+    bound, it blows up (+36,652; the negative control)."""
+    import tati
+    from tati.errors import SamplingError
+    dataset = tool.read_dataset(str(YACHT))
+    train, _, _ = tool.standardise(dataset["x"], dataset["y"], *dataset["splits"][0])
+    options = tool.model_options(train, 10, 1)
+    fitted = tati.Simulation(**options, **{**tool.MAP_FIT, "max_steps": 300})
+    fitted.fit()
+    start, start_loss = fitted.parameters, fitted.loss()
+    rate = tool.swag_learning_rate(options, 32, start, 1)
+    assert 0 < rate < 1e-5, rate  # a curvature above 1e5 at the MAP: the fixed guess was 100 times too large
+
+    def final_loss(learning_rate):
+        sgd = tati.Simulation(**options, optimizer="GradientDescent", learning_rate=learning_rate, batch_size=32,
+                              max_steps=300, every_nth=10, initial_parameters=start)
+        try:
+            return float(sgd.fit().run_info.loss.max())
+        except SamplingError:  # a non-finite loss: diverged
+            return math.inf
+
+    reach = 10 * len(start)  # far beyond the typical set's d/2 + 4 sqrt(d/2) above the MAP
+    assert final_loss(rate) < start_loss + reach
+    assert final_loss(10 * rate) > start_loss + reach

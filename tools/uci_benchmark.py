@@ -53,14 +53,16 @@ MAP_FIT = dict(optimizer="L-BFGS", max_steps=2000, every_nth=100)
 # there. BAOAB and SGHMC run with their defaults: with a likelihood, batch_size and no step_width
 # they measure their mass from the gradient noise, their width and friction, from a warm start
 # (doc/samplers.md, "No tuning"); burn-in and draws are yacht's 200 + 200 epochs of 9 batches.
-# SGLD does not tune itself: it keeps its default temperature, and its step width (and SWAG's
-# learning rate) is set, as the default 0.1 diverges: U is the sum over a few hundred points, and
-# where the fitted noise variance is small (yacht: near noiseless) its curvature is huge. The
-# width is an untuned guess (doc/benchmarks.md).
+# SGLD does not tune itself: it keeps its default temperature, and its step width is set, as the
+# default 0.1 diverges: U is the sum over a few hundred points, and where the fitted noise
+# variance is small (yacht: near noiseless) its curvature is huge. The width is an untuned guess
+# (doc/benchmarks.md). SWAG's SGD takes learning_rate "measured": SWAG_RATE / the largest curvature
+# of the training batches at the MAP (swag_learning_rate), half SGD's stability bound 2 / lambda;
+# yacht's MAP reads about 2e9 there, where the earlier fixed 1e-7 diverged at its first step.
 METHODS = {
     "map": dict(fit=MAP_FIT),
     "ensemble": dict(fit={**MAP_FIT, "number_walkers": 5}),
-    "swag": dict(start_at_map=True, optimizer="GradientDescent", learning_rate=1e-7, batch_size=32,
+    "swag": dict(start_at_map=True, optimizer="GradientDescent", learning_rate="measured", batch_size=32,
                  steps=4000, every_nth=20, burn_in=1000, rank=20),
     "nuts": dict(sampler="NUTS", number_walkers=2, burn_in=500, steps=1500, jit_compile=True),
     "hmc2": dict(sampler="HMC2", number_walkers=4, burn_in=10000, steps=20000, jit_compile=False,
@@ -70,6 +72,7 @@ METHODS = {
     "sgld": dict(start_at_map=True, sampler="SGLD", step_width=1e-8, batch_size=32, burn_in=2000, steps=12000,
                  every_nth=10),
 }
+SWAG_RATE = 1.0  # times 1 / lambda_max: half the stability bound (swag_learning_rate)
 TOOL_KEYS = ("fit", "start_at_map", "burn_in", "steps")  # read by the tool, not Simulation options
 # --quick: these settings replace the ones above
 QUICK = {
@@ -204,7 +207,10 @@ def draws_of(name, train, hidden, seed, quick, factor=1):
         fitted.fit()
         start = fitted.parameters
     if name == "swag":
-        sgd = tati.Simulation(**options, optimizer=s["optimizer"], learning_rate=s["learning_rate"],
+        rate = s["learning_rate"]
+        if rate == "measured":
+            rate = swag_learning_rate(options, s["batch_size"], start, seed)
+        sgd = tati.Simulation(**options, optimizer=s["optimizer"], learning_rate=rate,
                               batch_size=s["batch_size"], max_steps=s["steps"], every_nth=s["every_nth"],
                               initial_parameters=start)
         posterior = swag(sgd.fit().trajectory, rank=s["rank"], burn_in=s["burn_in"])
@@ -214,6 +220,17 @@ def draws_of(name, train, hidden, seed, quick, factor=1):
     result = sim.sample()
     trajectory = result.trajectory
     return sim, trajectory[trajectory.step > s["burn_in"]], result
+
+
+def swag_learning_rate(options, batch_size, start, seed):
+    """SWAG_RATE / lambda_max, lambda_max the largest curvature of U over the training batches at
+    `start` (the MAP): power iteration on each batch's Hessian, as the samplers' measured width
+    (tati/adaptation/measured_width.py). SGD at a constant rate h is stable along a direction of
+    curvature lambda only for h < 2 / lambda."""
+    import tati
+    from tati.adaptation.measured_width import measure
+    sim = tati.Simulation(**options, batch_size=batch_size, initial_parameters=start)
+    return SWAG_RATE / float(np.max(measure(sim.model, sim.data, 1.0, seed=seed).curvature))
 
 
 def loss_r_hat(name, draws):
