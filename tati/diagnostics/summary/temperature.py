@@ -40,10 +40,7 @@ def temperature_lines(simulation, result, outliers):
     # they would pass these tests whatever the chain does
     spec = spec_of(o["sampler"])
     persist = spec.persistent_momenta
-    # a walker that blew up spans every error bar: "consistent" or "warm" would mean nothing (the
-    # walker lines say why)
-    blown = sorted({x.walker for x in outliers if x.kind == "blew up"})  # only walkers whose momenta persist
-    which = f"walker{'s' if len(blown) > 1 else ''} {', '.join(map(str, blown))} blew up"
+    blown = _blown(outliers)
     if "average_kinetic_energy" in last and spec.redraws_momenta:
         lines.append(f"  momenta not judged: {o['sampler']} draws them afresh every "
                      f"{'step' if spec.evaluates_target else 'leg'} (equipartitioned by construction)")
@@ -56,11 +53,18 @@ def temperature_lines(simulation, result, outliers):
         lines.append(f"  {VIRIAL} {last['average_virials'].mean():.4g} ({VIRIAL_IS}; equals d/(2 beta) only if U "
                      "confines theta)")
     if persist and "kinetic_energy" in run_info and (run_info["step"] > burn_in).any():
-        lines += [f"  momentum test not judged: {which}"] if blown else _momentum_lines(
+        lines += [f"  momentum test not judged: {blown}"] if blown else _momentum_lines(
             result, o, simulation.num_parameters, noted)
         if getattr(result, "momenta", None) is not None and not result.momenta.empty:  # record_momenta
             lines += _layer_lines(result, o, noted)
     return lines
+
+
+def _blown(outliers):
+    """"walker 1 blew up" ("walkers 1, 3 ..."), or "" where none did: a walker that blew up spans
+    every error bar, so "consistent" or "warm" would mean nothing (the walker lines say why)."""
+    blown = sorted({x.walker for x in outliers if x.kind == "blew up"})  # only walkers whose momenta persist
+    return f"walker{'s' if len(blown) > 1 else ''} {', '.join(map(str, blown))} blew up" if blown else ""
 
 
 def _noise_heat(o):
@@ -237,8 +241,7 @@ def readings(simulation, result, outliers):
     # the whole run (earlier calls included), its walkers' mean compared. Its error bar comes
     # from this call's rows, every every_nth step: if anything too large for that average.
     last = averages.groupby("id").tail(1)
-    blown = sorted({x.walker for x in outliers if x.kind == "blew up"})
-    skipped = f"walker{'s' if len(blown) > 1 else ''} {', '.join(map(str, blown))} blew up" if blown else ""
+    skipped = _blown(outliers)
     found = []
     if "average_kinetic_energy" in last and spec_of(o["sampler"]).persistent_momenta:
         value = last["average_kinetic_energy"].mean()
