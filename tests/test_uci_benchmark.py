@@ -70,8 +70,9 @@ def test_summary_mean_and_standard_error(tool):
 
 
 def test_a_sampler_run_reports_its_temperature_and_flagged_walkers(tool):
-    """A Langevin run's draws: the kinetic temperature 2 beta K / d after burn-in, and the walkers
-    its summary flags (tati.diagnostics.walker_outliers); HMC's redrawn momenta and a fit give NaN
+    """A Langevin run's draws: the kinetic temperature 2 beta K / d after burn-in, and what its
+    summary flags (the walkers: tati.diagnostics.walker_outliers; a hot reading); HMC's redrawn
+    momenta and a fit give NaN
     and nothing. Walker 2's loss 500 above the others' (d = 10, beta = 1) is far out."""
     from types import SimpleNamespace
     from tati.config.options import OPTIONS
@@ -83,9 +84,12 @@ def test_a_sampler_run_reports_its_temperature_and_flagged_walkers(tool):
     options = {option.name: option.default for option in OPTIONS}
     options.update(sampler="BAOAB", burn_in_steps=100, inverse_temperature=1.0)
     simulation = SimpleNamespace(options=options, num_parameters=10, num_walkers=4)
-    result = SimpleNamespace(run_info=run_info)
+    kept = run_info[run_info.step > 100]
+    averages = kept.groupby("id").agg(step=("step", "max"), average_kinetic_energy=("kinetic_energy", "mean"))
+    result = SimpleNamespace(run_info=run_info, averages=averages.reset_index())
     assert tool.kinetic_temperature(simulation, result) == pytest.approx(1.1)  # burn-in's 10 left out
-    assert tool.flagged(simulation, result) == "walker 2 far out"
+    # and the kinetic energy, 10% above equipartition every row, hot (as sample()'s RunWarning says)
+    assert tool.flagged(simulation, result) == "walker 2 far out; average kinetic energy hot"
     simulation.options["sampler"] = "HMC2"
     assert math.isnan(tool.kinetic_temperature(simulation, result))
     assert math.isnan(tool.kinetic_temperature(simulation, None)) and tool.flagged(simulation, None) == ""

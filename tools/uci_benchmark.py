@@ -23,9 +23,9 @@ log-likelihood minus log sd_y), as in the published tables.
 Printed: a progress line per split and method (for a sampler with several walkers also the
 R-hat of the loss across them after burn-in, the CSV's loss_r_hat: near 1 when the walkers
 agree; for a Langevin sampler the draws' kinetic temperature, 2 beta K / d, near 1 and within
-the measured width's 5% heat when it holds; and the walkers the run's summary flags: hot, cold,
-blew up, far out), then per method the mean +- standard error over the splits, the seconds per
-split and the splits flagged (a walker flagged, or the run failed), beside the published figures
+the measured width's 5% heat when it holds; and what the run's summary flags: walkers hot, cold,
+blown up or far out, a kinetic energy or virial hot), then per method the mean +- standard error over the splits, the seconds per
+split and the splits flagged (a walker flagged or a reading hot, or the run failed), beside the published figures
 of the dataset (PUBLISHED, by the folder's name). --csv writes every split and method; --plot the
 summary as a PNG.
 """
@@ -258,12 +258,16 @@ def kinetic_temperature(simulation, result):
 
 
 def flagged(simulation, result):
-    """The walkers the run's summary flags (tati.diagnostics.walker_outliers: hot, cold, blew up, far
-    out), as "walker 1 far out; walker 3 hot"; "" where none is, or for a fit."""
+    """What the run's summary flags, as Python's RunWarning does: the walkers gone wrong
+    (tati.diagnostics.walker_outliers: hot, cold, blew up, far out) and the kinetic energy or virial
+    read hot, as "walker 1 far out; average kinetic energy hot"; "" where none is, or for a fit."""
     from tati.diagnostics import walker_outliers
+    from tati.diagnostics.summary.temperature import hot_readings
     if result is None:
         return ""
-    return "; ".join(f"walker {outlier.walker} {outlier.kind}" for outlier in walker_outliers(result, simulation))
+    found = walker_outliers(result, simulation)
+    return "; ".join([f"walker {outlier.walker} {outlier.kind}" for outlier in found] +
+                     [f"{reading.name} hot" for reading in hot_readings(simulation, result, found)])
 
 
 def evaluate(name, train, test, y_sd, hidden, seed, quick, factor=1):
@@ -314,8 +318,8 @@ def mean_and_error(values):
 
 def summarise(rows):
     """Per method (in the order run): mean and standard error over the splits of RMSE and LL,
-    seconds per split, number of splits, and of those flagged (a walker the summary flags, or a
-    failed run)."""
+    seconds per split, number of splits, and of those flagged (what the summary flags: a walker, a
+    hot reading; or a failed run)."""
     table = []
     for name, group in rows.groupby("method", sort=False):
         rmse, ll = mean_and_error(group.test_rmse), mean_and_error(group.test_log_likelihood)
