@@ -24,10 +24,10 @@ Printed: a progress line per split and method (for a sampler with several walker
 R-hat of the loss across them after burn-in, the CSV's loss_r_hat: near 1 when the walkers
 agree; for a Langevin sampler the draws' kinetic temperature, 2 beta K / d, near 1 and within
 the measured width's 5% heat when it holds; and what the run's summary flags: walkers hot, cold,
-blown up or far out, a kinetic energy or virial hot), then per method the mean +- standard error over the splits, the seconds per
-split and the splits flagged (a walker flagged or a reading hot, or the run failed), beside the published figures
-of the dataset (PUBLISHED, by the folder's name). --csv writes every split and method; --plot the
-summary as a PNG.
+blown up or far out, a kinetic energy or virial hot), then per method the mean +- standard error
+over the splits, the seconds per split and the splits flagged (a walker flagged or a reading hot,
+or the run failed), beside the published figures of the dataset (PUBLISHED, by the folder's
+name). --csv writes every split and method; --plot the summary as a PNG.
 """
 
 import argparse
