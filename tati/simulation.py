@@ -360,13 +360,16 @@ class Simulation:
         return result
 
     def _warn_wrong(self, result):
-        """A RunWarning where this call's numbers look wrong, as its summary says: each walker gone
-        wrong (tati/diagnostics/outliers.py), and the kinetic energy or virial read hot."""
+        """A RunWarning where this call's numbers look wrong, as its summary says: rows with a
+        non-finite loss (on_nan=continue), else each walker gone wrong (tati/diagnostics/outliers.py)
+        and the kinetic energy or virial read hot."""
         from tati.diagnostics.outliers import walker_outliers
+        from tati.diagnostics.summary import nonfinite_line
         from tati.diagnostics.summary.temperature import hot_readings
-        found = walker_outliers(result, self)  # [] with one walker
-        wrong = [outlier.line() for outlier in found] + [reading.warning() for reading in
-                                                          hot_readings(self, result, found)]
+        broken = nonfinite_line(result.run_info)
+        found = [] if broken else walker_outliers(result, self)  # [] with one walker
+        wrong = [broken] if broken else [outlier.line() for outlier in found] + [
+            reading.warning() for reading in hot_readings(self, result, found)]
         if wrong:
             warnings.warn(RunWarning(f"{'; '.join(wrong)} (print(sim.summary()) for the whole run)"), stacklevel=4)
 

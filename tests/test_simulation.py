@@ -177,7 +177,7 @@ def test_a_walker_gone_wrong_is_warned_of_in_python():
     """Issue #41: a run whose walker went wrong says so in Python too, with the cure. One walker of
     four starts in the minor mode of a tilted double well (barrier 35 / beta from it) and stays: a
     RunWarning names it at the user's line; all four in the major mode, none; a call shorter than
-    WARNED_STEPS is not judged (summary() still is)."""
+    WARNED_STEPS is not judged (summary() still is); rows with a NaN loss are said as such."""
     import warnings
     from tati.errors import RunWarning
     from tati.simulation import WARNED_STEPS
@@ -200,6 +200,12 @@ def test_a_walker_gone_wrong_is_warned_of_in_python():
     assert run([-1.0] * 4, WARNED_STEPS)[1] == []
     sim, caught = run([-1.0, -1.0, -1.0, 1.0], WARNED_STEPS - 1)
     assert caught == [] and "  walker 3 far out" in sim.summary()
+    # on_nan=continue past where U is undefined: the rows' line, as the summary's, not a NaN walker's
+    sim = tati.Simulation(potential=lambda x: tf.reduce_sum(tf.sqrt(x + 1.0) ** 4), initial_parameters=[[0.5], [0.2]],
+                          dtype="float64", step_width=0.5, max_steps=WARNED_STEPS, number_walkers=2, on_nan="continue",
+                          seed=seed(5))
+    with pytest.warns(RunWarning, match=r"^[0-9]+ of 2000 rows have a NaN or infinite loss, the first at step "):
+        sim.sample()
 
 
 def test_summary_of_a_continued_hmc_call_without_a_row():

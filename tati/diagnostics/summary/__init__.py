@@ -83,13 +83,9 @@ def summarise(prog, simulation, result, sampler, seconds=None):
             lines.append(f"  friction_constant measured with each: {listed(frictions)}")
     if sampler and not legs and not proposal and getattr(getattr(simulation, "sampler", None), "adapt_mass", False):
         lines.append(langevin_mass_line(simulation.sampler))
-    broken = ~np.isfinite(run_info["loss"].to_numpy(dtype=float))
-    if broken.any():  # on_nan=continue ran on where U is not defined: no average or test means anything
-        first = run_info.loc[broken, ["step", "id"]].iloc[0]
-        lines.append(f"  {broken.sum()} of {len(broken)} rows have a NaN or infinite loss, the first at step "
-                     f"{int(first['step'])} (walker {int(first['id'])}), so the averages are not judged: "
-                     f"lower {'step_width' if sampler else 'learning_rate'}")
-        return _joined(lines + [_files(o)])
+    broken = nonfinite_line(run_info, "step_width" if sampler else "learning_rate")
+    if broken is not None:
+        return _joined(lines + ["  " + broken, _files(o)])
     no_metric = adapted = False
     if sampler:
         outliers = walker_outliers(result, simulation)  # [] with one walker
@@ -115,6 +111,17 @@ def summarise(prog, simulation, result, sampler, seconds=None):
             lines.append("  mixing not checked with one walker: number_walkers 4 compares walkers (R-hat)")
     lines.append(_files(o))
     return _joined(lines)
+
+
+def nonfinite_line(run_info, width="step_width"):
+    """The line where rows have a NaN or infinite loss (on_nan=continue ran on where U is not
+    defined: no average or test means anything), else None; `width` is the option to lower."""
+    broken = ~np.isfinite(run_info["loss"].to_numpy(dtype=float))
+    if not broken.any():
+        return None
+    first = run_info.loc[broken, ["step", "id"]].iloc[0]
+    return (f"{broken.sum()} of {len(broken)} rows have a NaN or infinite loss, the first at step "
+            f"{int(first['step'])} (walker {int(first['id'])}), so the averages are not judged: lower {width}")
 
 
 def _joined(lines):
