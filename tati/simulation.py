@@ -366,6 +366,8 @@ class Simulation:
         from tati.diagnostics.outliers import walker_outliers
         from tati.diagnostics.summary import nonfinite_line
         from tati.diagnostics.summary.temperature import hot_readings
+        if result.run_info.empty:  # HMC writes rows at the ends of legs: none ended in this call
+            return
         broken = nonfinite_line(result.run_info)
         found = [] if broken else walker_outliers(result, self)  # [] with one walker
         wrong = [broken] if broken else [outlier.line() for outlier in found] + [
