@@ -391,14 +391,14 @@ def test_a_posterior_s_virial_is_judged_with_the_cure():
     at d/(2 beta) read consistent (a false failure in about 0.3% of seeds); 30% above, hot with
     the width's cure (pSGLD's default width on a breast-cancer network read 34% above); 40% below,
     cold (a walker still spreading from its start); a Metropolis-corrected chain's cure is its
-    length; a measured width's 4% is warm. Without the prior the virial has no verdict, nor where
+    length; a measured width's 5% is warm (centred on the bound, 8 standard errors above d/(2 beta)). Without the prior the virial has no verdict, nor where
     its error bar is half of d/(2 beta)."""
     rng = np.random.default_rng(seed(601))
     readings = gamma_readings(rng, 4, 1600, 1.0)  # error bars about 0.6% of d/(2 beta)
     posterior = dict(likelihood="bernoulli", prior_standard_deviation=1.0, number_walkers=4)
     judged = {}
     for scale, sampler, changes in ((1.0, "SGLD", {}), (1.3, "SGLD", {}), (0.6, "SGLD", {}), (1.3, "HMC2", {}),
-                                    (1.04, "BAOAB", dict(measure_step_width=True, batch_size=32))):
+                                    (1.05, "BAOAB", dict(measure_step_width=True, batch_size=32))):
         hmc = (np.full(readings.size, 0.2), np.zeros(readings.size, int)) if sampler == "HMC2" else None
         simulation, result = fake_run(readings, scale * readings, hmc=hmc, sampler=sampler, **posterior, **changes)
         lines = check_layout(summarise("tati-sample", simulation, result, True))
@@ -410,8 +410,8 @@ def test_a_posterior_s_virial_is_judged_with_the_cure():
                         r"\(burn_in_steps\)", judged[1.3, "SGLD"][1])
     assert judged[0.6, "SGLD"][1].endswith(": too cold: run longer (burn_in_steps), or raise step_width")
     assert judged[1.3, "HMC2"][1].endswith(" standard errors: run longer (max_steps, burn_in_steps)")
-    assert re.search(r": [3-5]\.[0-9]% above\)$", judged[1.04, "BAOAB"][0])
-    assert judged[1.04, "BAOAB"][1].startswith("    warm: within the 5% heat from the gradient noise")
+    assert re.search(r": [4-6]\.[0-9]% above\)$", judged[1.05, "BAOAB"][0])
+    assert judged[1.05, "BAOAB"][1].startswith("    warm: within the 5% heat from the gradient noise")
     # readings as noisy as heteroscedastic regression's (error about 50% of d/(2 beta)): no verdict
     noisy = readings + rng.normal(0.0, 200.0, readings.shape)
     simulation, result = fake_run(readings, noisy, sampler="SGLD", **posterior)
@@ -456,7 +456,7 @@ def test_sgld_on_a_posterior_is_judged_by_its_virial():
         warned[width] = [str(w.message) for w in caught if issubclass(w.category, RunWarning)]
     assert verdicts[1e-4][0].endswith("virial theorem: d/(2 beta) = 2: consistent)"), verdicts
     assert warned[1e-4] == [] and len(warned[5e-3]) == 1, warned  # Python's warning: hot only
-    assert re.fullmatch(r"the average virial reads hot, 2\.0[0-9] times d/\(2 beta\) \(off by [0-9.]+ standard "
+    assert re.fullmatch(r"the average virial reads hot, [12]\.[0-9]{2} times d/\(2 beta\) \(off by [0-9.]+ standard "
                         r"errors\): step_width may be too large, or the run too short \(burn_in_steps\) "
                         r"\(print\(sim.summary\(\)\) for the whole run\)", warned[5e-3][0]), warned
     assert re.fullmatch(r"    off by [0-9.]+ standard errors: step_width may be too large, or the run too short "
