@@ -151,8 +151,7 @@ def _layer_lines(result, o, noted=False):
     if readings < MIN_MOMENTUM_READINGS:
         return [f"  momenta per layer: only {readings} independent readings after burn-in (run longer)"]
     width = min(LAYER_NAME, max(len(str(name)) for name in table.index))
-    lines = [f"  momenta per layer, {readings} readings, 99% intervals (config. T = q . grad U / d, "
-             "1/beta if U confines)",
+    lines = [f"  momenta per layer, {readings} readings, at 99% (config. T = q . grad U / d, 1/beta if U confines)",
              f"    {'':<{width}} {'dof':>5}  {'T_0.99':<29}{'kinetic T':<26}config. T"]
     verdicts, heat = set(), _noise_heat(o)
     for name, row in table.iterrows():
