@@ -35,9 +35,15 @@ from tati.errors import InputError
 from tati.recording.columns import GRADIENT_PREFIX, MOMENTUM_PREFIX
 
 
+WINDOW = 5  # Sokal's window (as emcee's): the smallest M with M >= WINDOW tau(M)
+
+
 def integrated_autocorrelation_time(series):
     """tau = 1 + 2 sum rho_k of a series ([n] or [n, chains], chains independent and pooled),
-    summed by Geyer's initial positive sequence (pairs of lags while their sum is positive)."""
+    summed over Sokal's window: the smallest M with M >= WINDOW tau(M). Not Geyer's initial
+    positive sequence, whose theory is a reversible chain's: a stiff mode's kinetic energy at low
+    friction swings at twice its frequency while it decays over 1 / gamma, and the sequence stopped
+    at the first trough (tau 4 for 50), overcounting the independent readings."""
     x = np.asarray(series, dtype=np.float64)
     x = x.reshape(len(x), -1)
     n = len(x)
@@ -50,10 +56,9 @@ def integrated_autocorrelation_time(series):
     if covariance[0] <= 0:
         return 1.0
     rho = covariance / covariance[0]
-    pairs = rho[:n - n % 2].reshape(-1, 2).sum(axis=1)
-    positive = np.nonzero(pairs <= 0)[0]
-    kept = pairs[:positive[0] if len(positive) else len(pairs)]
-    return max(1.0, -1.0 + 2.0 * float(kept.sum()))
+    taus = 2.0 * np.cumsum(rho) - 1.0  # tau(M) = 1 + 2 sum_{k=1}^{M} rho_k
+    short = np.arange(len(taus)) < WINDOW * taus
+    return max(1.0, float(taus[np.argmin(short) if not short.all() else len(taus) - 1]))
 
 
 def independent_readings(series):
