@@ -30,35 +30,10 @@ import numpy as np
 import pandas as pd
 
 from tati.diagnostics.convergence import equal_rows
+from tati.diagnostics.equipartition import integrated_autocorrelation_time  # noqa: F401 (its home was here)
 from tati.diagnostics.temperature import kinetic_temperature_interval, momentum_chi_square
 from tati.errors import InputError
 from tati.recording.columns import GRADIENT_PREFIX, MOMENTUM_PREFIX
-
-
-WINDOW = 5  # Sokal's window (as emcee's): the smallest M with M >= WINDOW tau(M)
-
-
-def integrated_autocorrelation_time(series):
-    """tau = 1 + 2 sum rho_k of a series ([n] or [n, chains], chains independent and pooled),
-    summed over Sokal's window: the smallest M with M >= WINDOW tau(M). Not Geyer's initial
-    positive sequence, whose theory is a reversible chain's: a stiff mode's kinetic energy at low
-    friction swings at twice its frequency while it decays over 1 / gamma, and the sequence stopped
-    at the first trough (tau 4 for 50), overcounting the independent readings."""
-    x = np.asarray(series, dtype=np.float64)
-    x = x.reshape(len(x), -1)
-    n = len(x)
-    if n < 4:
-        return 1.0
-    x = x - x.mean(axis=0)
-    size = 1 << (2 * n - 1).bit_length()
-    spectrum = np.fft.rfft(x, size, axis=0)
-    covariance = np.fft.irfft(spectrum * np.conj(spectrum), size, axis=0)[:n].mean(axis=1) / n
-    if covariance[0] <= 0:
-        return 1.0
-    rho = covariance / covariance[0]
-    taus = 2.0 * np.cumsum(rho) - 1.0  # tau(M) = 1 + 2 sum_{k=1}^{M} rho_k
-    short = np.arange(len(taus)) < WINDOW * taus
-    return max(1.0, float(taus[np.argmin(short) if not short.all() else len(taus) - 1]))
 
 
 def independent_readings(series):
