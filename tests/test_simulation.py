@@ -176,8 +176,8 @@ def test_python_summary_of_the_last_call():
 def test_a_walker_gone_wrong_is_warned_of_in_python():
     """Issue #41: a run whose walker went wrong says so in Python too, with the cure. One walker of
     four starts in the minor mode of a tilted double well (barrier 35 / beta from it) and stays (at
-    friction 1, before the correlation time counted the stiff well's swings, 6 seeds of 30 warned
-    of healthy runs: doc/benchmarks.md; at 10 none did then either): a
+    friction 10: at 1 the run's batches of 28 rows are shorter than the stiff well's kinetic
+    energy's correlation time, and 2 seeds of 30 read a healthy run hot, doc/benchmarks.md): a
     RunWarning names it at the user's line; all four in the major mode, none; a call shorter than
     WARNED_STEPS is not judged (summary() still is); rows with a NaN loss are said as such."""
     import warnings

@@ -15,11 +15,12 @@ their average is not sd / sqrt(n); here it comes from batch means:
   independent), and the standard error of the grand mean is sd(batch means) / sqrt(batches).
   A walker whose level differs from the others' widens that sd, as it should.
 
-The estimate is too small when b is not far beyond the correlation time, so b is at least
-BATCH_TAUS integrated correlation times of the readings (integrated_autocorrelation_time),
-and a run too short for that many gets no error bar; the readings of a table are every
-`every_nth` step, so for the average over every step (the averages table) it is, if anything,
-too large.
+The estimate is too small when b is not far beyond the correlation time (a stiff oscillator's
+kinetic energy at friction 1, 800 rows: batches of 28 against a correlation time of 50 read a
+healthy run hot in 2 seeds of 30). Batches of 5 correlation times were tried and not kept: a
+run 3.4 times too hot, whose readings drift, then read "consistent" (29.2 +- 8.0 against 8.5,
+doc/benchmarks.md). The readings of a table are every `every_nth` step, so for the average over
+every step (the averages table) it is, if anything, too large.
 
     mean, error, batches = batch_means(kinetic_by_walker)
     equipartition_verdict(16.3, 0.4, 16.5)   # 'consistent'
@@ -38,11 +39,6 @@ MIN_BATCHES = 10
 # A deviation of more than this many standard errors is reported. For a normal estimate that is
 # a false alarm in 0.3% of honest runs (about 1% with the fewest batches, Student-t with 9 dof).
 SIGMAS = 3.0
-# A batch spans at least this many integrated correlation times of the readings (the batch means'
-# variance is then low by about 1 / BATCH_TAUS at most).
-BATCH_TAUS = 5
-
-
 WINDOW = 5  # Sokal's window (as emcee's): the smallest M with M >= WINDOW tau(M)
 
 
@@ -86,12 +82,7 @@ def batch_means(series):
     if not series or sum(len(s) for s in series) < MIN_READINGS:
         return None
     shortest = min(len(s) for s in series)
-    # about sqrt(n) batches of about sqrt(n) readings, and at least BATCH_TAUS correlation times
-    # each: shorter batches are not independent, and their error bar comes out too small
-    tau = integrated_autocorrelation_time(np.stack([s[len(s) - shortest:] for s in series], axis=1))
-    size = max(shortest // math.isqrt(shortest), math.ceil(BATCH_TAUS * tau))
-    if size > shortest:
-        return None
+    size = shortest // math.isqrt(shortest)  # about sqrt(n) batches of about sqrt(n) readings
     means = np.concatenate([s[len(s) % size:].reshape(-1, size).mean(axis=1) for s in series])
     if len(means) < MIN_BATCHES:
         return None
