@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from tati.diagnostics.convergence import equal_rows
-from tati.diagnostics.equipartition import integrated_autocorrelation_time  # noqa: F401 (its home was here)
+from tati.diagnostics.equipartition import integrated_autocorrelation_time
 from tati.diagnostics.temperature import kinetic_temperature_interval, momentum_chi_square
 from tati.errors import InputError
 from tati.recording.columns import GRADIENT_PREFIX, MOMENTUM_PREFIX
