@@ -391,8 +391,9 @@ def test_a_posterior_s_virial_is_judged_with_the_cure():
     at d/(2 beta) read consistent (a false failure in about 0.3% of seeds); 30% above, hot with
     the width's cure (pSGLD's default width on a breast-cancer network read 34% above); 40% below,
     cold (a walker still spreading from its start); a Metropolis-corrected chain's cure is its
-    length; a measured width's 5% is warm (centred on the bound, 8 standard errors above d/(2 beta)). Without the prior the virial has no verdict, nor where
-    its error bar is half of d/(2 beta)."""
+    length; a measured width's 5% is warm (centred on the bound, 8 standard errors above
+    d/(2 beta)). Without the prior the virial has no verdict, nor where its error bar is half of
+    d/(2 beta)."""
     rng = np.random.default_rng(seed(601))
     readings = gamma_readings(rng, 4, 1600, 1.0)  # error bars about 0.6% of d/(2 beta)
     posterior = dict(likelihood="bernoulli", prior_standard_deviation=1.0, number_walkers=4)

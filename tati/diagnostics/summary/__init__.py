@@ -23,9 +23,10 @@ walkers.py (outliers, R-hat and ESS), lines.py (the lines' layout).
 
 import numpy as np
 
-from tati.diagnostics.summary.header import final_line, followed_widths, header, langevin_mass_line, listed, model_line, timing
+from tati.diagnostics.summary.header import (final_line, followed_widths, header, langevin_mass_line, listed,
+                                             model_line, timing)
 from tati.diagnostics.summary.kernels import (NO_METRIC_HINT, hmc_adaptation_lines, hmc_lines, kernel_lines,
-                                      metric_missing)
+                                              metric_missing)
 from tati.diagnostics.summary.lines import wrapped
 from tati.diagnostics.summary.temperature import temperature_lines
 from tati.diagnostics.summary.walkers import convergence_lines, identified, outlier_lines
