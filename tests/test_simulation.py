@@ -129,8 +129,31 @@ def test_keras_model_is_sampled_through_the_flat_view():
     assert len(result.trajectory) == 2 and np.isfinite(result.trajectory.loss).all()
 
 
-@pytest.mark.statistical
-def test_equipartition_on_the_two_clusters_network():
+def test_keras_layers_of_training_mode_are_called_as_at_inference():
+    """Dropout and BatchNormalization: U is the model at inference (training=False), a function
+    of the parameters alone (two evaluations agree; with dropout on they would differ), the
+    same U as the model without those layers (moving statistics 0 and 1, BatchNormalization's
+    scale 1 and offset 0 at their start), and the summary's model line names them."""
+    import keras
+
+    def model(*extra):
+        dense = [keras.layers.Dense(8, activation="tanh", kernel_initializer=keras.initializers.GlorotUniform(1)),
+                 keras.layers.Dense(1, kernel_initializer=keras.initializers.GlorotUniform(2))]
+        return keras.Sequential([keras.Input((2,)), dense[0], *extra, dense[1]])
+
+    options = dict(dataset="two_clusters", max_steps=2, every_nth=1, dtype="float64", seed=2)
+    plain = tati.Simulation(model=model(), **options)
+    both = tati.Simulation(model=model(keras.layers.Dropout(0.5), keras.layers.BatchNormalization(epsilon=0.0)),
+                           **options)
+    assert both.num_parameters == plain.num_parameters + 16  # the scale and the offset
+    first, second = both.loss(), both.loss()
+    assert first == second
+    np.testing.assert_allclose(first, plain.loss(), rtol=1e-12)
+    both.sample()
+    plain.sample()
+    line = "model: Keras model (49 parameters); Dropout, BatchNormalization as at inference (doc/data.md)\n"
+    assert line in both.summary()
+    assert "as at inference" not in plain.summary()
     """average_kinetic_energy = N_dof / (2 beta) within its standard error.
 
     Step width 0.02 keeps BAOAB's O(h^2) bias of the kinetic energy far below the error.

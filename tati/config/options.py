@@ -79,7 +79,8 @@ OPTIONS = [
            "CSV files: a header row, then feature columns followed by label columns."),
     Option("batch_size", None, Optional(POSITIVE_INT), "data",
            "Points per batch; none means the full dataset every step. Batches are reshuffled "
-           "each epoch with the seed."),
+           "each epoch with the seed. HMC1, HMC2, NUTS and RWMH take the full dataset only (their "
+           "accept/reject compares energies of one target)."),
     Option("input_dimension", None, Optional(POSITIVE_INT), "data",
            "Number of feature columns; none means taken from the data (CSV: all columns but the "
            "last)."),
@@ -418,10 +419,18 @@ def _declare(spec, added):
 registry.watch(_declare)
 
 
+# Names under which Keras, scikit-learn and PyMC users pass their data (model.fit(x, y), ...).
+_DATA_WORDS = {"x", "y", "data", "input", "inputs", "output", "outputs", "features", "labels", "target",
+               "targets", "train_data", "training_data"}
+
+
 def unknown_option(name):
     from tati.config.original import RETIRED_OPTIONS
     if name in RETIRED_OPTIONS:  # the original TATi's option with no counterpart
         return InputError(f"option '{name}' is the original TATi's: {RETIRED_OPTIONS[name]}")
+    if name.lower() in _DATA_WORDS:
+        return InputError(f"option '{name}' is unknown: data is given as dataset=(X, Y), the inputs [N, "
+                          f"input_dimension] and labels [N, k] as arrays, or read from CSV files by batch_data_files")
     close = difflib.get_close_matches(name, list(BY_NAME), n=1)
     hint = f" (did you mean '{close[0]}'?)" if close else ""
     return InputError(f"option '{name}' is unknown{hint}")

@@ -203,7 +203,8 @@ def _check_full_batch(o):
         raise InputError(f"batch_size: optimizer {o['optimizer']} {optimizer.why_full_batch}; drop batch_size")
     sampler = spec_of(o["sampler"])
     if sampler.full_batch:
-        raise InputError(f"batch_size: {sampler.name} {sampler.why_full_batch}; drop batch_size")
+        raise InputError(f"batch_size: {sampler.name} {sampler.why_full_batch}; drop batch_size, or sample "
+                         "mini-batches with a stochastic-gradient sampler (BAOAB, SGHMC)")
 
 
 def _check_record_momenta(o, method):

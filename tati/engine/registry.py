@@ -38,6 +38,10 @@ _RMSPROP = (
            "pSGLD: lambda of G = 1 / (lambda + sqrt(V)), which bounds G by 1 / lambda where gradients vanish."),
 )
 _WHOLE_DATA = "evaluates the whole dataset at every step (a mini-batch would change the target within a step)"
+# HMC's accept/reject compares H at a leg's two ends: taken from two mini-batches it compares two
+# targets, and the chain is exact for neither (Chen, Fox and Guestrin 2014, the SGHMC paper).
+_WHOLE_LEG = ("needs the whole dataset (its accept/reject compares the energy at a leg's two ends, which "
+              "mini-batches would take from different targets)")
 
 _SPECS = [
     Spec("SGLD", "StochasticGradientLangevinDynamics", "tati.samplers.sgld:SGLD", infos=(SGLD_INFO,)),
@@ -58,9 +62,11 @@ _SPECS = [
     Spec("pSGLD", "PreconditionedStochasticGradientLangevinDynamics", "tati.samplers.psgld:PSGLD",
          options=_RMSPROP, infos=(SGLD_INFO,)),
     Spec("HMC1", "HamiltonianMonteCarlo_1stOrder", "tati.samplers.hmc:HMC1", kind=LEGS, driver=_LEGS, options=_HMC,
-         aliases=("HMC_1stOrder",), metropolis=True, redraws_momenta=True, target_acceptance=0.8, infos=(HMC_INFO,)),
+         aliases=("HMC_1stOrder",), metropolis=True, redraws_momenta=True, full_batch=True,
+         why_full_batch=_WHOLE_LEG, target_acceptance=0.8, infos=(HMC_INFO,)),
     Spec("HMC2", "HamiltonianMonteCarlo_2ndOrder", "tati.samplers.hmc:HMC2", kind=LEGS, driver=_LEGS, options=_HMC,
-         aliases=("HMC_2ndOrder",), metropolis=True, redraws_momenta=True, target_acceptance=0.8, infos=(HMC_INFO,)),
+         aliases=("HMC_2ndOrder",), metropolis=True, redraws_momenta=True, full_batch=True,
+         why_full_batch=_WHOLE_LEG, target_acceptance=0.8, infos=(HMC_INFO,)),
     Spec("NUTS", "NoUTurnSampler", "tati.samplers.proposal:NUTS", kind=PROPOSAL, driver=_PROPOSALS,
          options=_ADAPTING + ("max_tree_depth",), metropolis=True, redraws_momenta=True, evaluates_target=True,
          full_batch=True, why_full_batch=_WHOLE_DATA, target_acceptance=0.8, infos=(NUTS_INFO,)),

@@ -23,6 +23,21 @@ from tati.models.flat import FlatModel, check_walkers
 from tati.models.losses import LOSSES, accuracy
 
 
+# Layers that act otherwise in training: the Simulation calls the model as at inference
+# (training=False), so dropout and noise are off and batch normalization uses its moving statistics,
+# which sampling does not update (they are constants of U, as after model.fit).
+_TRAINING_LAYERS = ("Dropout", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D", "AlphaDropout",
+                    "GaussianDropout", "GaussianNoise", "BatchNormalization")
+
+
+def training_layers(model):
+    """Names of the model's layer classes (of _TRAINING_LAYERS, in order of first use) that act
+    otherwise in training than at inference, as the Simulation calls the model."""
+    kinds = tuple(getattr(keras.layers, name) for name in _TRAINING_LAYERS if hasattr(keras.layers, name))
+    names = [type(layer).__name__ for layer in model._flatten_layers(include_self=False) if isinstance(layer, kinds)]
+    return list(dict.fromkeys(names))
+
+
 class KerasModel:
     """The flat view of a Keras model's own variables (names, order, values); it also checks
     the model and its loss for KerasNetwork."""

@@ -318,3 +318,18 @@ def test_a_sampler_that_cannot_tune_itself_says_so_in_one_line(tmp_path, monkeyp
     default, given = run_cli([argv, argv + ["--step_width", "1e-4"]], tmp_path, monkeypatch)
     assert default["code"] == 0 and default["stderr"].count("does not tune itself") == 1, default["stderr"]
     assert given["code"] == 0 and "does not tune itself" not in given["stderr"], given["stderr"]
+
+
+def test_samplers_of_the_whole_dataset_refuse_mini_batches_with_the_cure():
+    """NUTS and RWMH evaluate the target at every step; HMC's accept/reject compares the energy
+    at a leg's two ends, which two mini-batches would take from two targets (before, HMC2 ran
+    on mini-batches without adapting and wrote no row). Refused before anything runs, naming
+    the samplers that take mini-batches."""
+    from tati.engine.registry import samplers_where
+    whole = samplers_where("full_batch")
+    assert {"HMC1", "HMC2", "NUTS", "RWMH"} <= set(whole)
+    for sampler in whole:
+        with pytest.raises(InputError, match=rf"^batch_size: {sampler} .*; drop batch_size, or sample "
+                                             r"mini-batches with a stochastic-gradient sampler \(BAOAB, SGHMC\)$"):
+            preflight.check(dict(sampler=sampler, batch_size=10))
+    preflight.check(dict(sampler="SGHMC", batch_size=10))

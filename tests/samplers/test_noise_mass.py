@@ -96,7 +96,7 @@ def test_the_option_is_checked_and_measured():
     with pytest.raises(tati.InputError, match="^adapt_mass noise needs batch_size"):
         tati.Simulation(**data, sampler="BAOAB", adapt_mass="noise")
     with pytest.raises(tati.InputError, match="^adapt_mass noise is not available with sampler HMC2"):
-        tati.Simulation(**data, sampler="HMC2", adapt_mass="noise", batch_size=8)
+        tati.Simulation(**data, sampler="HMC2", adapt_mass="noise")
     # SGHMC's estimators answer the same noise: refused before anything runs, and by the sampler itself
     refused = r"^adapt_mass {} and gradient_noise_estimator 'adam' both answer the gradient noise .*: give one of them$"
     with pytest.raises(tati.InputError, match=refused.format("noise")):

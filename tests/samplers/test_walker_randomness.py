@@ -59,7 +59,7 @@ def assert_same(few, many):
 
 # Every sampler on the potential (NUTS and RWMH: TensorFlow Probability's kernels, their draws
 # keyed per walker by random/walker_draws.py); on the network (mini-batches, float32) one of
-# each kind (NUTS on the whole dataset); on a Keras model (walkers through a vectorised
+# each kind (HMC2 and NUTS on the whole dataset); on a Keras model (walkers through a vectorised
 # stateless call) one Langevin sampler and one proposal kernel.
 CASES = ([(sampler, "potential") for sampler in sampler_names()]
          + [("BAOAB", "network"), ("HMC2", "network"), ("NUTS", "network"), ("BAOAB", "keras"), ("RWMH", "keras")]
@@ -70,7 +70,7 @@ CASES = ([(sampler, "potential") for sampler in sampler_names()]
 def test_first_walkers_do_not_depend_on_the_walker_count(sampler, model):
     def options():
         given = keras_options() if model == "keras" else dict(MODELS[model])
-        if spec_of(sampler).evaluates_target:  # the whole dataset at every step
+        if spec_of(sampler).full_batch:  # batch_size refused: the whole dataset at every step
             given.pop("batch_size", None)
         return for_sampler(sampler, **given, sampler=sampler, step_width=0.05, max_steps=24,
                            hamiltonian_dynamics_time=0.2, max_tree_depth=3)  # NUTS: legs of at most 7 steps

@@ -63,7 +63,10 @@ def model_line(simulation):
     if o["potential"] is not None:
         return f"model: potential U(theta) of {_count(d)}"
     if o["model"] is not None:
-        return f"model: Keras model ({_count(d)})"
+        from tati.models.keras_model import training_layers
+        kinds = training_layers(o["model"])
+        inference = f"; {', '.join(kinds)} as at inference (doc/data.md)" if kinds else ""
+        return f"model: Keras model ({_count(d)}){inference}"
     inputs = getattr(simulation, "network_inputs", o["input_dimension"])  # input_columns' terms
     widths = [inputs, *o["hidden_dimension"], o["output_dimension"]]
     total = sum(a * b + b for a, b in zip(widths[:-1], widths[1:]))
