@@ -154,6 +154,43 @@ def test_keras_layers_of_training_mode_are_called_as_at_inference():
     line = "model: Keras model (49 parameters); Dropout, BatchNormalization as at inference (doc/data.md)\n"
     assert line in both.summary()
     assert "as at inference" not in plain.summary()
+
+
+def test_a_keras_model_of_images_is_sampled_with_the_defaults():
+    """Points of any shape for a Keras model (images [N, 6, 6, 1], a convolution): two walkers
+    with mini-batches and a likelihood tune themselves (the measured width's Hessian-vector
+    products by reverse over reverse mode, which the walkers' vectorised map carries through a
+    convolution's gradient); predict and the predictive take images; the built-in network and
+    input_dimension refuse them, saying why."""
+    import keras
+    rng = np.random.default_rng(seed(40))
+    images = rng.normal(size=(48, 6, 6, 1))
+    labels = (images[:, :3].mean(axis=(1, 2, 3)) > images[:, 3:].mean(axis=(1, 2, 3))).astype(float)
+    model = keras.Sequential([keras.Input((6, 6, 1)), keras.layers.Conv2D(2, 3, activation="tanh"),
+                              keras.layers.Flatten(), keras.layers.Dense(1)])
+    sim = tati.Simulation(model=model, dataset=(images, labels), likelihood="bernoulli", prior_standard_deviation=1.0,
+                          batch_size=16, number_walkers=2, burn_in_steps=30, max_steps=40, every_nth=5,
+                          dtype="float64", seed=seed(41))
+    assert sim.model.hessian_by_reverse_mode
+    result = sim.sample()
+    assert np.all(np.isfinite(sim.measured_width.widths)) and np.isfinite(result.run_info.loss).all()
+    assert sim.predict(images[:5]).shape == (2, 5, 1)
+    frame, density = sim.predictive(images[:5], labels[:5], burn_in=0)
+    assert len(frame) == 5 and np.isfinite(density)
+    with pytest.raises(tati.InputError, match=r"^predictive: features of shape \(5, 36\); the model takes points "
+                                              r"of the run's shape \[6, 6, 1\]$"):
+        sim.predictive(images[:5].reshape(5, 36), labels[:5], burn_in=0)
+    with pytest.raises(tati.InputError, match=r"^dataset features must be a 2-D array \[points, columns\], got "
+                                              r"shape \[48, 6, 6, 1\]: points of more dimensions \(images\) "
+                                              r"need a Keras model \(model=\)$"):
+        tati.Simulation(dataset=(images, labels))
+    with pytest.raises(tati.InputError, match=r"^input_dimension is for feature columns; these points have the "
+                                              r"shape \[6, 6, 1\]: drop input_dimension$"):
+        tati.Simulation(model=model, dataset=(images, labels), input_dimension=36)
+
+
+@pytest.mark.statistical
+def test_equipartition_on_the_two_clusters_network():
     """average_kinetic_energy = N_dof / (2 beta) within its standard error.
 
     Step width 0.02 keeps BAOAB's O(h^2) bias of the kinetic energy far below the error.

@@ -216,11 +216,19 @@ def curvature_batches(data):
 
 def hessian_vector_on(model, data, parameters, step):
     """(b, tangent [W, d]) -> each walker's Hessian of U on curvature batch b (keyed by step) times
-    its row, float64: forward over reverse mode at parameters() (a tensor [W, d])."""
+    its row, float64: forward over reverse mode at parameters() (a tensor [W, d]), or reverse over
+    reverse, the gradient of grad U . tangent, where the model asks for it (hessian_by_reverse_mode)."""
     def product(b, tangent):
         theta = parameters()
         features, labels = data.covering_batch(step, b) if model.uses_data else (None, None)
-        with tf.autodiff.ForwardAccumulator(theta, tf.cast(tangent, theta.dtype)) as accumulator:
+        tangent = tf.cast(tangent, theta.dtype)
+        if model.hessian_by_reverse_mode:
+            with tf.GradientTape() as tape:
+                tape.watch(theta)
+                _, gradient, _ = model.loss_and_gradient(features, labels, theta=theta)
+                along = tf.reduce_sum(gradient * tf.stop_gradient(tangent))
+            return tf.cast(tape.gradient(along, theta), tf.float64)
+        with tf.autodiff.ForwardAccumulator(theta, tangent) as accumulator:
             _, gradient, _ = model.loss_and_gradient(features, labels, theta=theta)
         return tf.cast(accumulator.jvp(gradient), tf.float64)
     return product

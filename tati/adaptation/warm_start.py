@@ -63,7 +63,8 @@ class WarmStart(NamedTuple):
     def line(self):
         """One line for the summary."""
         kept = np.delete(self.losses, self.restarted)
-        done = (f"warm start: L-BFGS took the {len(self.losses)} walkers from U {_range(self.start_losses)} "
+        walkers = "the walker" if len(self.losses) == 1 else f"the {len(self.losses)} walkers"
+        done = (f"warm start: L-BFGS took {walkers} from U {_range(self.start_losses)} "
                 f"to {_range(kept)} in {self.iterations} iterations")
         if not len(self.restarted):
             return done

@@ -42,14 +42,19 @@ def _checked(simulation, features, labels, dtype):
     """features [n, the run's feature columns] and labels [n, its label columns] (a vector for
     one column), or InputError: labels of another width would broadcast against the outputs into
     a wrong density without an error."""
-    _, run_labels = simulation.data.all()
+    run_features, run_labels = simulation.data.all()
     columns = simulation.options["input_dimension"]
     try:
         features = np.asarray(features, dtype=dtype)
         labels = None if labels is None else np.asarray(labels, dtype=dtype)
     except (TypeError, ValueError) as error:
         raise InputError(f"predictive: features and labels must be arrays of numbers ({error})") from None
-    if features.ndim != 2 or features.shape[1] != columns:
+    point = tuple(run_features.shape[1:])
+    if len(point) > 1:  # a Keras model's images or sequences
+        if features.shape[1:] != point:
+            raise InputError(f"predictive: features of shape {features.shape}; the model takes points of the "
+                             f"run's shape {list(point)}")
+    elif features.ndim != 2 or features.shape[1] != columns:
         raise InputError(f"predictive: features of shape {features.shape}; the network takes [points, {columns}] "
                          f"(the run's {columns} feature column(s))")
     if labels is None:

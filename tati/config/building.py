@@ -54,7 +54,7 @@ def build(o):
         raise InputError("jit_compile cannot compile mini-batches (their shapes vary): drop batch_size or jit_compile")
     has_accuracy = model.uses_data and getattr(model, "loss_name", None) is not None
     scale = None
-    if model.uses_data and (o["model"] is None or _dense_on_inputs(o["model"])):
+    if model.uses_data and (o["model"] is None or _dense_on_inputs(o["model"])) and data.all()[0].shape.rank == 2:
         scale = input_scale_line(data.all()[0].numpy())
     return Parts(data, model, make_ensemble(o, model), has_accuracy, implied, () if scale is None else (scale,))
 
@@ -77,8 +77,8 @@ def network_inputs(o, features):
 
 
 def make_data(o, implied):
-    """(the batches or NoData for a potential, the network's input width); the widths the data
-    implies go to `implied`."""
+    """(the batches or NoData for a potential, the network's input width, or a point's shape for a
+    Keras model's images); the widths the data implies go to `implied`."""
     if o["potential"] is not None:
         return NoData(), None
     if o["batch_data_files"] is not None:
@@ -90,11 +90,17 @@ def make_data(o, implied):
         from tati.data.datasets import make_dataset
         features, labels = make_dataset(o["dataset"] or "two_clusters", size=o["dataset_size"],
                                         noise=o["dataset_noise"], seed=o["dataset_seed"], dtype=o["dtype"])
-    features, labels = check_arrays(features, labels, o["dtype"])
-    implied["input_dimension"] = features.shape[1]
-    if o["input_dimension"] is not None and o["input_dimension"] != features.shape[1]:
-        raise InputError(f"input_dimension {o['input_dimension']} does not match the "
-                         f"{features.shape[1]} feature columns of the data")
+    features, labels = check_arrays(features, labels, o["dtype"], points_of_any_shape=o["model"] is not None)
+    if features.ndim > 2:  # a Keras model's images or sequences: it is built for points of this shape
+        for option in ("input_dimension", "input_columns"):
+            if o[option] is not None:
+                raise InputError(f"{option} is for feature columns; these points have the shape "
+                                 f"{list(features.shape[1:])}: drop {option}")
+    else:
+        implied["input_dimension"] = features.shape[1]
+        if o["input_dimension"] is not None and o["input_dimension"] != features.shape[1]:
+            raise InputError(f"input_dimension {o['input_dimension']} does not match the "
+                             f"{features.shape[1]} feature columns of the data")
     features = network_inputs(o, features)
     classes = (o["loss"] == "softmax_cross_entropy" or o["likelihood"] == "categorical") and labels.shape[1] == 1
     if classes and not (np.all(labels >= 0) and np.all(labels == np.round(labels))):
@@ -117,7 +123,8 @@ def make_data(o, implied):
                              "heteroscedastic_gaussian (a mean and a variance per label column)")
         raise InputError(f"output_dimension {o['output_dimension']} does not match the "
                          f"{labels.shape[1]} label column(s) of the data")
-    return Batches(features, labels, o["batch_size"], o["seed"]), features.shape[1]
+    inputs = features.shape[1] if features.ndim == 2 else features.shape[1:]  # a point's columns, or its shape
+    return Batches(features, labels, o["batch_size"], o["seed"]), inputs
 
 
 def _csv_input_dimension(o):

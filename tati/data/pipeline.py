@@ -16,8 +16,9 @@ from tati.errors import InputError
 from tati.random.seed import seed_variable
 
 
-def check_arrays(features, labels, dtype):
-    """(X, Y) as 2-D arrays of one dtype with as many rows, finite; InputError otherwise."""
+def check_arrays(features, labels, dtype, points_of_any_shape=False):
+    """(X, Y) as 2-D arrays of one dtype with as many rows, finite; InputError otherwise. With
+    `points_of_any_shape` (a Keras model's inputs: images, sequences) X is [N, ...] of any rank."""
     arrays = []
     for name, array in (("features", features), ("labels", labels)):
         try:
@@ -26,7 +27,10 @@ def check_arrays(features, labels, dtype):
             raise InputError(f"dataset {name} must be numeric arrays") from None
         if array.ndim == 1:
             array = array[:, None]
-        if array.ndim != 2 or 0 in array.shape:
+        if name == "features" and array.ndim > 2 and not points_of_any_shape and 0 not in array.shape:
+            raise InputError(f"dataset features must be a 2-D array [points, columns], got shape "
+                             f"{list(array.shape)}: points of more dimensions (images) need a Keras model (model=)")
+        if array.ndim != 2 and not (name == "features" and points_of_any_shape and array.ndim > 2) or 0 in array.shape:
             raise InputError(f"dataset {name} must be a non-empty 2-D array, got shape {list(array.shape)}")
         # Checked after the cast: a value finite as float64 can overflow a narrower dtype.
         with np.errstate(over="ignore"):

@@ -49,6 +49,10 @@ class FlatModel:
     uses_data = True
     walker_axis = True
     prior = None
+    # Hessian-vector products (adaptation/measured_width.py) by reverse over reverse mode instead of
+    # forward over reverse: for models whose walkers' vectorised map cannot push a tangent through
+    # the gradient (a Keras convolution's, KerasNetwork).
+    hessian_by_reverse_mode = False
 
     def __init__(self, initial_parameters, parameter_names, dtype):
         self.parameter_names = list(parameter_names)

@@ -38,6 +38,19 @@ def training_layers(model):
     return list(dict.fromkeys(names))
 
 
+# Layers whose walkers' vectorised map (tf.vectorized_map) also carries a forward-mode tangent through
+# the gradient; with any other layer (a convolution's backward pass fails there) the Hessian-vector
+# products of the measured width take reverse over reverse mode, which the map carries.
+_FORWARD_OVER_REVERSE = ("InputLayer", "Dense", "Activation", "ReLU", "LeakyReLU", "ELU", "PReLU", "Softmax",
+                         "Flatten", "Reshape", "Normalization", "Rescaling", "LayerNormalization", "Concatenate",
+                         "Add", "Subtract", "Multiply", "Average", "Identity") + _TRAINING_LAYERS
+
+
+def _forward_over_reverse(model):
+    kinds = tuple(getattr(keras.layers, name) for name in _FORWARD_OVER_REVERSE if hasattr(keras.layers, name))
+    return all(isinstance(layer, kinds + (keras.Model,)) for layer in model._flatten_layers(include_self=False))
+
+
 class KerasModel:
     """The flat view of a Keras model's own variables (names, order, values); it also checks
     the model and its loss for KerasNetwork."""
@@ -46,8 +59,8 @@ class KerasModel:
         """loss None: only the flat parameter view (as the Keras callback uses it)."""
         if not isinstance(model, keras.layers.Layer):
             raise InputError(f"model must be a keras.Model, got {model!r:.60}")
-        if not model.built:
-            model.build((None, input_dimension))
+        if not model.built:  # input_dimension: the features' columns, or a point's shape (images)
+            model.build((None, *np.atleast_1d(input_dimension)))
         variables = list(model.trainable_variables)
         if not variables:
             raise InputError("model has no trainable variables")
@@ -93,6 +106,7 @@ class KerasNetwork(FlatModel):
         XLA needs (it compiles a vectorised stateless call anew at every call of the loop)."""
         self.view = KerasModel(model, loss, input_dimension)
         self.vectorize = vectorize
+        self.hessian_by_reverse_mode = not _forward_over_reverse(model)
         values = self._initial(walkers, seed) if initial_parameters is None else initial_parameters
         values = check_walkers("initial_parameters", values, walkers, self.view.num_parameters, dtype)
         super().__init__(values, self.view.parameter_names, dtype)

@@ -137,6 +137,24 @@ def test_measure_on_linear_regression():
     np.testing.assert_allclose(measured.widths, np.minimum(measured.stable_width, measured.noise_width))
 
 
+def test_hessian_vector_products_agree_in_both_modes():
+    """Reverse over reverse mode (a Keras convolution's walkers need it) gives the Hessian-vector
+    products of forward over reverse, to rounding, on a network of two walkers with mini-batches."""
+    rng = np.random.default_rng(seed(30))
+    x = rng.normal(size=(40, 3))
+    simulation = tati.Simulation(dataset=(x, np.tanh(x @ [1.0, -1.0, 0.5])[:, None]), hidden_dimension=[4],
+                                 hidden_activation="tanh", likelihood="gaussian", batch_size=8, dtype="float64",
+                                 number_walkers=2, seed=seed(31))
+    model, tangent = simulation.model, tf.constant(rng.normal(size=(2, simulation.num_parameters)))
+    products = []
+    for reverse in (False, True):
+        model.hessian_by_reverse_mode = reverse
+        products.append(mw.hessian_vector_on(model, simulation.data, lambda: tf.constant(simulation.parameters),
+                                             0)(tf.constant(1), tangent).numpy())
+    assert np.abs(products[0]).max() > 1.0
+    np.testing.assert_allclose(products[1], products[0], rtol=1e-10, atol=1e-10 * np.abs(products[0]).max())
+
+
 def baoab_temperature(width, run_seed, steps=3000, burn_in=500):
     """Per walker, beta |p|^2 / d averaged after burn-in, of BAOAB on U = sum omega^2 q^2 / 2 with
     the gradient noise sqrt(V) zeta (a seeded stream of its own)."""
