@@ -235,14 +235,16 @@ class Simulation:
     def sample(self):
         """Run max_steps sampler steps; returns a Result with this call's table rows."""
         began = time.perf_counter()
-        if self._run is None and self.warm_start is None and self.options["restore_model"] is None \
+        # A sampling run starts: the first call, or the first after fit() (which runs a run of its own)
+        starts = self._run is None or self._run.method != "sample"
+        if starts and self.warm_start is None and self.options["restore_model"] is None \
                 and warm_start.applies(self.options, self.model.num_walkers):
             self._start_warm()
             self._warm_start_seconds = time.perf_counter() - began
-        if self._run is None and self.measured_width is None and self.options["measure_step_width"] is True \
+        if starts and self.measured_width is None and self.options["measure_step_width"] is True \
                 and self.options["restore_model"] is None:
             self._measure_width()
-        if self._run is None and self.options["measure_step_width"] is True:
+        if starts and self.options["measure_step_width"] is True:
             self._follow_width()
         return self._go("sample", self.sampler, began)
 

@@ -243,6 +243,22 @@ def test_option_sets_the_sampler_width_before_the_first_step(sampler, choice):
     assert f"step_width {measured.width:.3g}, measured" in text and measured.line() in flowing
 
 
+def test_a_sample_call_after_fit_tunes_itself_as_a_first_one():
+    """fit() then sample() (a MAP, then the posterior), with a likelihood, batch_size and no
+    step_width: sample() starts a run of its own, so the walkers start warm, the width is
+    measured (with the mass from the gradient noise, followed in burn-in) as for a first call;
+    before, the sampler stepped at the default width 0.1 and blew up on a real network."""
+    simulation = tati.Simulation(**dict(regression(batch_size=10, burn_in_steps=40, optimizer="adam",
+                                                   learning_rate=0.01), max_steps=60))
+    simulation.fit()
+    assert simulation.measured_width is None and simulation.warm_start is None
+    simulation.sample()
+    assert simulation.warm_start is not None and simulation.measured_width is not None
+    width = float(simulation.sampler.step_width.numpy())  # followed with each new mass
+    assert simulation.sampler.follows_width and 0.5 < width / simulation.measured_width.width < 2.0
+    assert f"BAOAB (step_width {width:.3g}, measured)" in simulation.summary()
+
+
 @pytest.mark.parametrize("options, measures", [
     (dict(batch_size=10, measure_step_width="auto", step_width=0.01), False),  # a width given
     (dict(measure_step_width="auto"), False),  # full batch
