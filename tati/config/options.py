@@ -163,8 +163,8 @@ OPTIONS = [
            "and adapt_step_width: only the start of the initial width's search, which doubles or "
            "halves it at the first step of burn-in until the one-step acceptance crosses 0.5."),
     Option("measure_step_width", "auto", BooleanOrAuto(), "sampler",
-           "GLA1, GLA2, BAOAB, CCAdL, SGHMC, SGNHT: before the first sample() call, set step_width "
-           "from every walker's start: the least over the walkers of "
+           "GLA1, GLA2, BAOAB, CCAdL, SGHMC, SGNHT: before a sampling run's first step (not a "
+           "restored one's), set step_width from every walker's start: the least over the walkers of "
            "0.5 / sqrt(largest curvature of U / mass; with batch_size, of the largest batch's U) and the "
            "width at which the mini-batch gradient's noise heats the kinetic temperature by 5% "
            "(doc/samplers.md); with adapt_mass noise measured again with each new mass. Reported in the "
@@ -255,10 +255,10 @@ OPTIONS = [
            "criterion (gradient ascent on log T), then keep the averaged T "
            "(hamiltonian_dynamics_time is the start). Not with covariance_blending."),
     Option("warm_start", "auto", BooleanOrAuto(), "sampler",
-           "NUTS, RWMH, HMC1, HMC2: before the first sample() call, L-BFGS (at most 200 iterations) from "
-           "every walker's start, and a walker that ends far above the best (beta dU > d/2 + 4 sqrt(d/2)) "
-           "restarts at the best walker's point, so that burn-in adapts from the typical set "
-           "(doc/samplers.md). auto: on with two walkers or more and burn_in_steps > 0; for GLA1, GLA2, "
+           "NUTS, RWMH, HMC1, HMC2: before a sampling run's first step (not a restored one's), "
+           "L-BFGS (at most 200 iterations) from every walker's start, and a walker that ends far above "
+           "the best (beta dU > d/2 + 4 sqrt(d/2)) restarts at the best walker's point, so that burn-in "
+           "adapts from the typical set (doc/samplers.md). auto: on with two walkers or more and burn_in_steps > 0; for GLA1, GLA2, "
            "BAOAB, CCAdL, SGHMC, SGNHT with adapt_mass noise on with burn_in_steps > 0 (the noise mass and "
            "the measured step width are taken where the walkers start)."),
     # optimizer

@@ -394,8 +394,9 @@ def compare_checkpoint(path, meta, o, method):
         # none means "from the data" for the dimensions, but "the columns as they are" for input_columns
         if name in saved and (o[name] is not None or name == "input_columns") and saved[name] != o[name]:
             refuse(name, _show(saved[name]), _show(o[name]))
-    if continuing:
-        _check_row_spacing(path, saved, o)
+    if not continuing:  # only the parameters start a new run; unknown method: told when the run restores
+        return []
+    _check_row_spacing(path, saved, o)
     changed = [f"{name} {_show(saved[name])} -> {_show(value)}" for name, value in saved_options(o).items()
                if name in saved and name not in STRUCTURE + ROW_SPACING + ("sampler", "optimizer")
                and saved[name] != value]

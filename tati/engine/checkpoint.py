@@ -18,6 +18,7 @@ checkpoints readable. Format 1 (the first release) stored them by position and s
 
 import json
 import os
+import warnings
 
 import numpy as np
 
@@ -94,20 +95,40 @@ def _difference(saved, wanted, group):
     return "; ".join(([f"lacks {names(missing)}"] if missing else []) + ([f"holds {names(extra)}"] if extra else []))
 
 
+def saved_method(path):
+    """The method ("sample" or "fit") whose run the checkpoint holds."""
+    return load(path)[0]["method"]
+
+
 def restore(path, simulation, run):
     """Assign the checkpoint's values; the whole run state if it was saved by the same method
     (sample or fit), else only the parameters. Returns whether the run state was restored."""
-    import tensorflow as tf
     meta, arrays = load(path)
-    compare_checkpoint(path, meta, simulation.options, run.method)
+    same_run = meta["method"] == run.method  # compare_checkpoint refuses another sampler or optimizer
+    groups = state_groups(simulation, run)
+    # the user's sample() or fit() is 6 frames up: _assign, restore, Run(), Simulation._go, its method
+    _assign(path, meta, arrays, simulation, run.method, groups if same_run else {"model": groups["model"]}, 6)
+    return same_run
+
+
+def restore_parameters(path, simulation, method):
+    """Only the parameters of a checkpoint that another method saved (fit()'s, restored into
+    sample()): the start of a new run, assigned before the run is made (its warm start and
+    measured width start from them)."""
+    meta, arrays = load(path)
+    _assign(path, meta, arrays, simulation, method, {"model": _own_names(simulation.model.variables)}, 4)
+
+
+def _assign(path, meta, arrays, simulation, method, groups, stacklevel):
+    """Assign the checkpoint's values of `groups` ({group: [(name, variable)]}), each checked first;
+    a run that continues warns of the tunables changed since it was saved."""
+    import tensorflow as tf
+    for note in compare_checkpoint(path, meta, simulation.options, method):
+        warnings.warn(note, stacklevel=stacklevel)
     if meta["walkers"] != simulation.model.num_walkers or meta["parameters"] != simulation.model.parameter_names:
         raise InputError(f"restore_model '{path}' holds {meta['walkers']} walker(s) of {len(meta['parameters'])} "
                          f"parameters, this run {simulation.model.num_walkers} of {simulation.model.num_parameters}: "
                          "give the options of the saved run")
-    same_run = meta["method"] == run.method  # compare_checkpoint refused another sampler or optimizer
-    groups = state_groups(simulation, run)
-    if not same_run:
-        groups = {"model": groups["model"]}
     pairs = []
     for group, variables in groups.items():
         saved = sorted(key for key in arrays if key.startswith(group + "/"))
@@ -128,4 +149,3 @@ def restore(path, simulation, run):
             pairs.append((variable, value))
     for variable, value in pairs:
         variable.assign(value)
-    return same_run

@@ -259,6 +259,34 @@ def test_a_sample_call_after_fit_tunes_itself_as_a_first_one():
     assert f"BAOAB (step_width {width:.3g}, measured)" in simulation.summary()
 
 
+def test_a_checkpoint_of_fit_restored_into_sample_starts_a_run_that_tunes_itself(tmp_path, monkeypatch):
+    """tati-optimize --save_model, then tati-sample --restore_model (the original TATi's way to
+    sample from a trained network): the checkpoint gives the start, and the new sampling run
+    warm-starts from it and measures its width there, with no note of changed options (nothing
+    continues); before, it stepped at the default width 0.1. A sampling run's checkpoint still
+    continues with its own width (test_a_resumed_run_keeps_the_measured_friction)."""
+    import warnings
+    path = str(tmp_path / "map.npz")
+    options = regression(batch_size=10, burn_in_steps=40, optimizer="adam", learning_rate=0.01)
+    trained = tati.Simulation(**options, save_model=path)
+    trained.fit()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "continuing with changed options"
+        simulation = tati.Simulation(**dict(options, max_steps=60), restore_model=path)
+    starts, original = [], mw.measure
+
+    def measure(model, *args, **kwargs):
+        starts.append(model.flat_parameters().numpy())
+        return original(model, *args, **kwargs)
+
+    monkeypatch.setattr(mw, "measure", measure)
+    simulation.sample()
+    assert simulation.warm_start is not None and simulation.measured_width is not None
+    np.testing.assert_allclose(simulation.warm_start.start_losses, trained.loss(), rtol=1e-12)  # the checkpoint's
+    np.testing.assert_array_equal(starts[0], simulation.warm_start.positions)
+    assert "measured)" in simulation.summary().splitlines()[0]
+
+
 @pytest.mark.parametrize("options, measures", [
     (dict(batch_size=10, measure_step_width="auto", step_width=0.01), False),  # a width given
     (dict(measure_step_width="auto"), False),  # full batch
