@@ -22,6 +22,7 @@ non-finite loss or gradient stops a Langevin sampler or optimizer with a `Sampli
 naming step and walker (on_nan="stop"); every row written before stays.
 """
 
+import contextlib
 import signal
 import time
 import warnings
@@ -234,22 +235,38 @@ class Simulation:
     # -- running -------------------------------------------------------------------------------
     def sample(self):
         """Run max_steps sampler steps; returns a Result with this call's table rows."""
-        began = time.perf_counter()
-        # A sampling run starts: the first call, or the first after fit() (which runs a run of its own).
-        # It tunes itself unless it continues a restored sampling run; a checkpoint of fit() gives its start.
-        starts = self._run is None or self._run.method != "sample"
-        fresh = starts and not self._continues_a_sampling_run()
-        if fresh and self.options["restore_model"] is not None and not self.restored:
-            checkpoint.restore_parameters(self.options["restore_model"], self, "sample")
-            self.restored = True
-        if fresh and self.warm_start is None and warm_start.applies(self.options, self.model.num_walkers):
-            self._start_warm()
-            self._warm_start_seconds = time.perf_counter() - began
-        if fresh and self.measured_width is None and self.options["measure_step_width"] is True:
-            self._measure_width()
-        if starts and self.options["measure_step_width"] is True:
-            self._follow_width()
-        return self._go("sample", self.sampler, began)
+        with self._traced_user_code():  # in this frame: warnings' stack levels count from it
+            began = time.perf_counter()
+            # A sampling run starts: the first call, or the first after fit() (which runs a run of its own).
+            # It tunes itself unless it continues a restored sampling run; a checkpoint of fit() gives its start.
+            starts = self._run is None or self._run.method != "sample"
+            fresh = starts and not self._continues_a_sampling_run()
+            if fresh and self.options["restore_model"] is not None and not self.restored:
+                checkpoint.restore_parameters(self.options["restore_model"], self, "sample")
+                self.restored = True
+            if fresh and self.warm_start is None and warm_start.applies(self.options, self.model.num_walkers):
+                self._start_warm()
+                self._warm_start_seconds = time.perf_counter() - began
+            if fresh and self.measured_width is None and self.options["measure_step_width"] is True:
+                self._measure_width()
+            if starts and self.options["measure_step_width"] is True:
+                self._follow_width()
+            return self._go("sample", self.sampler, began)
+
+    @contextlib.contextmanager
+    def _traced_user_code(self):
+        """A potential or loss written with numpy, or with a Python `if` on a tensor, passes the
+        eager check at construction and fails where TensorFlow traces it into a graph: one line."""
+        try:
+            yield
+        except (NotImplementedError, TypeError) as error:  # OperatorNotAllowedInGraphError is a TypeError
+            if "symbolic" not in str(error):
+                raise
+            o = self.options
+            what = "potential" if o["potential"] is not None else "loss" if callable(o["loss"]) else "model"
+            raise InputError(f"{what} cannot run in TensorFlow's compiled graph ({str(error).split('. ')[0]}): "
+                             "write it with TensorFlow operations (tf.reduce_sum, not np.sum; tf.where, not a "
+                             "Python if on a tensor), as for tfp.mcmc") from None
 
     def _continues_a_sampling_run(self):
         """Whether sample() goes on with the run of restore_model: a sampling run's checkpoint not yet
@@ -323,7 +340,8 @@ class Simulation:
 
     def fit(self):
         """Run max_steps optimizer steps; returns a Result with this call's table rows."""
-        return self._go("fit", self.optimizer, time.perf_counter())
+        with self._traced_user_code():
+            return self._go("fit", self.optimizer, time.perf_counter())
 
     def _go(self, method, optimizer, began):
         o = self.options

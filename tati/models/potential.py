@@ -8,11 +8,28 @@ With several walkers the potential is vectorised over them (tf.vectorized_map); 
 that declares `potential_batched=True` instead takes the [W, d] batch and returns [W] energies.
 """
 
+import re
+
 import numpy as np
 import tensorflow as tf
 
 from tati.errors import InputError
 from tati.models.flat import FlatModel, check_walkers
+
+
+_C_TYPES = {"double": "float64", "float": "float32", "half": "float16"}
+
+
+def _other_float_type(error, dtype):
+    """The float type other than the parameters' `dtype` where TensorFlow refused to mix two (the
+    potential computes in it), else None."""
+    text = str(error)
+    found = re.search(r"requested dtype (float\d+) for Tensor with dtype (float\d+)", text)
+    pair = found.groups() if found else None
+    found = re.search(r"expected to be a (double|float|half) tensor but is a (double|float|half) tensor", text)
+    pair = pair or (tuple(_C_TYPES[name] for name in found.groups()) if found else ())
+    others = [name for name in pair if name != tf.as_dtype(dtype).name]
+    return others[0] if len(others) == 1 else None
 
 
 class Potential(FlatModel):
@@ -44,6 +61,11 @@ class Potential(FlatModel):
         try:
             energy = tf.convert_to_tensor(self.potential(theta if self.batched else theta[0]))
         except Exception as error:  # the user's code: say where it failed, in one line
+            other = _other_float_type(error, self.dtype)
+            if other:  # e.g. a float64 distribution's log_prob on float32 parameters (the default dtype)
+                ours = tf.as_dtype(self.dtype).name
+                raise InputError(f"potential computes in {other}, the parameters are {ours} (option dtype): "
+                                 f"give dtype '{other}', or build the potential in {ours}") from None
             raise InputError(f"potential failed on initial_parameters of length "
                              f"{self.num_parameters}: {type(error).__name__}: {error}") from None
         expected = [self.num_walkers] if self.batched else []
