@@ -253,11 +253,11 @@ def _frame(what, header, body):
         if column in header[:i]:
             raise InputError(f"{what} has the column '{column}' twice")
     cells = np.array([line.split(",") for line in body], dtype=object).reshape(len(body), len(header))
-    frame = pd.DataFrame(index=pd.RangeIndex(len(body)))
     integers = integer_columns()
-    for j, column in enumerate(header):
-        frame[column] = _convert(what, column, cells[:, j], column in integers)
-    return frame
+    # one frame from all columns at once: inserting them one by one fragments a wide trajectory's
+    # frame, and pandas warns of it (a PerformanceWarning from 100 columns on)
+    columns = {column: _convert(what, column, cells[:, j], column in integers) for j, column in enumerate(header)}
+    return pd.DataFrame(columns, index=pd.RangeIndex(len(body)))
 
 
 def _convert(what, column, values, integer):

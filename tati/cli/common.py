@@ -23,7 +23,7 @@ TOOL_GROUPS = {
     "tati-sample": ("data", "network", "prior", "sampler", "walkers", "run", "output"),
     "tati-optimize": ("data", "network", "prior", "optimizer", "walkers", "run", "output"),
     "tati-lossfunction-sampler": ("data", "network", "prior"),
-    "tati-predictive": ("data", "network"),
+    "tati-predictive": ("data", "network", "prior"),  # the run's, so that its command line serves
 }
 
 

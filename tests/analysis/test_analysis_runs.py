@@ -168,6 +168,22 @@ def test_header_only_file_gives_the_typed_empty_table(tmp_path):
     pd.testing.assert_frame_equal(read_table("averages_file", str(path)), Table(columns).frame())
 
 
+
+def test_a_wide_trajectory_reads_back_without_pandas_warnings(tmp_path):
+    """A network's trajectory has hundreds of parameter columns (641 on a 30-20-1 network): read as one
+    frame, not column by column, which fragmented it and made pandas warn at every tati-predictive."""
+    import warnings
+    columns = ["id", "step", "loss"] + [f"weight{i}" for i in range(641)]
+    table = Table(columns, str(tmp_path / "trajectory.csv"))
+    values = np.random.default_rng(seed(50)).normal(size=(5, 641))
+    table.extend_arrays(np.column_stack([np.zeros(5), np.arange(1, 6)]), np.column_stack([np.ones(5), values]))
+    table.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        frame = read_table("trajectory_file", str(tmp_path / "trajectory.csv"))
+    pd.testing.assert_frame_equal(frame, table.frame())
+
+
 @pytest.mark.parametrize("content, message", [
     (None, "does not exist"),
     ("", "has no complete header line"),

@@ -82,6 +82,19 @@ def test_csv_and_summary_are_the_python_predictive(run, capsys):
     assert "SWAG (rank 4)" in out and f"log predictive density {lpd:.6g}" in out
 
 
+def test_the_runs_command_line_serves_with_its_prior(run, capsys):
+    """The tool takes the run's network options as they were given, the prior's too (a Bayesian run
+    has prior_standard_deviation; it was refused): the prior does not change the predictive."""
+    directory, options, *_ = run
+    written = []
+    for extra in ({}, dict(prior_standard_deviation=2.0)):
+        output = directory / f"prior{len(extra)}.csv"
+        status, _, err = tool(capsys, directory, dict(options, **extra), "--burn_in_steps", 100, "--output", output)
+        assert status == 0, err
+        written.append(read_csv(output))
+    pd.testing.assert_frame_equal(written[0], written[1], check_exact=True)
+
+
 @pytest.mark.parametrize("extra, message", [
     (["--output", "{d}/out.csv"], "output '{d}/out.csv' exists: give overwrite=true"),
     (["--trajectory_file", "{d}/none.csv"], "trajectory_file '{d}/none.csv' does not exist"),
