@@ -17,6 +17,7 @@ from tati.engine.contract import load_kernel
 from tati.engine.registry import spec_of
 from tati.errors import InputError
 from tati.models import MLP, KerasNetwork, Potential
+from tati.models.keras_model import output_squashing
 
 # Largest covariance matrix of the ensemble preconditioner (d^2 numbers are kept, and factorised
 # at every swap).
@@ -42,6 +43,8 @@ def build(o):
     implied = {}
     data, network_inputs = make_data(o, implied)
     model = make_model(o, network_inputs, implied)
+    if o["model"] is not None:
+        _check_logits(o)
     set_likelihood(o, model, data, implied)
     fix_and_prior(o, model)
     if o["parse_parameters_file"] is not None:
@@ -176,6 +179,19 @@ def set_likelihood(o, model, data, implied):
     from tati.models.losses import LIKELIHOOD_ACCURACY, likelihood_loss
     model.loss_function = likelihood_loss(o["likelihood"], data.size, o["noise_standard_deviation"])
     model.loss_name = LIKELIHOOD_ACCURACY[o["likelihood"]]
+
+
+def _check_logits(o):
+    """The classification likelihoods and losses read a Keras model's outputs as logits: a last
+    layer with softmax or sigmoid (as Keras' own examples end) would give a wrong posterior."""
+    takes = ("likelihood", o["likelihood"]) if o["likelihood"] in ("bernoulli", "categorical") else \
+        ("loss", o["loss"]) if o["loss"] in ("sigmoid_cross_entropy", "softmax_cross_entropy") and \
+        o["likelihood"] == "none" else None
+    squashing = output_squashing(o["model"]) if takes else None
+    if squashing:
+        layer, name = squashing
+        raise InputError(f"{takes[0]} {takes[1]} takes logits, and the model's last layer '{layer.name}' applies "
+                         f"{name}: drop that activation ({takes[0]} {takes[1]} applies it)")
 
 
 def check_model_outputs(likelihood, model, data, width):

@@ -51,6 +51,22 @@ def _forward_over_reverse(model):
     return all(isinstance(layer, kinds + (keras.Model,)) for layer in model._flatten_layers(include_self=False))
 
 
+def output_squashing(model):
+    """(the model's last layer, "softmax" or "sigmoid") where that layer squashes the outputs into
+    probabilities (an activation, or a Softmax or Activation layer), else None: the likelihoods
+    bernoulli and categorical, and the cross-entropy losses, take logits."""
+    layer = model
+    while isinstance(layer, keras.Model) and layer.layers:  # a nested model's own last layer
+        layer = layer.layers[-1]
+    if isinstance(layer, keras.layers.Softmax):
+        return layer, "softmax"
+    activation = getattr(layer, "activation", None)
+    for name in ("softmax", "sigmoid"):
+        if activation is getattr(keras.activations, name):
+            return layer, name
+    return None
+
+
 class KerasModel:
     """The flat view of a Keras model's own variables (names, order, values); it also checks
     the model and its loss for KerasNetwork."""

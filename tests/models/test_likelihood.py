@@ -99,6 +99,29 @@ def test_a_keras_models_outputs_must_be_what_its_likelihood_reads(likelihood, ou
         dataset=(features, labels), likelihood=likelihood)  # the right width builds
 
 
+@pytest.mark.parametrize("taking, last, squashing", [
+    (dict(likelihood="categorical"), lambda layers: [layers.Dense(3, activation="softmax")], "softmax"),
+    (dict(likelihood="bernoulli"), lambda layers: [layers.Dense(1), layers.Activation("sigmoid")], "sigmoid"),
+    (dict(loss="softmax_cross_entropy"), lambda layers: [layers.Dense(3), layers.Softmax()], "softmax")])
+def test_a_keras_model_ending_in_probabilities_is_refused_where_logits_are_read(taking, last, squashing):
+    """Keras' classifiers end in softmax or sigmoid; tati's classification likelihoods and losses
+    apply it themselves to logits, so such a model would give a wrong posterior: refused in one
+    line naming the layer. The same model without the activation builds; a regression's is not
+    looked at."""
+    import keras
+    features = np.linspace(-1.0, 1.0, 30)[:, None]
+    labels = np.arange(30)[:, None] % (2 if "bernoulli" in taking.values() else 3)
+    layers = last(keras.layers)
+    model = keras.Sequential([keras.Input((1,)), *layers])
+    name, value = next(iter(taking.items()))
+    with pytest.raises(tati.InputError, match=rf"^{name} {value} takes logits, and the model's last layer "
+                                              rf"'{model.layers[-1].name}' applies {squashing}: drop that activation"):
+        tati.Simulation(model=model, dataset=(features, labels), **taking)
+    plain = keras.Sequential([keras.Input((1,)), keras.layers.Dense(layers[0].units)])
+    tati.Simulation(model=plain, dataset=(features, labels), **taking)
+    tati.Simulation(model=model, dataset=(features, features), loss="mean_squared")
+
+
 def test_a_likelihood_makes_the_output_linear_unless_told_otherwise():
     """tanh, the default without a likelihood, would bound a logit to [-1, 1]."""
     data = dict(dataset=(np.linspace(-1.0, 1.0, 30)[:, None], (np.arange(30) % 2)[:, None]))
