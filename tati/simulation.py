@@ -165,6 +165,12 @@ class Simulation:
         self._build()
         for line in self.notes:  # here, not in _build: a distributed run's shards say nothing
             warnings.warn(line, stacklevel=2)
+        computes = getattr(self.model, "computes_in", None)  # a Keras model's own float type
+        if computes is not None and computes != tf.as_dtype(self.options["dtype"]).name:
+            warnings.warn(f"dtype {self.options['dtype']}, but the Keras model's variables are {computes}: it "
+                          f"computes in {computes} (make it after keras.config.set_dtype_policy("
+                          f"'{self.options['dtype']}'), or give its layers dtype='{self.options['dtype']}')",
+                          stacklevel=2)
         self._setup_seconds = time.perf_counter() - began  # the first run's first step counts from Simulation(...)
 
     def shard(self, first_walker, walkers):

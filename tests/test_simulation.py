@@ -141,7 +141,7 @@ def test_keras_layers_of_training_mode_are_called_as_at_inference():
                  keras.layers.Dense(1, kernel_initializer=keras.initializers.GlorotUniform(2))]
         return keras.Sequential([keras.Input((2,)), dense[0], *extra, dense[1]])
 
-    options = dict(dataset="two_clusters", max_steps=2, every_nth=1, dtype="float64", seed=2)
+    options = dict(dataset="two_clusters", max_steps=2, every_nth=1, seed=2)
     plain = tati.Simulation(model=model(), **options)
     both = tati.Simulation(model=model(keras.layers.Dropout(0.5), keras.layers.BatchNormalization(epsilon=0.0)),
                            **options)
@@ -154,6 +154,20 @@ def test_keras_layers_of_training_mode_are_called_as_at_inference():
     line = "model: Keras model (49 parameters); Dropout, BatchNormalization as at inference (doc/data.md)\n"
     assert line in both.summary()
     assert "as at inference" not in plain.summary()
+
+
+def test_a_keras_model_in_another_float_type_than_dtype_is_warned_of():
+    """theta is held in dtype, but a Keras model computes in its variables' type: asked for float64
+    with a float32 model, the run says so with the cure; a float64 model is quiet."""
+    import keras
+    import warnings
+    with pytest.warns(UserWarning, match=r"^dtype float64, but the Keras model's variables are float32: it "
+                                         r"computes in float32 \(make it after keras.config.set_dtype_policy"):
+        tati.Simulation(model=keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)]), dtype="float64")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tati.Simulation(model=keras.Sequential([keras.Input((2,), dtype="float64"),
+                                                keras.layers.Dense(1, dtype="float64")]), dtype="float64")
 
 
 def test_a_keras_model_of_images_is_sampled_with_the_defaults():
@@ -170,7 +184,7 @@ def test_a_keras_model_of_images_is_sampled_with_the_defaults():
                               keras.layers.Flatten(), keras.layers.Dense(1)])
     sim = tati.Simulation(model=model, dataset=(images, labels), likelihood="bernoulli", prior_standard_deviation=1.0,
                           batch_size=16, number_walkers=2, burn_in_steps=30, max_steps=40, every_nth=5,
-                          dtype="float64", seed=seed(41))
+                          seed=seed(41))
     assert sim.model.hessian_by_reverse_mode
     result = sim.sample()
     assert np.all(np.isfinite(sim.measured_width.widths)) and np.isfinite(result.run_info.loss).all()

@@ -121,6 +121,7 @@ class KerasNetwork(FlatModel):
         """`vectorize`: the walkers through tf.vectorized_map; else one call per walker, which
         XLA needs (it compiles a vectorised stateless call anew at every call of the loop)."""
         self.view = KerasModel(model, loss, input_dimension)
+        self.computes_in = self.view.dtype.name  # the model's own float type, whatever `dtype` holds theta in
         self.vectorize = vectorize
         self.hessian_by_reverse_mode = not _forward_over_reverse(model)
         values = self._initial(walkers, seed) if initial_parameters is None else initial_parameters
