@@ -72,6 +72,19 @@ class Result:
         # Whether the call's loop ran under XLA, and why (tati/config/compilation.py Compilation:
         # .xla, .reason, .line()); None for a table read back.
         self.compilation = None
+        # The run's burn_in_steps and inverse_temperature where this is a sample() call's result (None
+        # for a table read back): the defaults of the diagnostics below, so that by default they leave
+        # out the burn-in and read the momenta at the run's temperature.
+        self.burn_in_steps = None
+        self.inverse_temperature = None
+
+    def _burn_in(self, burn_in):
+        return burn_in if burn_in is not None else self.burn_in_steps or 0
+
+    def _beta(self, inverse_temperature, unknown=1.0):
+        if inverse_temperature is not None:
+            return inverse_temperature
+        return self.inverse_temperature if self.inverse_temperature is not None else unknown
 
     @property
     def first_step_seconds(self):
@@ -95,38 +108,42 @@ class Result:
                           if self._tables[name] is not None)
         return f"Result({shown})"
 
-    def convergence(self, burn_in=0, columns=None):
+    def convergence(self, burn_in=None, columns=None):
         """R-hat, ESS, mean and sd of each parameter (or of `columns`, e.g. ["loss"]) across
-        walkers (tati.diagnostics.convergence), over each walker's last rows, as many as every
-        walker has (HMC's walkers differ)."""
+        walkers (tati.diagnostics.convergence), over each walker's last rows after burn_in (None:
+        the run's burn_in_steps, 0 for a table read back), as many as every walker has (HMC's
+        walkers differ)."""
         from tati.diagnostics.convergence import convergence, equal_rows
-        return convergence(equal_rows(self.trajectory, burn_in), columns=columns)
+        return convergence(equal_rows(self.trajectory, self._burn_in(burn_in)), columns=columns)
 
-    def momentum_test(self, inverse_temperature=1.0, burn_in=0, quantile=0.99, level=0.99):
+    def momentum_test(self, inverse_temperature=None, burn_in=None, quantile=0.99, level=0.99):
         """T_quantile of the whole momentum vector from the run info's kinetic energies after
-        burn_in, with its Clopper-Pearson interval (tati.diagnostics.momentum.momentum_test)."""
+        burn_in, with its Clopper-Pearson interval (tati.diagnostics.momentum.momentum_test).
+        None: the run's inverse_temperature and burn_in_steps (1 and 0 for a table read back)."""
         from tati.diagnostics.momentum import momentum_test
-        return momentum_test(self.run_info, len(self.trajectory.columns) - 3, inverse_temperature, burn_in,
-                             quantile, level)
+        return momentum_test(self.run_info, len(self.trajectory.columns) - 3, self._beta(inverse_temperature),
+                             self._burn_in(burn_in), quantile, level)
 
-    def layer_temperatures(self, inverse_temperature=1.0, burn_in=0, quantile=0.99, level=0.99):
+    def layer_temperatures(self, inverse_temperature=None, burn_in=None, quantile=0.99, level=0.99):
         """The momentum diagnostics of the whole vector ("all") and of each weight and bias
         tensor, from the momenta table (record_momenta) after burn_in: T_quantile with its
         Clopper-Pearson interval, the kinetic temperature with its interval, the configurational
         temperature q . grad U / d with its error, and the independent readings assumed; a
-        DataFrame with a row per group (tati.diagnostics.momentum.layer_temperatures)."""
+        DataFrame with a row per group (tati.diagnostics.momentum.layer_temperatures). None: the
+        run's inverse_temperature and burn_in_steps (1 and 0 for a table read back)."""
         from tati.diagnostics.momentum import layer_temperatures
         if self.momenta is None:
             raise InputError("layer_temperatures needs the momenta table: sample with record_momenta=True "
                              "(a run read back: load_run's momenta_file)")
-        return layer_temperatures(self.momenta, self.trajectory, self.parameter_groups, inverse_temperature,
-                                  burn_in, quantile, level)
+        return layer_temperatures(self.momenta, self.trajectory, self.parameter_groups,
+                                  self._beta(inverse_temperature), self._burn_in(burn_in), quantile, level)
 
-    def to_inference_data(self, burn_in=0, inverse_temperature=None):
-        """ArviZ's InferenceData: walkers as chains, rows as draws, run info as sample_stats
-        (tati/export/arviz.py; needs the extra: pip install tati[arviz])."""
+    def to_inference_data(self, burn_in=None, inverse_temperature=None):
+        """ArviZ's InferenceData: walkers as chains, rows after burn_in as draws, run info as
+        sample_stats (tati/export/arviz.py; needs the extra: pip install tati[arviz]). None: the
+        run's burn_in_steps (0 for a table read back) and inverse_temperature (none read back: no lp)."""
         from tati.export.arviz import to_inference_data
-        return to_inference_data(self, burn_in, inverse_temperature)
+        return to_inference_data(self, self._burn_in(burn_in), self._beta(inverse_temperature, unknown=None))
 
 
 class Simulation:
@@ -385,6 +402,8 @@ class Simulation:
         groups = self.model.parameter_groups() if hasattr(self.model, "parameter_groups") else None
         result = Result(*(table.frame for table in recorder.tables), parameter_groups=groups)
         result.compilation = self.compilation
+        if method == "sample":
+            result.burn_in_steps, result.inverse_temperature = o["burn_in_steps"], o["inverse_temperature"]
         if first_call:
             result.first_step = self._first_step(run, began)
         if method == "sample":

@@ -143,13 +143,34 @@ def test_a_run_read_back_exports_alike(tmp_path, baoab):
     start = np.random.default_rng(seed(3)).normal(scale=2.0, size=(WALKERS, 2))
     written = tati.Simulation(potential=gaussian, initial_parameters=start, number_walkers=WALKERS, sampler="BAOAB",
                               step_width=0.3, max_steps=150, seed=seed(31), **paths).sample()
-    loaded = tati.load_run(**paths).to_inference_data(burn_in=50)
-    expected = written.to_inference_data(burn_in=50)
+    loaded = tati.load_run(**paths).to_inference_data(burn_in=50, inverse_temperature=1.0)
+    expected = written.to_inference_data(burn_in=50)  # the run's inverse_temperature 1: lp
     for group in ("posterior", "sample_stats"):
         a, b = getattr(loaded, group), getattr(expected, group)
         assert list(a.data_vars) == list(b.data_vars)
         for name in a.data_vars:
             np.testing.assert_array_equal(a[name].values, b[name].values)
+
+
+def test_by_default_a_sample_calls_export_leaves_out_its_burn_in(tmp_path):
+    """A sample() result knows its run's burn_in_steps and inverse_temperature: az.summary of
+    result.to_inference_data() leaves the burn-in out (it took every row, warm-up included) and
+    has lp; so do convergence() and momentum_test(). A run read back knows neither: every row, no lp."""
+    path = str(tmp_path / "trajectory.csv")
+    start = np.random.default_rng(seed(4)).normal(scale=2.0, size=(WALKERS, 2))
+    result = tati.Simulation(potential=gaussian, initial_parameters=start, number_walkers=WALKERS, step_width=0.3,
+                             burn_in_steps=60, max_steps=150, inverse_temperature=2.0, seed=seed(41),
+                             trajectory_file=path).sample()
+    idata = result.to_inference_data()
+    explicit = result.to_inference_data(burn_in=60, inverse_temperature=2.0)
+    assert idata.sample_stats["step"].values.min() == 61 and "lp" in idata.sample_stats
+    for group in ("posterior", "sample_stats"):
+        for name in getattr(idata, group).data_vars:
+            np.testing.assert_array_equal(getattr(idata, group)[name].values, getattr(explicit, group)[name].values)
+    pd.testing.assert_frame_equal(result.convergence(), result.convergence(burn_in=60))
+    assert result.momentum_test() == result.momentum_test(2.0, 60)
+    loaded = tati.load_run(trajectory_file=path).to_inference_data()
+    assert loaded.sample_stats["step"].values.min() == 1 and "lp" not in loaded.sample_stats
 
 
 def test_bad_input_is_one_line(baoab):
