@@ -12,6 +12,7 @@ trip), so reading the file back with pandas gives exactly the DataFrame's values
 most of a row's cost (about a microsecond per number), the rest is one %-format per line.
 """
 
+import os
 from operator import itemgetter
 
 import numpy as np
@@ -97,6 +98,28 @@ def _cut_partial_line(file):
     if position != end:
         file.truncate(position)
         file.seek(position)
+
+
+def machine_memory():
+    """Bytes of this machine's memory, or None where the system does not say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def check_rows_fit(walkers, steps, every_nth, columns):
+    """InputError, before a call runs, where its rows (a row per walker every every_nth of the
+    steps and at the last, kept in memory as float64 and returned as DataFrames) of `columns`
+    numbers would take more than half this machine's memory: a network's trajectory with a row
+    at every step (every_nth 1, the default) would end in a crash instead."""
+    memory = machine_memory()
+    rows = walkers * (steps // every_nth + 1)
+    needed = 8 * rows * columns
+    if memory is not None and needed > memory / 2:
+        raise InputError(f"every_nth {every_nth}: {steps} steps of {walkers} walker(s) give {rows} rows of {columns} "
+                         f"numbers, {needed / 2 ** 30:.3g} GiB in memory, more than half this machine's "
+                         f"{memory / 2 ** 30:.3g} GiB: raise every_nth (a row every nth step), or lower max_steps")
 
 
 class Table:
