@@ -22,7 +22,7 @@ from tati.errors import InputError
 from tati.engine.kernels import is_sampler
 from tati.models.keras_model import KerasModel
 from tati.config.preflight import check_distinct_outputs, check_output_file
-from tati.recording.table import Table
+from tati.recording.table import Table, check_rows_fit
 
 _SAMPLER_COLUMNS = ["kinetic_energy", "scaled_momentum", "scaled_noise"]
 
@@ -49,6 +49,10 @@ class TrajectoryRecorder(keras.callbacks.Callback):
             raise InputError(f"TrajectoryRecorder needs steps_per_execution=1 in model.compile (it is "
                              f"{self.model.steps_per_execution}): a row's parameters are read between two steps")
         self._view = KerasModel(self.model)
+        steps = (self.params or {}).get("steps")
+        if steps:  # Keras knows the fit's steps: its trajectory's rows must fit in memory
+            check_rows_fit(1, steps * (self.params.get("epochs") or 1), self.every_nth, self._view.num_parameters + 3,
+                           "model.fit's epochs")
         optimizer = self._optimizer()
         self._reports = is_sampler(optimizer)  # by its spec (tati/engine/registry.py)
         self._momentum = self._reports and optimizer.has_momentum  # SGLD has none to report

@@ -108,18 +108,19 @@ def machine_memory():
         return None
 
 
-def check_rows_fit(walkers, steps, every_nth, columns):
+def check_rows_fit(walkers, steps, every_nth, columns, length="max_steps"):
     """InputError, before a call runs, where its rows (a row per walker every every_nth of the
     steps and at the last, kept in memory as float64 and returned as DataFrames) of `columns`
     numbers would take more than half this machine's memory: a network's trajectory with a row
-    at every step (every_nth 1, the default) would end in a crash instead."""
+    at every step (every_nth 1, the default) would end in a crash instead. `length`: the option
+    that sets the steps."""
     memory = machine_memory()
     rows = walkers * (steps // every_nth + 1)
     needed = 8 * rows * columns
     if memory is not None and needed > memory / 2:
         raise InputError(f"every_nth {every_nth}: {steps} steps of {walkers} walker(s) give {rows} rows of {columns} "
                          f"numbers, {needed / 2 ** 30:.3g} GiB in memory, more than half this machine's "
-                         f"{memory / 2 ** 30:.3g} GiB: raise every_nth (a row every nth step), or lower max_steps")
+                         f"{memory / 2 ** 30:.3g} GiB: raise every_nth (a row every nth step), or lower {length}")
 
 
 class Table:

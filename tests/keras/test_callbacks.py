@@ -86,3 +86,23 @@ def test_steps_skipped_by_loss_scaling_keep_the_rows_at_every_nth_step():
         assert list(recorder.trajectory.step) == due and len(due) >= 3
     finally:
         keras.mixed_precision.set_global_policy("float32")
+
+
+def test_rows_beyond_memory_are_refused_before_the_fit(monkeypatch, tmp_path):
+    """A trajectory row per step of the whole model, kept in memory: where Keras' steps and epochs
+    would make more than half the machine's memory, the recorder refuses at the fit's start, naming
+    every_nth (here on a machine made to have 256 KiB); a thinner recorder fits."""
+    from tati.recording import table
+    monkeypatch.setattr(table, "machine_memory", lambda: 2 ** 18)
+    x = np.zeros((640, 2), "float32")
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(8), keras.layers.Dense(1)])  # 33 parameters
+    model.compile(optimizer=tati.samplers.BAOAB(seed=0), loss="mse")
+    path = tmp_path / "trajectory.csv"
+    with pytest.raises(InputError, match=r"^every_nth 1: 1000 steps of 1 walker\(s\) give 1001 rows of 36 numbers, "
+                                         r".* raise every_nth \(a row every nth step\), or lower model.fit's epochs$"):
+        model.fit(x, x[:, :1], epochs=100, batch_size=64, verbose=0,
+                  callbacks=[tati.callbacks.TrajectoryRecorder(trajectory_file=str(path))])
+    assert not path.exists() or path.read_text() == ""
+    recorder = tati.callbacks.TrajectoryRecorder(every_nth=10)
+    model.fit(x, x[:, :1], epochs=100, batch_size=64, verbose=0, callbacks=[recorder])
+    assert len(recorder.trajectory) == 100
