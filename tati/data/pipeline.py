@@ -27,10 +27,11 @@ def check_arrays(features, labels, dtype, points_of_any_shape=False):
             raise InputError(f"dataset {name} must be numeric arrays") from None
         if array.ndim == 1:
             array = array[:, None]
-        if name == "features" and array.ndim > 2 and not points_of_any_shape and 0 not in array.shape:
+        shaped_points = name == "features" and array.ndim > 2 and 0 not in array.shape  # images, sequences
+        if shaped_points and not points_of_any_shape:
             raise InputError(f"dataset features must be a 2-D array [points, columns], got shape "
                              f"{list(array.shape)}: points of more dimensions (images) need a Keras model (model=)")
-        if array.ndim != 2 and not (name == "features" and points_of_any_shape and array.ndim > 2) or 0 in array.shape:
+        if (array.ndim != 2 and not shaped_points) or 0 in array.shape:
             raise InputError(f"dataset {name} must be a non-empty 2-D array, got shape {list(array.shape)}")
         # Checked after the cast: a value finite as float64 can overflow a narrower dtype.
         with np.errstate(over="ignore"):
