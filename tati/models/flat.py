@@ -50,8 +50,8 @@ class FlatModel:
     walker_axis = True
     prior = None
     # Hessian-vector products (adaptation/measured_width.py) by reverse over reverse mode instead of
-    # forward over reverse: for models whose walkers' vectorised map cannot push a tangent through
-    # the gradient (a Keras convolution's, KerasNetwork).
+    # forward over reverse: for models whose gradient a forward-mode tangent cannot pass (a Keras
+    # convolution's under the walkers' vectorised map, a recurrent layer's loop: KerasNetwork).
     hessian_by_reverse_mode = False
 
     def __init__(self, initial_parameters, parameter_names, dtype):

@@ -38,9 +38,10 @@ def training_layers(model):
     return list(dict.fromkeys(names))
 
 
-# Layers whose walkers' vectorised map (tf.vectorized_map) also carries a forward-mode tangent through
-# the gradient; with any other layer (a convolution's backward pass fails there) the Hessian-vector
-# products of the measured width take reverse over reverse mode, which the map carries.
+# Layers whose gradient carries a forward-mode tangent, also under the walkers' vectorised map
+# (tf.vectorized_map); with any other layer (a convolution's backward pass fails there, an LSTM's
+# loop fails even without the map) the measured width's Hessian-vector products take reverse over
+# reverse mode, which both carry.
 _FORWARD_OVER_REVERSE = ("InputLayer", "Dense", "Activation", "ReLU", "LeakyReLU", "ELU", "PReLU", "Softmax",
                          "Flatten", "Reshape", "Normalization", "Rescaling", "LayerNormalization", "Concatenate",
                          "Add", "Subtract", "Multiply", "Average", "Identity") + _TRAINING_LAYERS
