@@ -43,7 +43,7 @@ from tati.engine.registry import optimizer_spec, spec_of, spec_of_kernel
 from tati.engine.kernels import FULL_BATCH, kind_of
 from tati.optimizers import make_optimizer
 from tati.recording.recorder import Files, Recorder
-from tati.recording.table import check_rows_fit
+from tati.recording.table import rows_beyond_memory
 from tati.engine.running import Run, drive
 from tati.samplers import get_sampler
 
@@ -371,8 +371,10 @@ class Simulation:
         o = self.options
         preflight.check_method(o, method)
         d = self.model.num_parameters  # the trajectory's id, step, loss and parameters; the momenta's two per parameter
-        check_rows_fit(self.model.num_walkers, o["max_steps"], o["every_nth"],
-                       d + 3 + (2 * d + 2 if self.record_momenta and method == "sample" else 0))
+        beyond = rows_beyond_memory(self.model.num_walkers, o["max_steps"], o["every_nth"],
+                                    d + 3 + (2 * d + 2 if self.record_momenta and method == "sample" else 0))
+        if beyond is not None:
+            warnings.warn(beyond, stacklevel=3)  # at the user's sample() or fit()
         if self._run is None or self._run.method != method:
             for note in burn_in_notes.notes(o, self._burn_in_given) if method == "sample" else []:
                 warnings.warn(note, stacklevel=3)  # at the user's sample()

@@ -51,7 +51,6 @@ CASES = [
     ("jit with mini-batches", {"jit_compile": "true", "batch_size": "10"}, "jit_compile"),
     ("walkers beyond memory", {"number_walkers": "100000000000"}, "number_walkers"),
     ("network beyond memory", {"hidden_dimension": "1000000,1000000"}, "hidden_dimension"),
-    ("rows beyond memory", {"hidden_dimension": "1000,1000", "max_steps": "100000"}, "every_nth 1: 100000 steps"),
     ("collapse with HMC", {"sampler": "HMC2", "number_walkers": "4", "collapse_walkers": "true"}, "collapse_walkers"),
     ("one-call phases with HMC", {"sampler": "HMC1", "number_walkers": "4", "covariance_blending": "1.0",
                                   "covariance_after_steps": "1"}, "covariance_after_steps"),

@@ -170,6 +170,19 @@ def test_a_keras_model_in_another_float_type_than_dtype_is_warned_of():
                                                 keras.layers.Dense(1, dtype="float64")]), dtype="float64")
 
 
+def test_rows_beyond_memory_are_warned_of_before_the_call(monkeypatch):
+    """The rows are kept in memory: a call whose rows would take more than half the machine's
+    (here one made to have 64 KiB) is warned of before it runs, naming every_nth, and still runs
+    (a run meant to be stopped by SIGINT asks for more steps than it takes)."""
+    from tati.recording import table
+    monkeypatch.setattr(table, "machine_memory", lambda: 2 ** 16)
+    sim = tati.Simulation(potential=lambda x: 0.5 * tf.reduce_sum(x * x), initial_parameters=[1.0, 2.0],
+                          max_steps=2000, seed=1)
+    with pytest.warns(UserWarning, match=r"^every_nth 1: 2000 steps of 1 walker\(s\) give 2000 rows of 5 numbers, "
+                                         r".*: the run will run out of memory before it ends; raise every_nth"):
+        assert len(sim.sample().trajectory) == 2000
+
+
 def test_a_keras_model_of_images_is_sampled_with_the_defaults():
     """Points of any shape for a Keras model (images [N, 6, 6, 1], a convolution): two walkers
     with mini-batches and a likelihood tune themselves (the measured width's Hessian-vector

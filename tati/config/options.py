@@ -315,7 +315,7 @@ OPTIONS = [
     Option("every_nth", 1, POSITIVE_INT, "run",
            "Write a table row every nth step (and at the last step); for HMC every nth leg of "
            "each walker, at its evaluation step. The rows are kept in memory too: a call whose "
-           "rows would take more than half the machine's memory is refused before it runs."),
+           "rows would take more than half the machine's memory is warned of before it runs."),
     Option("burn_in_steps", None, Optional(NONNEGATIVE_INT), "run",
            "Steps left out of the averages (their rows are not written to the averages table); NUTS, "
            "RWMH, HMC1 and HMC2 adapt during them. none: half of max_steps for NUTS, RWMH, HMC1 and HMC2 "

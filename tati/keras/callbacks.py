@@ -15,6 +15,8 @@ An existing file is refused unless `overwrite=True`; further `model.fit` calls w
 recorder append to its files and tables (the step numbers go on with the optimizer's).
 """
 
+import warnings
+
 import keras
 import numpy as np
 
@@ -22,7 +24,7 @@ from tati.errors import InputError
 from tati.engine.kernels import is_sampler
 from tati.models.keras_model import KerasModel
 from tati.config.preflight import check_distinct_outputs, check_output_file
-from tati.recording.table import Table, check_rows_fit
+from tati.recording.table import Table, rows_beyond_memory
 
 _SAMPLER_COLUMNS = ["kinetic_energy", "scaled_momentum", "scaled_noise"]
 
@@ -50,9 +52,10 @@ class TrajectoryRecorder(keras.callbacks.Callback):
                              f"{self.model.steps_per_execution}): a row's parameters are read between two steps")
         self._view = KerasModel(self.model)
         steps = (self.params or {}).get("steps")
-        if steps:  # Keras knows the fit's steps: its trajectory's rows must fit in memory
-            check_rows_fit(1, steps * (self.params.get("epochs") or 1), self.every_nth, self._view.num_parameters + 3,
-                           "model.fit's epochs")
+        beyond = rows_beyond_memory(1, steps * (self.params.get("epochs") or 1), self.every_nth,
+                                    self._view.num_parameters + 3, "model.fit's epochs") if steps else None
+        if beyond is not None:  # Keras knows the fit's steps: its trajectory's rows, kept in memory
+            warnings.warn(beyond, stacklevel=2)
         optimizer = self._optimizer()
         self._reports = is_sampler(optimizer)  # by its spec (tati/engine/registry.py)
         self._momentum = self._reports and optimizer.has_momentum  # SGLD has none to report

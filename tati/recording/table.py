@@ -108,19 +108,21 @@ def machine_memory():
         return None
 
 
-def check_rows_fit(walkers, steps, every_nth, columns, length="max_steps"):
-    """InputError, before a call runs, where its rows (a row per walker every every_nth of the
-    steps and at the last, kept in memory as float64 and returned as DataFrames) of `columns`
-    numbers would take more than half this machine's memory: a network's trajectory with a row
-    at every step (every_nth 1, the default) would end in a crash instead. `length`: the option
-    that sets the steps."""
+def rows_beyond_memory(walkers, steps, every_nth, columns, length="max_steps"):
+    """The warning where a call's rows (a row per walker every every_nth of the steps and at the
+    last, kept in memory as float64 and returned as DataFrames) of `columns` numbers would take
+    more than half this machine's memory, else None: a network's trajectory with a row at every
+    step (every_nth 1, the default) ends in a crash. Not refused: a run meant to be stopped by
+    SIGINT may ask for more steps than it will take. `length`: the option that sets the steps."""
     memory = machine_memory()
-    rows = walkers * (steps // every_nth + 1)
+    rows = walkers * -(-steps // every_nth)
     needed = 8 * rows * columns
-    if memory is not None and needed > memory / 2:
-        raise InputError(f"every_nth {every_nth}: {steps} steps of {walkers} walker(s) give {rows} rows of {columns} "
-                         f"numbers, {needed / 2 ** 30:.3g} GiB in memory, more than half this machine's "
-                         f"{memory / 2 ** 30:.3g} GiB: raise every_nth (a row every nth step), or lower {length}")
+    if memory is None or needed <= memory / 2:
+        return None
+    return (f"every_nth {every_nth}: {steps} steps of {walkers} walker(s) give {rows} rows of {columns} numbers, "
+            f"{needed / 2 ** 30:.3g} GiB in memory, more than half this machine's {memory / 2 ** 30:.3g} GiB: "
+            f"the run will run out of memory before it ends; raise every_nth (a row every nth step), or lower "
+            f"{length}")
 
 
 class Table:
