@@ -74,6 +74,8 @@ PYTHON_ONLY = [
     ("data under Keras' name", {"x": np.zeros((4, 2)), "y": np.zeros(4)}, "dataset=(X, Y)"),
     ("unknown dataset", {"dataset": "two_cluster"}, "two_cluster"),
     ("NaN in arrays", {"dataset": (np.array([[0.0, np.nan]]), np.array([[1.0]]))}, "dataset"),
+    ("class names as labels", {"dataset": (np.zeros((4, 2)), np.array(["cat", "dog"] * 2))},
+     "give class indices 0, 1, ..."),
     ("potential without initial_parameters", {"potential": lambda x: tf.reduce_sum(x)}, "initial_parameters"),
     ("potential returning a vector", {"potential": lambda x: x * 2.0, "initial_parameters": [1.0, 2.0]},
      "scalar"),

@@ -24,7 +24,9 @@ def check_arrays(features, labels, dtype, points_of_any_shape=False):
         try:
             array = np.asarray(array, dtype=np.float64)
         except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond float64
-            raise InputError(f"dataset {name} must be numeric arrays") from None
+            hint = (" (class names: give class indices 0, 1, ..., e.g. np.unique(labels, return_inverse=True)[1])"
+                    if name == "labels" else "")
+            raise InputError(f"dataset {name} must be numeric arrays{hint}") from None
         if array.ndim == 1:
             array = array[:, None]
         shaped_points = name == "features" and array.ndim > 2 and 0 not in array.shape  # images, sequences
