@@ -19,8 +19,12 @@ The estimate is too small when b is not far beyond the correlation time (a stiff
 kinetic energy at friction 1, 800 rows: batches of 28 against a correlation time of 50 read a
 healthy run hot in 2 seeds of 30). Batches of 5 correlation times were tried and not kept: a
 run 3.4 times too hot, whose readings drift, then read "consistent" (29.2 +- 8.0 against 8.5,
-doc/benchmarks.md). The readings of a table are every `every_nth` step, so for the average over
-every step (the averages table) it is, if anything, too large.
+doc/benchmarks.md). The kinetic energy's error bar is instead at least the one equilibrium
+would give, sqrt(d / (2 beta^2) tau / n) with tau the readings' correlation time
+(`equilibrium_error`): the variance in equilibrium is known, so a drift, which widens the batch
+means' spread, does not widen this floor, and a slow equilibrium, which batches too short make
+look precise, is held to its own. The readings of a table are every `every_nth` step, so for
+the average over every step (the averages table) it is, if anything, too large.
 
     mean, error, batches = batch_means(kinetic_by_walker)
     equipartition_verdict(16.3, 0.4, 16.5)   # 'consistent'
@@ -96,6 +100,26 @@ def table_batch_means(table, column, burn_in=0):
         return None
     kept = table[table["step"] > burn_in].sort_values(["id", "step"], kind="stable")
     return batch_means([group[column].to_numpy() for _, group in kept.groupby("id")])
+
+
+def equilibrium_error(series, variance):
+    """The standard error of the mean of the readings `series` (one 1-D sequence per walker) were
+    they in equilibrium with `variance` per reading: sqrt(variance tau / n), n the readings, tau
+    their correlation time (the walkers' last readings, as many as the shortest has, as chains)."""
+    series = [np.asarray(s, dtype=np.float64).ravel() for s in series]
+    series = [s[np.isfinite(s)] for s in series]
+    series = [s for s in series if len(s)]
+    if not series:
+        return 0.0
+    shortest = min(len(s) for s in series)
+    tau = integrated_autocorrelation_time(np.stack([s[len(s) - shortest:] for s in series], axis=1))
+    return math.sqrt(variance * tau / sum(len(s) for s in series))
+
+
+def table_equilibrium_error(table, column, variance, burn_in=0):
+    """equilibrium_error of `column` of a run-info table over the rows with step > burn_in."""
+    kept = table[table["step"] > burn_in].sort_values(["id", "step"], kind="stable")
+    return equilibrium_error([group[column].to_numpy() for _, group in kept.groupby("id")], variance)
 
 
 def deviation(value, error, expected):

@@ -14,7 +14,7 @@ from scipy import signal
 from stats import for_sampler, seed
 from tati.diagnostics.summary import summarise
 from tati.diagnostics.equipartition import (MIN_BATCHES, batch_means, equipartition_verdict,
-                                            table_batch_means)
+                                            table_batch_means, table_equilibrium_error)
 from tati.config.options import OPTIONS
 from tati.engine.registry import samplers_where
 
@@ -83,6 +83,43 @@ def test_batch_means_error_of_correlated_walkers():
     true = math.sqrt(1.0 / ((1 - phi) ** 2 * n * walkers))
     assert error == pytest.approx(true, rel=0.15)
     assert chains.std() / math.sqrt(n * walkers) < 0.65 * true
+
+
+def oscillating_readings(rng, walkers, n, tau_decay=50.0, period=9.0):
+    """Gaussian series of unit variance with autocorrelation exp(-k / tau_decay) (1 + cos(2 pi k /
+    period)) / 2 (a stiff mode's kinetic energy at low friction; tau about 50), by circulant
+    embedding, one per walker: [walkers, n]."""
+    lags = np.arange(n + 1)
+    rho = np.exp(-lags / tau_decay) * (1.0 + np.cos(2.0 * np.pi * lags / period)) / 2.0
+    eigenvalues = np.clip(np.fft.fft(np.concatenate([rho, rho[-2:0:-1]])).real, 0.0, None)
+    noise = rng.standard_normal((2 * n, walkers)) + 1j * rng.standard_normal((2 * n, walkers))
+    return np.fft.fft(np.sqrt(eigenvalues / (2 * n))[:, None] * noise, axis=0).real[:n].T
+
+
+@pytest.mark.statistical
+def test_equilibriums_error_bar_holds_batches_shorter_than_tau_to_account():
+    """A slow equilibrium: 4 walkers x 800 readings of a series with tau 50 (the stiff double well
+    that read healthy runs hot in 2 of 30 seeds), batches of 28. The batch means' error alone reads
+    3 standard errors off in 13.8% of 2000 seeds; with equilibrium's error as its floor
+    (sqrt(variance tau / n), the variance known, tau estimated) in 2.7% (above the nominal 0.3%:
+    the estimated tau falls short of 50). Over 200 seeds: at least 10 alarms without the floor, at
+    most 12 with it (expected 27.5 and 5.4; either bound fails by chance in under 0.5% of seeds).
+    A run shifted by 10 of equilibrium's standard errors (the negative control) is off in every
+    seed: the floor is equilibrium's, which a shifted level does not widen."""
+    from tati.diagnostics.equipartition import equilibrium_error
+    rng = np.random.default_rng(seed(4300))
+    alarms = {"batches": 0, "floor": 0, "shifted": 0}
+    for _ in range(200):
+        readings = oscillating_readings(rng, 4, 800)
+        mean, error, batches = batch_means(list(readings))
+        floor = equilibrium_error(list(readings), 1.0)
+        alarms["batches"] += abs(mean) > 3 * error
+        alarms["floor"] += abs(mean) > 3 * max(error, floor)
+        shifted = readings + 10 * math.sqrt(50.0 / 3200)
+        mean, error, _ = batch_means(list(shifted))
+        alarms["shifted"] += abs(mean) > 3 * max(error, equilibrium_error(list(shifted), 1.0))
+    assert batches == 4 * 28 and alarms["batches"] >= 10, alarms
+    assert alarms["floor"] <= 12 and alarms["shifted"] == 200, alarms
 
 
 def test_batch_means_needs_enough_readings():
@@ -163,7 +200,10 @@ def test_summary_error_bar_and_verdict_on_known_readings():
     check_layout(text)
     z = float(re.search(rf"off by {NUMBER} standard errors", text).group(1))
     stats = table_batch_means(result.run_info, "kinetic_energy", 100)
-    assert z == pytest.approx((result.averages.average_kinetic_energy.mean() - 2.5) / stats[1], abs=0.06)
+    floor = table_equilibrium_error(result.run_info, "kinetic_energy", 1.25, 100)  # equilibrium's, tau 1 here
+    assert floor == pytest.approx(math.sqrt(1.25 / 1600), rel=0.05)
+    error = max(stats[1], floor)
+    assert z == pytest.approx((result.averages.average_kinetic_energy.mean() - 2.5) / error, abs=0.06)
     assert z > 3
     hint = "step_width may be too large, or the run too short (burn_in_steps)"
     assert any(line.startswith("    ") and line.endswith(hint) for line in text.splitlines()), text
