@@ -200,8 +200,10 @@ def test_summary_error_bar_and_verdict_on_known_readings():
     check_layout(text)
     z = float(re.search(rf"off by {NUMBER} standard errors", text).group(1))
     stats = table_batch_means(result.run_info, "kinetic_energy", 100)
-    floor = table_equilibrium_error(result.run_info, "kinetic_energy", 1.25, 100)  # equilibrium's, tau 1 here
-    assert floor == pytest.approx(math.sqrt(1.25 / 1600), rel=0.05)
+    # equilibrium's error, at least the error of independent readings: tau >= 1, and its estimate reads
+    # below 1.67 in 99.9% of seeds (2,000 seeds of 4 x 500 independent readings)
+    floor = table_equilibrium_error(result.run_info, "kinetic_energy", 1.25, 100)
+    assert 1.0 <= floor / math.sqrt(1.25 / 1600) < math.sqrt(1.67)
     error = max(stats[1], floor)
     assert z == pytest.approx((result.averages.average_kinetic_energy.mean() - 2.5) / error, abs=0.06)
     assert z > 3
