@@ -98,8 +98,9 @@ def run_method(name, options, quick):
         sgd = tati.Simulation(**options, optimizer="GradientDescent", learning_rate=5e-4, batch_size=32,
                               max_steps=1000 if quick else 4000, every_nth=20, initial_parameters=sim.parameters)
         return sgd, swag(sgd.fit().trajectory, rank=20, burn_in=200).sample(500, seed=options["seed"]), None
-    # HMC2's steps are leapfrog steps (NUTS takes about 90 per transition here), NUTS's transitions
-    burn_in, total = {"HMC2": (1000, 2000), "NUTS": (100, 300)}[name] if quick else \
+    # HMC2's steps are leapfrog steps (NUTS takes about 90 per transition here), NUTS's transitions;
+    # HMC2's legs after burn-in reach a few hundred steps: --quick leaves it 3000 for a few legs each
+    burn_in, total = {"HMC2": (1000, 4000), "NUTS": (100, 300)}[name] if quick else \
         {"HMC2": (2000, 8000), "NUTS": (500, 1500)}[name]
     sim = tati.Simulation(**options, sampler=name, number_walkers=4 if name == "HMC2" else 2,
                           burn_in_steps=burn_in, max_steps=total)
@@ -250,7 +251,7 @@ def draw_residuals(residuals, table, path):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
-                        help="fewer steps: HMC2 2000 (1000 of burn-in), NUTS 300 (100), SWAG 1000")
+                        help="fewer steps: HMC2 4000 (1000 of burn-in), NUTS 300 (100), SWAG 1000")
     parser.add_argument("--methods", default=",".join(METHODS), help="comma-separated, of " + ",".join(METHODS))
     parser.add_argument("--prior", type=float, default=1.0, help="prior standard deviation s")
     parser.add_argument("--hidden", type=int, default=5, help="hidden units")

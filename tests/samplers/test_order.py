@@ -39,15 +39,17 @@ spec.loader.exec_module(order)
 
 @pytest.mark.statistical
 def test_gla1_is_first_order():
-    """50,000 chains: the smallest width's error (about -0.015) is about 10 of its standard
-    errors (about 0.0014), and the slope's standard error about 0.06: the band 0.7-1.3 lies 3.5
-    of them or more from the slope of 0.91 measured with 100,000 chains, and a second-order
-    scheme's slope of 2 is 12 of them above it."""
+    """50,000 chains: the smallest width's error (about -0.013 to -0.015) is 9 to 10 of its
+    standard errors (about 0.0014), so the fit (of errors >= 10 of theirs) uses it in about half
+    the seeds (it failed TATI_TEST_SEED 2 when all three were required). Over the three widths the
+    slope's standard error is about 0.06, and the band 0.7-1.3 lies 3.5 of them or more from the
+    slope of 0.91 measured with 100,000 chains; over the two larger, about 0.09 and the slope about
+    1.05, 2.8 of them from the band. A second-order scheme's slope of 2 is 10 of them above it."""
     step_widths = (0.025, 0.05, 0.1)
     errors, standard_errors = zip(*(order.measure_error(GLA1(step_width=h, friction_constant=1.0, seed=seed(600)),
                                                         h, 50000, 60.0, seed(601)) for h in step_widths))
     slope, slope_error, used = order.fitted_slope(step_widths, errors, standard_errors)
-    assert len(used) == 3, (errors, standard_errors)
+    assert len(used) >= 2 and 0.1 in used, (errors, standard_errors)
     assert 0.7 <= slope <= 1.3, (slope, slope_error, errors)
 
 
