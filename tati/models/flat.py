@@ -22,12 +22,11 @@ at instead of the variables: a compiled loop can then keep the positions as loop
 `integrate`, the proposal kernels); `assign_flat(theta)` sets the variables from one.
 """
 
-import os
-
 import numpy as np
 import tensorflow as tf
 
 from tati.errors import InputError
+from tati.recording.table import machine_memory
 
 
 def value_and_gradient(function, x, has_aux=False):
@@ -138,12 +137,9 @@ def check_size(walkers, length, dtype):
     """InputError, before anything is allocated, if W x d parameters cannot fit in this
     machine's memory three times over (parameters, gradients and one more copy: the least any
     step needs), instead of a crash deep inside TensorFlow."""
-    try:
-        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):  # no sysconf: nothing to check against
-        return
+    memory = machine_memory()
     needed = 3 * walkers * length * tf.as_dtype(dtype).size
-    if needed > memory:
+    if memory is not None and needed > memory:  # no memory said: nothing to check against
         raise InputError(f"number_walkers x parameters = {walkers} x {length} needs at least "
                          f"{needed / 2 ** 30:.3g} GiB, more than this machine's {memory / 2 ** 30:.3g} GiB: "
                          "use fewer number_walkers or a smaller hidden_dimension")
