@@ -80,9 +80,7 @@ def batch_means(series):
     """(mean, standard_error, batches) of the readings `series` (one 1-D sequence per walker,
     each in step order), pooled over walkers by batch means (see the module docstring);
     None if there are fewer than MIN_READINGS readings or MIN_BATCHES batches."""
-    series = [np.asarray(s, dtype=np.float64).ravel() for s in series]
-    series = [s[np.isfinite(s)] for s in series]
-    series = [s for s in series if len(s)]
+    series = _finite(series)
     if not series or sum(len(s) for s in series) < MIN_READINGS:
         return None
     shortest = min(len(s) for s in series)
@@ -93,33 +91,38 @@ def batch_means(series):
     return float(means.mean()), float(means.std(ddof=1) / math.sqrt(len(means))), len(means)
 
 
-def table_batch_means(table, column, burn_in=0):
-    """batch_means of `column` of a run-info table (columns id, step, column) over the rows with
-    step > burn_in, one series per walker; None as batch_means, or if the column is missing."""
+def _finite(series):
+    """Each walker's readings as a float64 vector without its non-finite ones; walkers left
+    without a reading dropped."""
+    finite = (s[np.isfinite(s)] for s in (np.asarray(s, dtype=np.float64).ravel() for s in series))
+    return [s for s in finite if len(s)]
+
+
+def walker_series(table, column, burn_in=0):
+    """`column` of a run-info table (columns id, step, column) over the rows with step > burn_in,
+    one series per walker in step order; none if the column is missing."""
     if column not in table or table.empty:
-        return None
+        return []
     kept = table[table["step"] > burn_in].sort_values(["id", "step"], kind="stable")
-    return batch_means([group[column].to_numpy() for _, group in kept.groupby("id")])
+    return [group[column].to_numpy() for _, group in kept.groupby("id")]
+
+
+def table_batch_means(table, column, burn_in=0):
+    """batch_means of `column` of a run-info table over the rows with step > burn_in (walker_series);
+    None as batch_means, or if the column is missing."""
+    return batch_means(walker_series(table, column, burn_in))
 
 
 def equilibrium_error(series, variance):
     """The standard error of the mean of the readings `series` (one 1-D sequence per walker) were
     they in equilibrium with `variance` per reading: sqrt(variance tau / n), n the readings, tau
     their correlation time (the walkers' last readings, as many as the shortest has, as chains)."""
-    series = [np.asarray(s, dtype=np.float64).ravel() for s in series]
-    series = [s[np.isfinite(s)] for s in series]
-    series = [s for s in series if len(s)]
+    series = _finite(series)
     if not series:
         return 0.0
     shortest = min(len(s) for s in series)
     tau = integrated_autocorrelation_time(np.stack([s[len(s) - shortest:] for s in series], axis=1))
     return math.sqrt(variance * tau / sum(len(s) for s in series))
-
-
-def table_equilibrium_error(table, column, variance, burn_in=0):
-    """equilibrium_error of `column` of a run-info table over the rows with step > burn_in."""
-    kept = table[table["step"] > burn_in].sort_values(["id", "step"], kind="stable")
-    return equilibrium_error([group[column].to_numpy() for _, group in kept.groupby("id")], variance)
 
 
 def deviation(value, error, expected):

@@ -14,7 +14,7 @@ from scipy import signal
 from stats import for_sampler, seed
 from tati.diagnostics.summary import summarise
 from tati.diagnostics.equipartition import (MIN_BATCHES, batch_means, equipartition_verdict,
-                                            table_batch_means, table_equilibrium_error)
+                                            equilibrium_error, table_batch_means, walker_series)
 from tati.config.options import OPTIONS
 from tati.engine.registry import samplers_where
 
@@ -106,7 +106,6 @@ def test_equilibriums_error_bar_holds_batches_shorter_than_tau_to_account():
     most 12 with it (expected 27.5 and 5.4; either bound fails by chance in under 0.5% of seeds).
     A run shifted by 10 of equilibrium's standard errors (the negative control) is off in every
     seed: the floor is equilibrium's, which a shifted level does not widen."""
-    from tati.diagnostics.equipartition import equilibrium_error
     rng = np.random.default_rng(seed(4300))
     alarms = {"batches": 0, "floor": 0, "shifted": 0}
     for _ in range(200):
@@ -202,7 +201,7 @@ def test_summary_error_bar_and_verdict_on_known_readings():
     stats = table_batch_means(result.run_info, "kinetic_energy", 100)
     # equilibrium's error, at least the error of independent readings: tau >= 1, and its estimate reads
     # below 1.67 in 99.9% of seeds (2,000 seeds of 4 x 500 independent readings)
-    floor = table_equilibrium_error(result.run_info, "kinetic_energy", 1.25, 100)
+    floor = equilibrium_error(walker_series(result.run_info, "kinetic_energy", 100), 1.25)
     assert 1.0 <= floor / math.sqrt(1.25 / 1600) < math.sqrt(1.67)
     error = max(stats[1], floor)
     assert z == pytest.approx((result.averages.average_kinetic_energy.mean() - 2.5) / error, abs=0.06)

@@ -8,8 +8,8 @@ from typing import NamedTuple
 
 from tati.diagnostics.summary.lines import WIDTH
 from tati.diagnostics.data_scale import NOTE_ABOVE, did_not_hold, measured_cure, noted as data_noted
-from tati.diagnostics.equipartition import (equipartition_verdict, kinetic_energy_moments, table_batch_means,
-                                             table_equilibrium_error)
+from tati.diagnostics.equipartition import (batch_means, equilibrium_error, equipartition_verdict,
+                                             kinetic_energy_moments, table_batch_means, walker_series)
 from tati.diagnostics.momentum import momentum_test
 from tati.diagnostics.outliers import noise_estimator_helps
 from tati.engine.registry import spec_of
@@ -245,11 +245,11 @@ def readings(simulation, result, outliers):
     found = []
     if "average_kinetic_energy" in last and spec_of(o["sampler"]).persistent_momenta:
         value = last["average_kinetic_energy"].mean()
-        stats = table_batch_means(run_info, "kinetic_energy", burn_in)
+        series = walker_series(run_info, "kinetic_energy", burn_in)
+        stats = batch_means(series)
         if stats is not None:  # at least equilibrium's error bar: batches shorter than tau understate it
             variance = kinetic_energy_moments(simulation.num_parameters, o["inverse_temperature"])[1]
-            stats = (stats[0], max(stats[1], table_equilibrium_error(run_info, "kinetic_energy", variance, burn_in)),
-                     stats[2])
+            stats = (stats[0], max(stats[1], equilibrium_error(series, variance)), stats[2])
         found.append(Reading(KINETIC, value, stats, expected,
                              f"equipartition d/(2 beta) = {expected:.4g}",
                              _kinetic_hint(o, noted, cold=value < expected), heat, skipped))
