@@ -263,11 +263,9 @@ class Simulation:
             began = time.perf_counter()
             # A sampling run starts: the first call, or the first after fit() (which runs a run of its own).
             # It tunes itself unless it continues a restored sampling run; a checkpoint of fit() gives its start.
-            starts = self._run is None or self._run.method != "sample"
-            fresh = starts and not self._continues_a_sampling_run()
-            if fresh and self.options["restore_model"] is not None and not self.restored:
-                checkpoint.restore_parameters(self.options["restore_model"], self, "sample")
-                self.restored = True
+            starts = fresh = self._run is None or self._run.method != "sample"
+            if starts and self.options["restore_model"] is not None and not self.restored:
+                fresh = self.restored = checkpoint.restore_start(self.options["restore_model"], self, "sample")
             if fresh and self.warm_start is None and warm_start.applies(self.options, self.model.num_walkers):
                 self._start_warm()
                 self._warm_start_seconds = time.perf_counter() - began
@@ -291,12 +289,6 @@ class Simulation:
             raise InputError(f"{what} cannot run in TensorFlow's compiled graph ({str(error).split('. ')[0]}): "
                              "write it with TensorFlow operations (tf.reduce_sum, not np.sum; tf.where, not a "
                              "Python if on a tensor), as for tfp.mcmc") from None
-
-    def _continues_a_sampling_run(self):
-        """Whether sample() goes on with the run of restore_model: a sampling run's checkpoint not yet
-        restored (restore_model continues it, with its width and mass)."""
-        path = self.options["restore_model"]
-        return path is not None and not self.restored and checkpoint.saved_method(path) == "sample"
 
     def _sampler_options(self):
         """The options the sampler is made with: friction_constant auto is the measured friction once

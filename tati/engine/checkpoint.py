@@ -95,11 +95,6 @@ def _difference(saved, wanted, group):
     return "; ".join(([f"lacks {names(missing)}"] if missing else []) + ([f"holds {names(extra)}"] if extra else []))
 
 
-def saved_method(path):
-    """The method ("sample" or "fit") whose run the checkpoint holds."""
-    return load(path)[0]["method"]
-
-
 def restore(path, simulation, run):
     """Assign the checkpoint's values; the whole run state if it was saved by the same method
     (sample or fit), else only the parameters. Returns whether the run state was restored."""
@@ -111,12 +106,16 @@ def restore(path, simulation, run):
     return same_run
 
 
-def restore_parameters(path, simulation, method):
-    """Only the parameters of a checkpoint that another method saved (fit()'s, restored into
-    sample()): the start of a new run, assigned before the run is made (its warm start and
-    measured width start from them)."""
+def restore_start(path, simulation, method):
+    """Before a run of `method` is made: a checkpoint of such a run is left for the run to restore
+    and continue (False); one that another method saved (fit()'s, restored into sample()) gives
+    only the parameters, assigned now as the start of a new run, whose warm start and measured
+    width start from them (True)."""
     meta, arrays = load(path)
+    if meta["method"] == method:
+        return False
     _assign(path, meta, arrays, simulation, method, {"model": _own_names(simulation.model.variables)}, 4)
+    return True
 
 
 def _assign(path, meta, arrays, simulation, method, groups, stacklevel):
