@@ -184,14 +184,17 @@ def set_likelihood(o, model, data, implied):
 def _check_logits(o):
     """The classification likelihoods and losses read a Keras model's outputs as logits: a last
     layer with softmax or sigmoid (as Keras' own examples end) would give a wrong posterior."""
-    takes = ("likelihood", o["likelihood"]) if o["likelihood"] in ("bernoulli", "categorical") else \
-        ("loss", o["loss"]) if o["loss"] in ("sigmoid_cross_entropy", "softmax_cross_entropy") and \
-        o["likelihood"] == "none" else None
-    squashing = output_squashing(o["model"]) if takes else None
+    if o["likelihood"] in ("bernoulli", "categorical"):
+        reader = f"likelihood {o['likelihood']}"
+    elif o["likelihood"] == "none" and o["loss"] in ("sigmoid_cross_entropy", "softmax_cross_entropy"):
+        reader = f"loss {o['loss']}"
+    else:
+        return
+    squashing = output_squashing(o["model"])
     if squashing:
         layer, name = squashing
-        raise InputError(f"{takes[0]} {takes[1]} takes logits, and the model's last layer '{layer.name}' applies "
-                         f"{name}: drop that activation ({takes[0]} {takes[1]} applies it)")
+        raise InputError(f"{reader} takes logits, and the model's last layer '{layer.name}' applies {name}: "
+                         f"drop that activation ({reader} applies it)")
 
 
 def check_model_outputs(likelihood, model, data, width):

@@ -30,10 +30,15 @@ _TRAINING_LAYERS = ("Dropout", "SpatialDropout1D", "SpatialDropout2D", "SpatialD
                     "GaussianDropout", "GaussianNoise", "BatchNormalization")
 
 
+def _layer_classes(names):
+    """The classes of keras.layers of these names that this Keras version has."""
+    return tuple(getattr(keras.layers, name) for name in names if hasattr(keras.layers, name))
+
+
 def training_layers(model):
     """Names of the model's layer classes (of _TRAINING_LAYERS, in order of first use) that act
     otherwise in training than at inference, as the Simulation calls the model."""
-    kinds = tuple(getattr(keras.layers, name) for name in _TRAINING_LAYERS if hasattr(keras.layers, name))
+    kinds = _layer_classes(_TRAINING_LAYERS)
     names = [type(layer).__name__ for layer in model._flatten_layers(include_self=False) if isinstance(layer, kinds)]
     return list(dict.fromkeys(names))
 
@@ -48,8 +53,8 @@ _FORWARD_OVER_REVERSE = ("InputLayer", "Dense", "Activation", "ReLU", "LeakyReLU
 
 
 def _forward_over_reverse(model):
-    kinds = tuple(getattr(keras.layers, name) for name in _FORWARD_OVER_REVERSE if hasattr(keras.layers, name))
-    return all(isinstance(layer, kinds + (keras.Model,)) for layer in model._flatten_layers(include_self=False))
+    kinds = _layer_classes(_FORWARD_OVER_REVERSE) + (keras.Model,)
+    return all(isinstance(layer, kinds) for layer in model._flatten_layers(include_self=False))
 
 
 def output_squashing(model):
