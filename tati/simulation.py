@@ -45,6 +45,7 @@ from tati.optimizers import make_optimizer
 from tati.recording.recorder import Files, Recorder
 from tati.recording.table import rows_beyond_memory
 from tati.engine.running import Run, drive
+from tati.models.flat import check_walkers
 from tati.samplers import get_sampler
 
 
@@ -335,10 +336,10 @@ class Simulation:
 
     def _start_warm(self):
         """The warm start (tati/adaptation/warm_start.py) before the first sample() call; a warning names
-        the walkers it restarted."""
+        the walkers it restarted or found no mode for."""
         self.warm_start = warm_start.warm_start(self.model, self.data, self.options["inverse_temperature"])
         self.parameters = self.warm_start.positions
-        if len(self.warm_start.restarted):
+        if len(self.warm_start.restarted) or len(self.warm_start.no_mode):
             warnings.warn(self.warm_start.line(), stacklevel=3)
         if self.options["likelihood"] == "gaussian":
             self._check_noise(self.warm_start.best)
@@ -451,6 +452,9 @@ class Simulation:
         walkers = np.flatnonzero(row["nonfinite_walkers"])
         which = f"walker {walkers[0]}" if len(walkers) == 1 else f"walkers {', '.join(map(str, walkers[:5]))}"
         width = "step_width" if run.is_sampler else "learning_rate"
+        if row["nonfinite_step"] == 1 and self._not_finite_at_start(walkers):  # the start, not the width
+            return SamplingError(f"non-finite loss or gradient at step 1 ({which}): U or its gradient is not "
+                                 "finite at initial_parameters: give a start where it is")
         if width == "step_width" and self.measured_width is not None:  # not the user's: say where it came from
             see = "see the warning on the data above" if self.notes else None
             cure = data_scale.measured_cure(self.options)
@@ -459,6 +463,17 @@ class Simulation:
             cause = f"{width} {_shown(self._width_used(width))} is probably too large for this potential"
         return SamplingError(f"non-finite loss or gradient at step {row['nonfinite_step']} ({which}): {cause}; "
                              "every row before is kept (on_nan=continue runs on)")
+
+    def _not_finite_at_start(self, walkers):
+        """Whether U or its gradient is not finite at initial_parameters for one of `walkers`."""
+        start = self.options["initial_parameters"]
+        if start is None:
+            return False
+        model = self.model
+        theta = check_walkers("initial_parameters", start, model.num_walkers, model.num_parameters, model.dtype)
+        losses, gradient, _ = model.loss_and_gradient(*self._full_data(), theta=tf.constant(theta, model.dtype))
+        finite = np.isfinite(losses.numpy()) & np.all(np.isfinite(gradient.numpy()), axis=1)
+        return not finite[walkers].all()
 
     def _width_used(self, name):
         if name == "step_width" and self.measured_width is not None:  # measured, maybe again with each new mass

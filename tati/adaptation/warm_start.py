@@ -19,6 +19,18 @@ can stay there for the whole run (HMC2 on kidiq: R-hat 42). So before the first 
    mean d/2 and sd sqrt(d/2): a walker whose best point lies above most draws of the best
    walker's mode is in a region of negligible mass next to it.
 
+3. a walker where L-BFGS ended at no mode, far below the first point of its path in the typical
+   set (beta dU > d/2 + 4 sqrt(d/2) again), is taken back to that point. Where U has no minimum, as the centered hierarchical model in its funnel (eight
+   schools: sum (theta_i - mu)^2 / (2 tau^2) + 8 log tau falls without bound as tau -> 0 with every
+   theta_i -> mu), L-BFGS follows the funnel's neck down to tau = 1e-13 and settles there, where no
+   sampler moves (NUTS: step width 3e-4, every walker frozen, R-hat 5.5). At a mode the Hessian is
+   positive semi-definite; in the funnel it is indefinite (scaled to a unit diagonal, its lowest
+   eigenvalue is about 1 - sqrt 2 at any tau), so up to MODE_CHECK_PARAMETERS parameters (d
+   gradients per walker) the end is checked. The typical set is where the configurational
+   temperature |grad U|^2 / laplacian U (Rugh; Jepps, Ayton & Evans 2000) is the target's,
+   1 / beta: far out it is hotter, at a mode 0. A network's walker that stops on a plateau or a
+   saddle (an indefinite Hessian too) has not left the typical set far behind, and stays.
+
 Pathfinder (Zhang, Carpenter, Gelman & Vehtari 2022) starts Stan's chains the same way, from
 optimisation paths with the poor ones dropped. Walkers that are not stuck keep their own point
 (a network's walkers their own minima), so R-hat still compares walkers from different starts;
@@ -33,6 +45,7 @@ import tensorflow as tf
 
 from tati.diagnostics.outliers import typical_set_width as threshold  # U above the best: a walker stuck
 from tati.engine.registry import spec_of
+from tati.errors import InputError
 
 ITERATIONS, CORRECTION_PAIRS = 200, 10
 # The Langevin samplers with adapt_mass noise take the same cap. Further towards the mode a
@@ -45,12 +58,19 @@ ITERATIONS, CORRECTION_PAIRS = 200, 10
 # d/2 + 4 sqrt(d/2) of beta U); a line search halves its step at most BACKTRACKS times, and a
 # walker whose searches failed ROUNDS times stops where it is.
 DECREASE, BACKTRACKS, ARMIJO, ROUNDS = 1e-6, 40, 1e-4, 3
+# Up to this many parameters the Hessian where a walker ends is checked for a mode (d gradients
+# per walker); a scaled Hessian's lowest eigenvalue above -MODE_TOLERANCE is a mode's (rounding:
+# a flat direction reads 0 +- 1e-12). A walker whose gradient fell by CONVERGED over its last
+# CORRECTION_PAIRS iterations converged on a stationary point as L-BFGS does at a mode, and is not
+# checked (the check's trace costs 0.08 s of a quick start's 1.7 s to its first step); in the
+# funnel the gradient stays (7 along log tau) while the stiffness stops the walker.
+MODE_CHECK_PARAMETERS, MODE_TOLERANCE, CONVERGED = 200, 1e-6, 1e-2
 
 
 class WarmStart(NamedTuple):
     """What the warm start did: L-BFGS's iterations and which walkers converged, every walker's
-    U at its start and at the end, the restarted walkers and the walker they restart from, and
-    the walkers' new positions [W, d]."""
+    U at its start and at the end, the restarted walkers and the walker they restart from, the
+    walkers that found no mode, and the walkers' new positions [W, d]."""
     positions: np.ndarray
     iterations: int
     converged: np.ndarray
@@ -59,6 +79,7 @@ class WarmStart(NamedTuple):
     restarted: np.ndarray
     best: int
     threshold: float
+    no_mode: np.ndarray  # walkers that fell far below the typical set at no mode, taken back to it
 
     def line(self):
         """One line for the summary."""
@@ -66,6 +87,9 @@ class WarmStart(NamedTuple):
         walkers = "the walker" if len(self.losses) == 1 else f"the {len(self.losses)} walkers"
         done = (f"warm start: L-BFGS took {walkers} from U {_range(self.start_losses)} "
                 f"to {_range(kept)} in {self.iterations} iterations")
+        if len(self.no_mode):
+            done += (f"; {_walkers(self.no_mode)} found no mode (U fell without bound, as in a funnel: the "
+                     f"Hessian indefinite) and start where their path entered the typical set")
         if not len(self.restarted):
             return done
         return (f"{done}; {_walkers(self.restarted)} stuck at U {_range(self.losses[self.restarted])} "
@@ -102,23 +126,93 @@ def warm_start(model, data, inverse_temperature, cap=None):
 
     start = model.flat_parameters().numpy().astype(np.float64)
     at_start = evaluate(start)
-    position, losses, done, converged = minimise(evaluate, start, inverse_temperature, at_start, cap)
-    best = int(np.argmin(losses))
+    if not np.isfinite(at_start[0]).any():
+        raise InputError("U or its gradient is not finite at any walker's start: give "
+                         "initial_parameters where it is")
+    path = [] if model.num_parameters <= MODE_CHECK_PARAMETERS else None
+    position, losses, done, converged = minimise(evaluate, start, inverse_temperature, at_start, cap, path)
     limit = threshold(model.num_parameters, inverse_temperature)
-    restarted = np.flatnonzero(losses - losses[best] > limit)
+    no_mode = np.zeros(len(losses), bool)
+    suspect = ~gradient_vanished(path) if path is not None else no_mode
+    if suspect.any():
+        hessians = _hessians(model, features, labels)
+        suspect &= ~at_a_mode(hessians(position))
+    if suspect.any():  # at no mode; taken back only from far below the typical set (a plateau stays)
+        entry, entry_losses, found = typical_points(path, hessians, suspect, inverse_temperature)
+        no_mode[found] = entry_losses[found] - losses[found] > limit
+        position[no_mode], losses[no_mode] = entry[no_mode], entry_losses[no_mode]
+    # A walker taken back to the typical set is neither the best point nor stuck.
+    best = int(np.argmin(np.where(no_mode, np.inf, losses))) if not no_mode.all() else int(np.argmin(losses))
+    restarted = np.flatnonzero(~no_mode & (losses - losses[best] > limit))
     position[restarted] = position[best]
-    return WarmStart(position, done, converged, at_start[0], losses, restarted, best, limit)
+    return WarmStart(position, done, converged, at_start[0], losses, restarted, best, limit, np.flatnonzero(no_mode))
 
 
-def minimise(evaluate, start, inverse_temperature, at_start=None, cap=ITERATIONS):
-    """(positions, losses, iterations, converged) of L-BFGS from every row of `start` [W, d] at
-    once (Nocedal & Wright 2006, Algorithm 7.4, with a backtracking line search on Armijo's
+def _hessians(model, features, labels):
+    """theta [W, d] -> every walker's Hessian of U [W, d, d], float64 (reverse over reverse mode)."""
+    @tf.function(autograph=False)
+    def hessians(theta):
+        with tf.GradientTape() as tape:
+            tape.watch(theta)
+            _, gradient, _ = model.loss_and_gradient(features, labels, theta=theta)
+        return tf.cast(tape.batch_jacobian(gradient, theta, experimental_use_pfor=False), tf.float64)
+    return lambda theta: hessians(tf.constant(theta, model.dtype)).numpy()
+
+
+def gradient_vanished(path):
+    """Per walker, whether |grad U| where it stopped is below CONVERGED times its largest over its
+    last CORRECTION_PAIRS iterations (path: (x, f, g) per iteration; a walker that stopped keeps its x)."""
+    norms = np.array([np.linalg.norm(g, axis=1) for _, _, g in path])
+    last = np.zeros(norms.shape[1], int)  # each walker's last move's entry (a walker that stopped keeps its x)
+    for k in range(1, len(path)):
+        last[np.any(path[k][0] != path[k - 1][0], axis=1)] = k
+    recent = np.array([norms[max(0, end - CORRECTION_PAIRS):end + 1, w].max() for w, end in enumerate(last)])
+    return norms[-1] < CONVERGED * recent
+
+
+def at_a_mode(hessians):
+    """Per walker, whether its Hessian [W, d, d] is a mode's: positive semi-definite up to rounding once
+    scaled to a unit diagonal (each parameter in its own units, as a diagonal metric adapts them)."""
+    symmetric = 0.5 * (hessians + np.swapaxes(hessians, 1, 2))
+    finite = np.all(np.isfinite(symmetric), axis=(1, 2))
+    symmetric = np.where(finite[:, None, None], symmetric, 0.0)
+    diagonal = np.diagonal(symmetric, axis1=1, axis2=2)
+    scale = 1.0 / np.sqrt(np.where(diagonal > 0.0, diagonal, 1.0))
+    lowest = np.linalg.eigvalsh(symmetric * scale[:, :, None] * scale[:, None, :])[:, 0]
+    return finite & (lowest > -MODE_TOLERANCE)
+
+
+def typical_points(path, hessians, walkers, inverse_temperature):
+    """(positions, losses, found) of each of `walkers` (a mask) at the first point of its path [(x, f, g)
+    per iteration, the start first] where beta |grad U|^2 <= laplacian U (its configurational
+    temperature at most the target's); the iterations looked at thin out geometrically after the
+    first 16."""
+    position, losses = np.zeros_like(path[0][0]), np.full(len(walkers), np.inf)
+    left = walkers.copy()
+    looked_at = range(len(path)) if len(path) <= 16 else sorted({*range(16), *np.geomspace(16, len(path) - 1, 12).astype(int)})
+    for k in looked_at:
+        if not left.any():
+            break
+        x, f, g = path[k]
+        laplacian = np.trace(hessians(x), axis1=1, axis2=2)
+        typical = left & (laplacian > 0.0) & (inverse_temperature * np.sum(g * g, axis=1) <= laplacian)
+        position[typical], losses[typical] = x[typical], f[typical]
+        left &= ~typical
+    return position, losses, walkers & ~left
+
+
+def minimise(evaluate, start, inverse_temperature, at_start=None, cap=ITERATIONS, path=None):
+    """(positions, losses, iterations, converged) of L-BFGS from every row of `start` [W, d]
+    at once (Nocedal & Wright 2006, Algorithm 7.4, with a backtracking line search on Armijo's
     condition), `evaluate(theta)` giving every walker's loss (inf where not finite) and gradient
     (`at_start`: its value at `start`, where the caller has it).
     A walker stops once an iteration lowers beta U by less than DECREASE; where its line search
-    fails its memory is cleared, and after ROUNDS failures it stops where it is."""
+    fails its memory is cleared, and after ROUNDS failures it stops where it is. `path`, a list,
+    gets (x, f, g) of the start and of every iteration."""
     x = start.copy()
     f, g = evaluate(x) if at_start is None else at_start
+    if path is not None:
+        path.append((x, f, g))
     walkers = len(x)
     s_memory, y_memory = [], []  # the last CORRECTION_PAIRS pairs [W, d], zero where a walker has none
     failures = np.zeros(walkers, int)
@@ -156,6 +250,8 @@ def minimise(evaluate, start, inverse_temperature, at_start=None, cap=ITERATIONS
             del memory[:-CORRECTION_PAIRS]
         decrease = inverse_temperature * (f - new_f)
         x, f, g = new_x, new_f, new_g
+        if path is not None:
+            path.append((x, f, g))
         active &= ~(~failed & (decrease < DECREASE)) & (failures < ROUNDS)
     converged = failures < ROUNDS
     return x, f, iteration, converged

@@ -130,3 +130,86 @@ def test_a_noise_mass_run_starts_at_the_mode():
     mode = np.linalg.lstsq(design, y, rcond=None)[0]
     np.testing.assert_allclose(report.positions, np.tile(mode, (2, 1)), atol=1e-6)
     assert report.iterations < warm_start.ITERATIONS  # it stopped by itself, at the mode
+
+
+SCHOOLS_Y = [28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0]
+SCHOOLS_SIGMA = [15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0]
+
+
+def centered_eight_schools(x):
+    """-log p of eight schools, centered (mu, log tau, theta_1..8; mu ~ N(0, 5), tau ~ HalfCauchy(5),
+    theta_i ~ N(mu, tau), y_i ~ N(theta_i, sigma_i)): U falls without bound as tau -> 0, theta_i -> mu."""
+    mu, log_tau, theta = x[0], x[1], x[2:]
+    y, sigma = tf.constant(SCHOOLS_Y, tf.float64), tf.constant(SCHOOLS_SIGMA, tf.float64)
+    tau = tf.exp(log_tau)
+    energy = 0.5 * tf.square(mu / 5.0) + tf.math.log1p(tf.square(tau / 5.0)) - log_tau
+    energy += tf.reduce_sum(0.5 * tf.square((theta - mu) / tau)) + 8.0 * log_tau
+    return energy + tf.reduce_sum(0.5 * tf.square((y - theta) / sigma))
+
+
+def schools_warm_start():
+    starts = np.random.default_rng(seed(3)).uniform(-2.0, 2.0, (4, 10))  # Stan's inits
+    sim = tati.Simulation(potential=centered_eight_schools, initial_parameters=starts, dtype="float64",
+                          sampler="NUTS", number_walkers=4, burn_in_steps=10, max_steps=10, seed=1)
+    return warm_start.warm_start(sim.model, sim.data, 1.0), sim
+
+
+def test_a_walker_in_a_funnel_starts_in_the_typical_set(monkeypatch):
+    """The centered eight schools: L-BFGS followed the funnel's neck to log tau = -31, where NUTS froze
+    every walker (R-hat 5.5, 4 minutes). Now each walker that ends at no mode (its Hessian
+    indefinite) far below the typical set starts where its path entered it: log tau within the
+    posterior's bulk (its draws lie in about [-3, 3.5]), its configurational temperature at most
+    1 / beta there."""
+    report, sim = schools_warm_start()
+    assert list(report.no_mode) == [0, 1, 2, 3] and len(report.restarted) == 0
+    assert np.all(np.abs(report.positions[:, 1]) < 3.0), report.positions[:, 1]
+    _, gradient, _ = sim.model.loss_and_gradient(None, None, theta=tf.constant(report.positions))
+    hessians = warm_start._hessians(sim.model, None, None)(report.positions)
+    assert np.all(np.sum(gradient.numpy() ** 2, axis=1) <= np.trace(hessians, axis1=1, axis2=2))
+    assert "walkers 0, 1, 2, 3 found no mode" in report.line()
+    monkeypatch.setattr(warm_start, "MODE_CHECK_PARAMETERS", 0)  # the negative control: unchecked
+    report, _ = schools_warm_start()
+    assert len(report.no_mode) == 0 and np.all(report.positions[:, 1] < -20.0), report.positions[:, 1]
+
+
+def test_a_network_on_a_plateau_keeps_its_end():
+    """A 2-3-1 network's walkers stop where the Hessian is indefinite (a plateau of its mean loss, not a
+    funnel): less than the typical set's width below where they entered it, they stay there."""
+    sim = tati.Simulation(hidden_dimension=[3], sampler="HMC2", number_walkers=2, max_steps=10, seed=5,
+                          dtype="float64", warm_start=True)
+    report = warm_start.warm_start(sim.model, sim.data, 1.0)
+    hessians = warm_start._hessians(sim.model, *sim.data.all())(report.positions)
+    assert not warm_start.at_a_mode(hessians).all()  # the case of the rule
+    assert len(report.no_mode) == 0 and np.all(report.losses < report.start_losses)
+
+
+def test_a_mode_in_any_units_is_one_and_a_saddle_is_not():
+    correlated = np.array([[1.0, 0.999], [0.999, 1.0]])
+    units = np.diag([1e-6, 1e6])
+    flat = np.diag([2.0, 0.0])  # a direction U does not depend on: a ridge of modes
+    saddle = np.array([[1.0, 2.0], [2.0, 1.0]])
+    hessians = np.stack([units @ correlated @ units, flat, saddle, np.full((2, 2), np.nan)])
+    assert list(warm_start.at_a_mode(hessians)) == [True, True, False, False]
+
+
+def test_a_vanished_gradient_is_not_checked():
+    """Walker 0 converged (|g| from 10 to 1e-4), walker 1 stopped early with its gradient gone, walker 2
+    stopped while its gradient stayed (as in the funnel)."""
+    gradients = [[10.0, 10.0, 7.0], [1.0, 1e-4, 7.0], [1e-2, 1e-4, 7.0], [1e-4, 1e-4, 7.0]]
+    positions = [[0.0, 0.0, 0.0], [1.0, 1.0, 1.0], [2.0, 1.0, 2.0], [3.0, 1.0, 3.0]]
+    path = [(np.array(x)[:, None], None, np.array(g)[:, None]) for x, g in zip(positions, gradients)]
+    assert list(warm_start.gradient_vanished(path)) == [True, True, False]
+
+
+def test_a_start_where_u_is_not_finite_is_named():
+    """log x at x = -1: NUTS's warm start finds no walker to start from (it ran 200 NaN rows, and the
+    summary said "lower step_width"); BAOAB stops at step 1 and names the start, not its width."""
+    log_x = dict(potential=lambda x: tf.reduce_sum(tf.math.log(x)), initial_parameters=[-1.0, 1.0], dtype="float64",
+                 seed=1)
+    with pytest.raises(tati.InputError, match=r"not finite at any walker's start: give initial_parameters"):
+        tati.Simulation(sampler="NUTS", number_walkers=2, burn_in_steps=50, max_steps=100, **log_x).sample()
+    with pytest.raises(tati.SamplingError, match=r"at step 1 \(walker 0\): U or its gradient is not finite at "
+                                                 r"initial_parameters"):
+        tati.Simulation(max_steps=10, **log_x).sample()
+    with pytest.raises(tati.SamplingError, match=r"at step 2 \(walker 0\): step_width 3 is probably too large"):
+        tati.Simulation(max_steps=10, step_width=3.0, **dict(log_x, initial_parameters=[1.0, 1.0])).sample()
