@@ -302,6 +302,23 @@ def test_summary_convergence_verdict():
     assert lines[at + 2] == "    step_width may be too large, or the run too short (burn_in_steps), or U not confining"
 
 
+def test_a_negative_virial_names_a_log_density_given_as_the_potential():
+    """U = -log p returned as log p falls outward: theta . grad U / 2 averages below 0, where any
+    normalisable exp(-beta U) has d / (2 beta). The same readings shifted above d / (2 beta) keep the
+    usual cure (negative control)."""
+    rng = np.random.default_rng(seed(701))
+    kinetic = gamma_readings(rng, 2, 500, 1.0)
+    outward = -50.0 - rng.standard_normal((2, 500))
+    simulation, result = fake_run(kinetic, outward, potential=lambda x: x, number_walkers=2)
+    text = summarise("tati-sample", simulation, result, True)
+    check_layout(text)
+    lines = text.splitlines()
+    at = lines.index(line_with(text, "  average virial"))
+    assert lines[at + 2] == "    negative, U falls outward (no distribution): potential returns U = -log p, not log p", text
+    simulation, result = fake_run(kinetic, -outward, potential=lambda x: x, number_walkers=2)
+    assert "log p" not in summarise("tati-sample", simulation, result, True)
+
+
 def test_summary_names_a_walker_far_out_with_the_cause_and_the_fix():
     """Issue #41: one SGHMC walker of four at 11.6 times its equipartition energy and loss 2388
     (mini-batches of 10); its three healthy companions alone are not flagged."""

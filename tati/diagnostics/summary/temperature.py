@@ -257,7 +257,7 @@ def readings(simulation, result, outliers):
         value = last["average_virials"].mean()
         found.append(Reading(VIRIAL, value, table_batch_means(run_info, "virial", burn_in), expected,
                              f"{VIRIAL_IS}; virial theorem: d/(2 beta) = {expected:.4g}",
-                             _virial_hint(o, noted, cold=value < expected), heat, skipped))
+                             _virial_hint(o, noted, cold=value < expected, outward=value < 0.0), heat, skipped))
     return found
 
 
@@ -300,10 +300,14 @@ def confines(o):
     return o["potential"] is not None or walls or posterior
 
 
-def _virial_hint(o, noted, cold):
+def _virial_hint(o, noted, cold, outward=False):
     """The cure of a virial off d/(2 beta). A Metropolis-corrected chain is exact at any width, so
     only its length can be at fault; a Langevin sampler's width or its gradient noise heats it, and
-    a cold one has not yet spread from its start. A user's potential may also not confine."""
+    a cold one has not yet spread from its start. A user's potential may also not confine; one
+    whose virial is negative (off, below 0) falls outward: the average of theta . grad U is
+    d / beta for any normalisable exp(-beta U) (integration by parts), so U is likely log p."""
+    if outward and o["potential"] is not None:
+        return "negative, U falls outward (no distribution): potential returns U = -log p, not log p"
     if spec_of(o["sampler"]).metropolis:
         hint = "run longer (max_steps, burn_in_steps)"
     elif cold:
