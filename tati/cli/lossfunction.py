@@ -16,7 +16,6 @@ columns are this network's parameters (known once it is built); every bad input 
 """
 
 import sys
-import warnings
 
 from tati.cli.common import TOOL_GROUPS, add_option, add_renamed, import_tensorflow_quietly, run_command
 from tati.cli.common import make_parser as tool_parser
@@ -189,11 +188,10 @@ def run(mode, o, simulation_options):
     import_tensorflow_quietly()
     from tati.diagnostics.summary.header import model_line
     from tati.simulation import Simulation
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="restore_model .* continuing with changed options")
-        simulation = Simulation(**simulation_options)
-    if values["restore_model"] is not None:
-        _restore_parameters(simulation, values["restore_model"])
+    simulation = Simulation(**simulation_options)
+    if values["restore_model"] is not None:  # the walkers' parameters, as a sampling run's start
+        from tati.engine import checkpoint
+        checkpoint.restore_start(values["restore_model"], simulation, "landscape")
     if rows is not None:
         from tati.recording.columns import check_parameter_columns
         check_parameter_columns(rows.columns, simulation.model.parameter_names, f"points_file '{o['points_file']}'")
@@ -237,18 +235,6 @@ def _read(option, path):
     if frame.empty:
         raise InputError(f"{option} '{path}' has no rows")
     return frame
-
-
-def _restore_parameters(simulation, path):
-    """The walkers' parameters from a checkpoint (tati/engine/checkpoint.py) of this network."""
-    from tati.engine.checkpoint_file import load
-    meta, arrays = load(path)
-    model = [key for key in arrays if key.startswith("model/")]
-    shape = (simulation.num_walkers, simulation.num_parameters)
-    if meta["parameters"] != simulation.model.parameter_names or len(model) != 1 or arrays[model[0]].shape != shape:
-        raise InputError(f"restore_model '{path}' holds {meta['walkers']} walker(s) of {len(meta['parameters'])} "
-                         f"parameters, this network {shape[0]} of {shape[1]}: give the options of the saved run")
-    simulation.model.set_parameters(arrays[model[0]])
 
 
 def _check_plot_axes(mode, o, parameters):

@@ -108,9 +108,9 @@ def restore(path, simulation, run):
 
 def restore_start(path, simulation, method):
     """Before a run of `method` is made: a checkpoint of such a run is left for the run to restore
-    and continue (False); one that another method saved (fit()'s, restored into sample()) gives
-    only the parameters, assigned now as the start of a new run, whose warm start and measured
-    width start from them (True)."""
+    and continue (False); one that another method saved (fit()'s, restored into sample(); any
+    run's, for the loss landscape's "landscape") gives only the parameters, assigned now as the
+    start of a new run, whose warm start and measured width start from them (True)."""
     meta, arrays = load(path)
     if meta["method"] == method:
         return False

@@ -199,6 +199,23 @@ def test_the_tool_writes_the_plane_and_its_png(tmp_path, capsys, monkeypatch):
     assert "points_file 'linear.csv' has no column 'weight2'" in line, line
 
 
+def test_the_walkers_of_a_checkpoint_are_the_points(tmp_path, capsys, monkeypatch):
+    """--restore_model: the saved walkers' parameters are the plane's points, their loss that of the
+    run's end; a checkpoint of another network is refused in one line."""
+    monkeypatch.chdir(tmp_path)
+    sim = tati.Simulation(dataset_size=100, hidden_dimension=[2], dtype="float64", number_walkers=3, max_steps=20,
+                          step_width=0.05, seed=3, save_model="state.npz")
+    sim.sample()
+    main(["plane", "--restore_model", "state.npz", "--points", "5"])  # the network's options from the checkpoint
+    assert "wrote loss_plane.csv" in capsys.readouterr().out
+    frame = read_csv("loss_plane.csv")
+    for walker, vector in enumerate(sim.parameters):
+        assert frame.loc[frame["point"] == f"walker {walker}", "loss"].item() == loss_at(sim, vector)[0]
+    line = error_line(capsys, ["plane", "--restore_model", "state.npz", "--hidden_dimension", "3",
+                               "--output", "other.csv"])
+    assert "restore_model 'state.npz' was saved with hidden_dimension" in line, line
+
+
 @pytest.mark.parametrize("argv, message", [
     (["plane", "--points", "1"], "points must be >= 2"),
     (["plane"], "plane needs 3 points"),
