@@ -7,6 +7,7 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
+import tensorflow_probability as tfp
 
 import tati
 from tati.cli import optimize as optimize_cli
@@ -76,6 +77,8 @@ PYTHON_ONLY = [
     ("NaN in arrays", {"dataset": (np.array([[0.0, np.nan]]), np.array([[1.0]]))}, "dataset"),
     ("class names as labels", {"dataset": (np.zeros((4, 2)), np.array(["cat", "dog"] * 2))},
      "give class indices 0, 1, ..."),
+    ("a distribution as the potential", {"potential": tfp.distributions.Normal(0.0, 1.0), "initial_parameters": [0.0]},
+     "give lambda theta: -d.log_prob(theta)"),
     ("potential without initial_parameters", {"potential": lambda x: tf.reduce_sum(x)}, "initial_parameters"),
     ("potential returning a vector", {"potential": lambda x: x * 2.0, "initial_parameters": [1.0, 2.0]},
      "scalar"),
