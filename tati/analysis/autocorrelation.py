@@ -41,9 +41,10 @@ COLUMNS = ["coordinate", "tau", "tau_error", "ess", "ess_error", "r_hat", "windo
            "verdict"]
 
 
-def coordinates(result, burn_in=0, parameters=None, components=2):
+def coordinates(result, burn_in=None, parameters=None, components=2):
     """(names, chains [rows, walkers, coordinates] float64): the parameters and the projections
     on the leading eigenvectors, over each walker's last rows after burn-in."""
+    burn_in = select.run_burn_in(result, burn_in)
     from tati.diagnostics.convergence import MIN_ROWS, equal_rows
     names = select.parameter_names(result, PURPOSE)
     trajectory = result.trajectory
@@ -76,8 +77,9 @@ def _trajectory(chains, names):
     return pd.concat([table, data], axis=1)
 
 
-def autocorrelation(result, burn_in=0, parameters=None, components=2):
+def autocorrelation(result, burn_in=None, parameters=None, components=2):
     """DataFrame with the columns COLUMNS, one row per coordinate; see the module docstring."""
+    burn_in = select.run_burn_in(result, burn_in)
     from tati.diagnostics.convergence import convergence
     names, chains = coordinates(result, burn_in, parameters, components)
     rows, walkers, _ = chains.shape
@@ -127,11 +129,12 @@ def functions(chains, max_lag):
         return np.nanmean(acf, axis=1)
 
 
-def plot(result, table, path, burn_in=0, parameters=None, components=2, shown=8):
+def plot(result, table, path, burn_in=None, parameters=None, components=2, shown=8):
     """Two panels: the autocorrelation functions of up to `shown` coordinates (eigenvectors
     first) with tau in the legend, up to 5 tau but at most half the rows (tfp's estimate at lag
     k divides by rows - k, so the last lags rest on a few pairs and leave [-1, 1]), and tau with
     two standard errors for every coordinate."""
+    burn_in = select.run_burn_in(result, burn_in)
     from tati.analysis import figures
     names, chains = coordinates(result, burn_in, parameters, components)
     moving = np.isfinite(table["tau"].to_numpy(dtype=float))  # a coordinate that never moves has no ACF

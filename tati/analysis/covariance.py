@@ -37,9 +37,10 @@ class Covariance:
     eigen: pd.DataFrame
 
 
-def covariance(result, burn_in=0, per_walker=False, components=None, parameters=None):
+def covariance(result, burn_in=None, per_walker=False, components=None, parameters=None):
     """Covariance(matrix, eigen) of the parameters (see the module docstring); `components`
     limits the eigen table to the leading ones."""
+    burn_in = select.run_burn_in(result, burn_in)
     names, walkers = _walker_values(result, burn_in, parameters, PURPOSE)
     groups = [walkers] if not per_walker else [[w] for w in walkers]
     matrices, eigens = [], []
@@ -74,9 +75,10 @@ def decompose(values):
     return mean, matrix, eigenvalues, vectors * np.where(signs == 0, 1.0, signs)[:, None]
 
 
-def leading_directions(result, burn_in=0, components=2, parameters=None, purpose=PURPOSE):
+def leading_directions(result, burn_in=None, components=2, parameters=None, purpose=PURPOSE):
     """(parameter names, pooled mean, eigenvalues, eigenvectors [k, d], walkers) of the pooled
     rows after burn-in: the k leading directions, for the analyses along them."""
+    burn_in = select.run_burn_in(result, burn_in)
     names, walkers = _walker_values(result, burn_in, parameters, purpose)
     mean, _, eigenvalues, vectors = decompose(np.concatenate([v for _, v in walkers]))
     k = min(components, len(names))

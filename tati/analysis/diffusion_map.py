@@ -85,10 +85,12 @@ class DiffusionMap:
     settings: str       # the method in words, for titles: "vanilla, alpha 0.5"
 
 
-def diffusion_map(result, burn_in=0, method="vanilla", components=2, epsilon=None, alpha=0.5,
-                  inverse_temperature=1.0, max_points=2000, thin=1, parameters=None):
+def diffusion_map(result, burn_in=None, method="vanilla", components=2, epsilon=None, alpha=0.5,
+                  inverse_temperature=None, max_points=2000, thin=1, parameters=None):
     """DiffusionMap(coordinates, eigen, epsilon, epsilon_rule, settings) of the trajectory's
     parameters (see the module docstring)."""
+    burn_in = select.run_burn_in(result, burn_in)
+    inverse_temperature = select.run_inverse_temperature(result, inverse_temperature)
     _check(method, components, epsilon, alpha, inverse_temperature, max_points, thin)
     rows, names = points(result, burn_in, thin, max_points, parameters)
     values = rows[names].to_numpy(dtype=np.float64)
@@ -136,9 +138,10 @@ def _check(method, components, epsilon, alpha, inverse_temperature, max_points, 
         raise InputError(f"thin must be >= 1, got {thin!r}")
 
 
-def points(result, burn_in=0, thin=1, max_points=2000, parameters=None):
+def points(result, burn_in=None, thin=1, max_points=2000, parameters=None):
     """(rows: DataFrame of id, step, loss and the parameters, parameter names) of the points the
     map is made of: after burn-in, every thin-th row per walker, at most max_points evenly spaced."""
+    burn_in = select.run_burn_in(result, burn_in)
     names = select.parameter_names(result, PURPOSE)
     if parameters is not None:
         names = select.check_names(result, "trajectory", result.trajectory, select.names_list(parameters),

@@ -33,9 +33,10 @@ PURPOSE = "free_energy"
 COLUMNS = ["coordinate", "center", "left", "right", "count", "density", "free_energy", "free_energy_error"]
 
 
-def coordinates(result, burn_in=0, parameters=None, components=2):
+def coordinates(result, burn_in=None, parameters=None, components=2):
     """(names, [(walker, [rows, coordinates] array)]): the chosen parameters' values, or the
     projections on the leading eigenvectors."""
+    burn_in = select.run_burn_in(result, burn_in)
     if parameters is not None:
         select.parameter_names(result, PURPOSE)
         names = select.check_names(result, "trajectory", result.trajectory, select.names_list(parameters),
@@ -49,8 +50,10 @@ def coordinates(result, burn_in=0, parameters=None, components=2):
     return names, [(walker, (values - mean) @ vectors.T) for walker, values in walkers]
 
 
-def free_energy(result, burn_in=0, inverse_temperature=1.0, parameters=None, components=2, bins=40):
+def free_energy(result, burn_in=None, inverse_temperature=None, parameters=None, components=2, bins=40):
     """DataFrame with the columns COLUMNS, `bins` rows per coordinate (see the module docstring)."""
+    burn_in = select.run_burn_in(result, burn_in)
+    inverse_temperature = select.run_inverse_temperature(result, inverse_temperature)
     if bins < 2:
         raise InputError(f"bins must be at least 2, got {bins}")
     names, walkers = coordinates(result, burn_in, parameters, components)
@@ -97,9 +100,11 @@ def offset(table, curve):
     return float(np.sum(weights * gap[good]) / weights.sum()) if good.any() else 0.0
 
 
-def harmonic(result, burn_in=0, inverse_temperature=1.0, parameters=None, components=2):
+def harmonic(result, burn_in=None, inverse_temperature=None, parameters=None, components=2):
     """{coordinate: curve}: the free energy of a Gaussian with the rows' mean and variance along
     each coordinate, (x - m)^2 / (2 beta s^2), the harmonic approximation."""
+    burn_in = select.run_burn_in(result, burn_in)
+    inverse_temperature = select.run_inverse_temperature(result, inverse_temperature)
     names, walkers = coordinates(result, burn_in, parameters, components)
     curves = {}
     for j, name in enumerate(names):

@@ -35,10 +35,11 @@ COLUMNS = ["parameter", "mean", "mean_error", "variance", "sd", "weighted_mean",
            "rows", "weighted_rows"]
 
 
-def moments(result, burn_in=0, inverse_temperature=None, per_walker=False, parameters=None,
+def moments(result, burn_in=None, inverse_temperature=None, per_walker=False, parameters=None,
             run_inverse_temperature=None):
     """DataFrame with the columns COLUMNS (and id first with per_walker), one row per parameter
     (the loss first); see the module docstring."""
+    burn_in = select.run_burn_in(result, burn_in)
     shift = reweighting(inverse_temperature, run_inverse_temperature)
     names = select.parameter_names(result, PURPOSE)
     trajectory = result.trajectory

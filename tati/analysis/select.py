@@ -62,6 +62,21 @@ def check_names(result, name, frame, wanted, option, purpose):
     return list(wanted)
 
 
+def run_burn_in(result, burn_in):
+    """burn_in, or where None the run's burn_in_steps (a sample() call's result, a
+    TrajectoryRecorder's none), else 0 (a table read back)."""
+    return burn_in if burn_in is not None else getattr(result, "burn_in_steps", None) or 0
+
+
+def run_inverse_temperature(result, inverse_temperature):
+    """inverse_temperature, or where None the run's (a sample() call's result, a TrajectoryRecorder
+    of a sampler), else 1 (a table read back)."""
+    if inverse_temperature is not None:
+        return inverse_temperature
+    found = getattr(result, "inverse_temperature", None)
+    return 1.0 if found is None else found
+
+
 def after_burn_in(result, name, frame, burn_in, purpose, least=1):
     """The rows with step > burn_in in step order per walker (id, then step); InputError if
     fewer than `least` (a spread needs 2)."""

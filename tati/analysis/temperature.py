@@ -38,17 +38,21 @@ COLUMNS = ["estimator", "column", "temperature", "standard_error", "low", "high"
            "expected", "deviation", "verdict"]
 
 
-def temperature(result, burn_in=0, inverse_temperature=1.0, dof=None, estimators=None, level=0.99):
+def temperature(result, burn_in=None, inverse_temperature=None, dof=None, estimators=None, level=0.99):
     """DataFrame with the columns COLUMNS, one row per estimator (see the module docstring)."""
-    estimators = select.names_list(estimators) or list(ESTIMATORS)
-    for name in estimators:
+    burn_in = select.run_burn_in(result, burn_in)
+    inverse_temperature = select.run_inverse_temperature(result, inverse_temperature)
+    asked = select.names_list(estimators)
+    for name in asked or []:
         if name not in ESTIMATORS:
             raise InputError(f"estimators: '{name}' is unknown; choose among {', '.join(ESTIMATORS)}")
     run_info = select.table(result, "run_info", PURPOSE)
+    # None: those the table has (model.fit's recorder has no virial, SGLD no kinetic energy)
+    estimators = asked or [name for name, column in ESTIMATORS.items() if column in run_info.columns] or list(ESTIMATORS)
     for name in estimators:
         if ESTIMATORS[name] not in run_info.columns:
-            hint = (" (a sampler without momenta, such as SGLD, has none: give --estimators configurational)"
-                    if name == "kinetic" else " (give --estimators kinetic)")
+            hint = (" (a sampler without momenta, such as SGLD, has none: give estimators configurational)"
+                    if name == "kinetic" else " (give estimators kinetic)")
             raise InputError(f"{select.describe(result, 'run_info')} has no column '{ESTIMATORS[name]}' "
                              f"(needed by the {name} temperature){hint}")
     dof = degrees_of_freedom(result, dof)
@@ -103,9 +107,10 @@ def running(result, burn_in, dof, estimators):
     return out
 
 
-def plot(result, table, path, burn_in=0, dof=None):
+def plot(result, table, path, burn_in=None, dof=None):
     """The running mean of each estimator over the steps after burn-in, its final value with
     its interval beside the curves' end, and the exact 1/beta."""
+    burn_in = select.run_burn_in(result, burn_in)
     from tati.analysis import figures
     dof = degrees_of_freedom(result, dof)
     curves = running(result, burn_in, dof, list(table["estimator"]))

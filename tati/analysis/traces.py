@@ -20,10 +20,11 @@ SOURCES = ("run_info", "trajectory", "averages")
 PURPOSE = "traces"
 
 
-def traces(result, quantities=None, parameters=(), burn_in=0):
+def traces(result, quantities=None, parameters=(), burn_in=None):
     """DataFrame with columns id, step, then for each quantity and parameter q: q and
     q_running_mean; rows sorted by id and step (see the module docstring). `quantities` None:
     those of DEFAULT_QUANTITIES that the tables have."""
+    burn_in = select.run_burn_in(result, burn_in)
     frames = {name: getattr(result, name, None) for name in SOURCES}
     frames = {name: f for name, f in frames.items() if f is not None and len(f.columns)}
     if not frames:

@@ -4,6 +4,7 @@
     recorder = tati.callbacks.TrajectoryRecorder(every_nth=10, trajectory_file="trajectory.csv")
     model.fit(x, y, callbacks=[recorder])
     recorder.trajectory, recorder.run_info      # DataFrames
+    tati.analysis.temperature(recorder)         # the kinetic temperature against 1 / beta
 
 Rows are written at every every_nth optimizer step. As in the Simulation's tables, a row's
 parameters are the state q^n the step started from (taken just before the step) and the
@@ -30,6 +31,10 @@ _SAMPLER_COLUMNS = ["kinetic_energy", "scaled_momentum", "scaled_noise"]
 
 
 class TrajectoryRecorder(keras.callbacks.Callback):
+    # For tati.analysis's defaults (a sample() result's): no burn-in; the sampler's beta once fit began.
+    burn_in_steps = None
+    inverse_temperature = None
+
     def __init__(self, every_nth=1, run_file=None, trajectory_file=None, walker=0, overwrite=False):
         super().__init__()
         from tati.config.options import check
@@ -58,6 +63,8 @@ class TrajectoryRecorder(keras.callbacks.Callback):
             warnings.warn(beyond, stacklevel=2)
         optimizer = self._optimizer()
         self._reports = is_sampler(optimizer)  # by its spec (tati/engine/registry.py)
+        if self._reports:
+            self.inverse_temperature = float(optimizer.inverse_temperature)
         self._momentum = self._reports and optimizer.has_momentum  # SGLD has none to report
         run_columns = ["id", "step", "loss"] + (
             (_SAMPLER_COLUMNS if self._momentum else _SAMPLER_COLUMNS[2:]) if self._reports else [])

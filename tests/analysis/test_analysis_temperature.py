@@ -4,6 +4,7 @@ running means (tati/analysis/traces.py) on synthetic tables with known answers."
 import numpy as np
 import pandas as pd
 import pytest
+import tensorflow as tf
 
 from stats import seed
 from tati.analysis.runs import RunTables
@@ -61,8 +62,9 @@ def test_degrees_of_freedom_and_missing_columns():
         temperature(RunTables(run_info=info))
     sgld = RunTables(run_info=info.drop(columns="kinetic_energy"), sources={"run_info": "run_file 'r.csv'"})
     with pytest.raises(InputError, match="run_file 'r.csv' has no column 'kinetic_energy' .*SGLD"):
-        temperature(sgld, dof=DOF)
+        temperature(sgld, dof=DOF, estimators="kinetic")
     assert list(temperature(sgld, dof=DOF, estimators=["configurational"]).estimator) == ["configurational"]
+    assert list(temperature(sgld, dof=DOF).estimator) == ["configurational"]  # by default those it has
     with pytest.raises(InputError, match="'warm' is unknown"):
         temperature(sgld, dof=DOF, estimators="warm")
     flat = temperature(RunTables(run_info=info.assign(virial=0.0)), dof=DOF)  # U flat: every gradient 0
@@ -99,3 +101,18 @@ def test_traces_and_running_means_after_burn_in():
         traces(tables, quantities="kinetic")
     only = traces(RunTables(trajectory=trajectory))
     assert list(only.columns) == ["id", "step", "loss", "loss_running_mean"]
+
+
+def test_a_runs_own_burn_in_and_inverse_temperature_are_the_defaults():
+    """A sample() result knows its burn_in_steps and beta: left out, they are the run's (before, a run
+    at beta 4 was judged against 1 / beta = 1 over its burn-in too); a table read back knows neither."""
+    import tati
+    sim = tati.Simulation(potential=lambda x: 0.5 * tf.reduce_sum(x ** 2), initial_parameters=[3.0] * DOF,
+                          dtype="float64", inverse_temperature=BETA, step_width=0.2, burn_in_steps=200,
+                          max_steps=600, every_nth=2, seed=seed(4030))
+    result = sim.sample()
+    table = temperature(result)
+    pd.testing.assert_frame_equal(table, temperature(result, burn_in=200, inverse_temperature=BETA))
+    assert (table.expected == 1 / BETA).all()
+    read_back = RunTables(run_info=result.run_info, trajectory=result.trajectory)
+    pd.testing.assert_frame_equal(temperature(read_back), temperature(result, burn_in=0, inverse_temperature=1.0))

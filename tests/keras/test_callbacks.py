@@ -28,6 +28,17 @@ def test_the_run_info_columns_are_the_samplers_reports():
         assert list(recorder.run_info.step) == [2, 4] and (recorder.run_info["scaled_noise"] > 0).all()
 
 
+def test_the_temperature_of_a_fit_is_judged_at_the_samplers_beta():
+    """tati.analysis.temperature(recorder): the kinetic estimator (the recorder has no virial) against
+    the sampler's 1 / beta, with no burn-in unless given; before fit, beta is unknown (None)."""
+    recorder = tati.callbacks.TrajectoryRecorder()
+    assert recorder.inverse_temperature is None
+    fitted(tati.samplers.BAOAB(step_width=0.01, inverse_temperature=50.0, seed=0), recorder)
+    assert recorder.inverse_temperature == 50.0
+    table = tati.analysis.temperature(recorder)
+    assert list(table.estimator) == ["kinetic"] and table.expected[0] == 1 / 50.0
+
+
 def test_mixed_precision_records_the_sampler_inside_the_loss_scaling():
     keras.mixed_precision.set_global_policy("mixed_float16")
     try:
