@@ -320,7 +320,7 @@ def _virial_hint(o, noted, cold, outward=False):
 
 def _too_few(run_info, burn_in):
     rows = int((run_info["step"] > burn_in).sum())
-    return f"    only {rows} rows after burn-in: too few for an error bar (run longer)"
+    return f"    only {rows} row{'' if rows == 1 else 's'} after burn-in: too few for an error bar (run longer)"
 
 
 def _plus_minus(value, error):
