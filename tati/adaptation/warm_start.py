@@ -20,10 +20,11 @@ can stay there for the whole run (HMC2 on kidiq: R-hat 42). So before the first 
    walker's mode is in a region of negligible mass next to it.
 
 3. a walker where L-BFGS ended at no mode, far below the first point of its path in the typical
-   set (beta dU > d/2 + 4 sqrt(d/2) again), is taken back to that point. Where U has no minimum, as the centered hierarchical model in its funnel (eight
-   schools: sum (theta_i - mu)^2 / (2 tau^2) + 8 log tau falls without bound as tau -> 0 with every
-   theta_i -> mu), L-BFGS follows the funnel's neck down to tau = 1e-13 and settles there, where no
-   sampler moves (NUTS: step width 3e-4, every walker frozen, R-hat 5.5). At a mode the Hessian is
+   set (beta dU > d/2 + 4 sqrt(d/2) again), is taken back to that point. Where U has no minimum,
+   as the centered hierarchical model in its funnel (eight schools: sum (theta_i - mu)^2 /
+   (2 tau^2) + 8 log tau falls without bound as tau -> 0 with every theta_i -> mu), L-BFGS
+   follows the funnel's neck down to tau = 1e-13 and settles there, where no sampler moves
+   (NUTS: step width 3e-4, every walker frozen, R-hat 5.5). At a mode the Hessian is
    positive semi-definite; in the funnel it is indefinite (scaled to a unit diagonal, its lowest
    eigenvalue is about 1 - sqrt 2 at any tau), so up to MODE_CHECK_PARAMETERS parameters (d
    gradients per walker) the end is checked. The typical set is where the configurational

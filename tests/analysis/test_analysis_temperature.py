@@ -114,5 +114,9 @@ def test_a_runs_own_burn_in_and_inverse_temperature_are_the_defaults():
     table = temperature(result)
     pd.testing.assert_frame_equal(table, temperature(result, burn_in=200, inverse_temperature=BETA))
     assert (table.expected == 1 / BETA).all()
+    from tati.analysis.moments import moments
+    reweighted = moments(result, inverse_temperature=2 * BETA)  # from the run's beta: no run_inverse_temperature
+    pd.testing.assert_frame_equal(reweighted, moments(result, burn_in=200, inverse_temperature=2 * BETA,
+                                                      run_inverse_temperature=BETA))
     read_back = RunTables(run_info=result.run_info, trajectory=result.trajectory)
     pd.testing.assert_frame_equal(temperature(read_back), temperature(result, burn_in=0, inverse_temperature=1.0))
