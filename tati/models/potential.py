@@ -36,7 +36,7 @@ class Potential(FlatModel):
     uses_data = False
 
     def __init__(self, potential, initial_parameters, dtype="float32", walkers=1, batched=False):
-        if hasattr(potential, "log_prob"):  # a TFP distribution (or any object with a log density)
+        if not callable(potential) and hasattr(potential, "log_prob"):  # a TFP distribution, say
             raise InputError(f"potential is U = -log p: give lambda theta: -d.log_prob(theta) for the "
                              f"distribution d, not d itself ({type(potential).__name__})")
         if not callable(potential):
