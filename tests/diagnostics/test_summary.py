@@ -302,6 +302,36 @@ def test_summary_convergence_verdict():
     assert lines[at + 2] == "    step_width may be too large, or the run too short (burn_in_steps), or U not confining"
 
 
+def test_walkers_in_modes_of_equal_loss_are_told_apart_from_a_short_run():
+    """A two-component mixture whose labels swap: three walkers at (-2, 2), one at (2, -2), each mixing
+    in its own mode, the loss alike in all four. R-hat is large and "run longer" would never help.
+    Negative controls: the same walkers with walker 3's loss 5 higher (a minor mode, not equal), and
+    walkers that drift along a ridge (spread as widely as they are apart) keep the usual verdict."""
+    rng = np.random.default_rng(seed(702))
+    walkers, rows = 4, 400
+    kinetic = gamma_readings(rng, walkers, rows, 1.0)
+    loss = rng.normal(220.0, 1.0, (walkers, rows))
+    sign = np.array([1.0, 1.0, 1.0, -1.0])[:, None]
+    first, second = -2.0 * sign + 0.1 * rng.standard_normal((walkers, rows)), 2.0 * sign + 0.1 * rng.standard_normal((walkers, rows))
+
+    def text_of(loss, first, second):
+        simulation, result = fake_run(kinetic, kinetic, loss=loss, potential=lambda x: x, number_walkers=walkers)
+        result.trajectory = result.trajectory.assign(param0=first.ravel(), param1=second.ravel())
+        return summarise("tati-sample", simulation, result, True)
+
+    text = text_of(loss, first, second)
+    check_layout(text)
+    lines = text.splitlines()
+    at = lines.index(line_with(text, "  R-hat max"))
+    assert re.fullmatch(r"    walkers in separate modes of equal loss \(its R-hat [01]\.\d{3}\): param[01] splits them "
+                        r"0, 1, 2 \| 3", lines[at + 1]), text
+    assert lines[at + 2] == "    running longer will not join them: break the symmetry (order the components, say)"
+    deeper = loss + np.array([0.0, 0.0, 0.0, 5.0])[:, None]
+    ridge = np.cumsum(0.3 * rng.standard_normal((walkers, rows)), axis=1)
+    for other in (text_of(deeper, first, second), text_of(loss, ridge, second * 0 + ridge)):
+        assert "separate modes" not in other and "not converged" in other, other
+
+
 def test_a_negative_virial_names_a_log_density_given_as_the_potential():
     """U = -log p returned as log p falls outward: theta . grad U / 2 averages below 0, where any
     normalisable exp(-beta U) has d / (2 beta). The same readings shifted above d / (2 beta) keep the

@@ -2,13 +2,17 @@
 (tati/diagnostics/outliers.py) and on R-hat and ESS over the walkers (tati/diagnostics/convergence.py,
 imported only here and only when called, as it imports TensorFlow Probability)."""
 
-from tati.diagnostics.summary.lines import hinted
+import numpy as np
+
+from tati.diagnostics.summary.lines import hinted, wrapped
 
 # Stan's rule (Vehtari et al. 2021, "Rank-normalization, folding, and localization"): use the
 # draws when R-hat < 1.01 and the bulk ESS is above 100 per chain. Our ESS is of all walkers
 # together (tfp's cross-chain estimate), so its bound is 100 times the number of walkers.
 R_HAT_MAX = 1.01
 ESS_PER_WALKER = 100
+# Walker means of a parameter further apart than this many of the walkers' largest own sd: modes.
+SEPARATION = 6.0
 
 
 def outlier_lines(outliers):
@@ -40,7 +44,7 @@ def convergence_lines(trajectory, walkers, burn_in, hint=None, columns=None):
     if found is None:
         return [f"  walkers not compared (R-hat, ESS): too few rows after burn_in_steps {burn_in}, "
                 "or no parameter moved"]
-    r_hat, ess = found
+    r_hat, ess, rows = found
     line = (f"  R-hat max {r_hat.max():.3f} ({r_hat.idxmax()}), ESS min {ess.min():.0f} "
             f"({ess.idxmin()}) over {walkers} walkers")
     if columns is not None:
@@ -51,6 +55,13 @@ def convergence_lines(trajectory, walkers, burn_in, hint=None, columns=None):
     faults = ([f"R-hat > {R_HAT_MAX} (walkers disagree)"] if r_hat.max() > R_HAT_MAX else []) + (
         [f"ESS < {need} (too few independent draws)"] if ess.min() < need else [])
     hint = hint or "run longer (max_steps), or raise step_width"
+    modes = _equal_modes(rows, r_hat) if faults else None
+    if modes is not None:
+        column, groups = modes
+        apart = " | ".join(", ".join(str(walker) for walker in group) for group in groups)
+        return [line, *wrapped(f"    walkers in separate modes of equal loss (its R-hat {r_hat['loss']:.3f}): "
+                               f"{column} splits them {apart}"),
+                "    running longer will not join them: break the symmetry (order the components, say)"] + note
     if faults:
         return [line] + hinted(f"    not converged: {', '.join(faults)}", hint) + note
     return [line, f"    ok: R-hat (between- over within-walker spread) < {R_HAT_MAX}, "
@@ -74,7 +85,26 @@ def _convergence(trajectory, walkers, burn_in, columns=None):
     r_hat, ess = table["r_hat"].dropna(), table["ess"].dropna()
     if r_hat.empty or ess.empty:  # no parameter moved
         return None
-    return r_hat, ess
+    return r_hat, ess, rows
+
+
+def _equal_modes(rows, r_hat):
+    """(parameter, [walker groups]) where the walkers agree on the loss (its R-hat within R_HAT_MAX)
+    but the worst parameter's walker means fall into groups SEPARATION of their own sds apart:
+    walkers in modes of the same depth, as a mixture's whose component labels swap, which no run
+    length joins; else None. A walker drifting along a ridge is spread, not apart."""
+    if "loss" not in r_hat or r_hat["loss"] > R_HAT_MAX or len(r_hat) < 2:
+        return None
+    column = r_hat.drop("loss").idxmax()
+    if r_hat[column] <= R_HAT_MAX:
+        return None
+    spread = rows.groupby("id")[column].agg(["mean", "std"]).sort_values("mean", kind="stable")
+    cut = np.flatnonzero(np.diff(spread["mean"].to_numpy()) > SEPARATION * spread["std"].max())
+    if not len(cut):
+        return None
+    walkers = [int(walker) for walker in spread.index]
+    bounds = [0, *(cut + 1), len(walkers)]
+    return column, sorted((sorted(walkers[a:b]) for a, b in zip(bounds[:-1], bounds[1:])), key=min)
 
 
 def convergence_line(trajectory, walkers, burn_in):
