@@ -470,7 +470,10 @@ class Simulation:
         if start is None:
             return False
         model = self.model
-        theta = check_walkers("initial_parameters", start, model.num_walkers, model.num_parameters, model.dtype)
+        try:
+            theta = check_walkers("initial_parameters", start, model.num_walkers, model.num_parameters, model.dtype)
+        except InputError:  # one row per walker of all devices: this model holds fewer
+            return False
         losses, gradient, _ = model.loss_and_gradient(*self._full_data(), theta=tf.constant(theta, model.dtype))
         finite = np.isfinite(losses.numpy()) & np.all(np.isfinite(gradient.numpy()), axis=1)
         return not finite[walkers].all()
