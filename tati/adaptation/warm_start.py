@@ -26,8 +26,9 @@ can stay there for the whole run (HMC2 on kidiq: R-hat 42). So before the first 
    follows the funnel's neck down to tau = 1e-13 and settles there, where no sampler moves
    (NUTS: step width 3e-4, every walker frozen, R-hat 5.5). At a mode the Hessian is
    positive semi-definite; in the funnel it is indefinite (scaled to a unit diagonal, its lowest
-   eigenvalue is about 1 - sqrt 2 at any tau), so up to MODE_CHECK_PARAMETERS parameters (d
-   gradients per walker) the end is checked. The typical set is where the configurational
+   eigenvalue is about 1 - sqrt 2 at any tau; where every theta_i reaches mu exactly it is flat
+   along log tau, down which the gradient still falls), so up to MODE_CHECK_PARAMETERS
+   parameters (d gradients per walker) the end is checked. The typical set is where the configurational
    temperature |grad U|^2 / laplacian U (Rugh; Jepps, Ayton & Evans 2000) is the target's,
    1 / beta: far out it is hotter, at a mode 0. A network's walker that stops on a plateau or a
    saddle (an indefinite Hessian too) has not left the typical set far behind, and stays.
@@ -60,12 +61,11 @@ ITERATIONS, CORRECTION_PAIRS = 200, 10
 # walker whose searches failed ROUNDS times stops where it is.
 DECREASE, BACKTRACKS, ARMIJO, ROUNDS = 1e-6, 40, 1e-4, 3
 # Up to this many parameters the Hessian where a walker ends is checked for a mode (d gradients
-# per walker); a scaled Hessian's lowest eigenvalue above -MODE_TOLERANCE is a mode's (rounding:
-# a flat direction reads 0 +- 1e-12). A walker whose gradient fell by CONVERGED over its last
-# CORRECTION_PAIRS iterations converged on a stationary point as L-BFGS does at a mode, and is not
-# checked (the check's trace costs 0.08 s of a quick start's 1.7 s to its first step); in the
-# funnel the gradient stays (7 along log tau) while the stiffness stops the walker.
-MODE_CHECK_PARAMETERS, MODE_TOLERANCE, CONVERGED = 200, 1e-6, 1e-2
+# per walker; its trace costs 0.08 s, the quick start's first step is 1.7 s); a scaled Hessian's
+# lowest eigenvalue above -MODE_TOLERANCE is a mode's (rounding: a flat direction reads 0 +- 1e-12).
+# Every walker is checked: a vanishing gradient is no sign of a mode (in the funnel's neck the
+# gradient fell from 1e11 to 7 over 10 iterations, where every theta_i reached mu exactly).
+MODE_CHECK_PARAMETERS, MODE_TOLERANCE = 200, 1e-6
 
 
 class WarmStart(NamedTuple):
@@ -134,19 +134,25 @@ def warm_start(model, data, inverse_temperature, cap=None):
     position, losses, done, converged = minimise(evaluate, start, inverse_temperature, at_start, cap, path)
     limit = threshold(model.num_parameters, inverse_temperature)
     no_mode = np.zeros(len(losses), bool)
-    suspect = ~gradient_vanished(path) if path is not None else no_mode
-    if suspect.any():
-        hessians = _hessians(model, features, labels)
-        suspect &= ~at_a_mode(hessians(position))
-    if suspect.any():  # at no mode; taken back only from far below the typical set (a plateau stays)
-        entry, entry_losses, found = typical_points(path, hessians, suspect, inverse_temperature)
-        no_mode[found] = entry_losses[found] - losses[found] > limit
-        position[no_mode], losses[no_mode] = entry[no_mode], entry_losses[no_mode]
+    if path is not None:
+        no_mode = _take_back(path, _hessians(model, features, labels), position, losses, limit, inverse_temperature)
     # A walker taken back to the typical set is neither the best point nor stuck.
     best = int(np.argmin(np.where(no_mode, np.inf, losses))) if not no_mode.all() else int(np.argmin(losses))
     restarted = np.flatnonzero(~no_mode & (losses - losses[best] > limit))
     position[restarted] = position[best]
     return WarmStart(position, done, converged, at_start[0], losses, restarted, best, limit, np.flatnonzero(no_mode))
+
+
+def _take_back(path, hessians, position, losses, limit, inverse_temperature):
+    """The walkers at no mode that fell more than `limit` below the first point of their path in the
+    typical set, moved back there (position and losses in place); a plateau's walker stays."""
+    no_mode = np.zeros(len(losses), bool)
+    suspect = ~at_a_mode(hessians(position), path[-1][2], limit)
+    if suspect.any():
+        entry, entry_losses, found = typical_points(path, hessians, suspect, inverse_temperature)
+        no_mode[found] = entry_losses[found] - losses[found] > limit
+        position[no_mode], losses[no_mode] = entry[no_mode], entry_losses[no_mode]
+    return no_mode
 
 
 def _hessians(model, features, labels):
@@ -160,27 +166,22 @@ def _hessians(model, features, labels):
     return lambda theta: hessians(tf.constant(theta, model.dtype)).numpy()
 
 
-def gradient_vanished(path):
-    """Per walker, whether |grad U| where it stopped is below CONVERGED times its largest over its
-    last CORRECTION_PAIRS iterations (path: (x, f, g) per iteration; a walker that stopped keeps its x)."""
-    norms = np.array([np.linalg.norm(g, axis=1) for _, _, g in path])
-    last = np.zeros(norms.shape[1], int)  # each walker's last move's entry (a walker that stopped keeps its x)
-    for k in range(1, len(path)):
-        last[np.any(path[k][0] != path[k - 1][0], axis=1)] = k
-    recent = np.array([norms[max(0, end - CORRECTION_PAIRS):end + 1, w].max() for w, end in enumerate(last)])
-    return norms[-1] < CONVERGED * recent
-
-
-def at_a_mode(hessians):
-    """Per walker, whether its Hessian [W, d, d] is a mode's: positive semi-definite up to rounding once
-    scaled to a unit diagonal (each parameter in its own units, as a diagonal metric adapts them)."""
+def at_a_mode(hessians, gradients, limit):
+    """Per walker, whether its Hessian [W, d, d] and gradient [W, d] are a mode's: the Hessian positive
+    semi-definite up to rounding once scaled to a unit diagonal (each parameter in its own units, as a
+    diagonal metric adapts them), and the fall a Newton step per parameter promises, sum g_i^2 /
+    (2 H_ii), within `limit` (the typical set's width). In the funnel's neck, with every theta_i
+    equal to mu in floating point, the Hessian is semi-definite but flat along log tau, where the
+    gradient is 7: that fall is infinite."""
     symmetric = 0.5 * (hessians + np.swapaxes(hessians, 1, 2))
-    finite = np.all(np.isfinite(symmetric), axis=(1, 2))
+    finite = np.all(np.isfinite(symmetric), axis=(1, 2)) & np.all(np.isfinite(gradients), axis=1)
     symmetric = np.where(finite[:, None, None], symmetric, 0.0)
     diagonal = np.diagonal(symmetric, axis1=1, axis2=2)
     scale = 1.0 / np.sqrt(np.where(diagonal > 0.0, diagonal, 1.0))
     lowest = np.linalg.eigvalsh(symmetric * scale[:, :, None] * scale[:, None, :])[:, 0]
-    return finite & (lowest > -MODE_TOLERANCE)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        fall = np.sum(np.where(gradients == 0.0, 0.0, np.square(gradients) / (2.0 * np.maximum(diagonal, 0.0))), axis=1)
+    return finite & (lowest > -MODE_TOLERANCE) & (fall <= limit)
 
 
 def typical_points(path, hessians, walkers, inverse_temperature):

@@ -179,7 +179,8 @@ def test_a_network_on_a_plateau_keeps_its_end():
                           dtype="float64", warm_start=True)
     report = warm_start.warm_start(sim.model, sim.data, 1.0)
     hessians = warm_start._hessians(sim.model, *sim.data.all())(report.positions)
-    assert not warm_start.at_a_mode(hessians).all()  # the case of the rule
+    _, gradients, _ = sim.model.loss_and_gradient(*sim.data.all(), theta=tf.constant(report.positions))
+    assert not warm_start.at_a_mode(hessians, gradients.numpy(), report.threshold).all()  # the case of the rule
     assert len(report.no_mode) == 0 and np.all(report.losses < report.start_losses)
 
 
@@ -188,17 +189,11 @@ def test_a_mode_in_any_units_is_one_and_a_saddle_is_not():
     units = np.diag([1e-6, 1e6])
     flat = np.diag([2.0, 0.0])  # a direction U does not depend on: a ridge of modes
     saddle = np.array([[1.0, 2.0], [2.0, 1.0]])
-    hessians = np.stack([units @ correlated @ units, flat, saddle, np.full((2, 2), np.nan)])
-    assert list(warm_start.at_a_mode(hessians)) == [True, True, False, False]
-
-
-def test_a_vanished_gradient_is_not_checked():
-    """Walker 0 converged (|g| from 10 to 1e-4), walker 1 stopped early with its gradient gone, walker 2
-    stopped while its gradient stayed (as in the funnel)."""
-    gradients = [[10.0, 10.0, 7.0], [1.0, 1e-4, 7.0], [1e-2, 1e-4, 7.0], [1e-4, 1e-4, 7.0]]
-    positions = [[0.0, 0.0, 0.0], [1.0, 1.0, 1.0], [2.0, 1.0, 2.0], [3.0, 1.0, 3.0]]
-    path = [(np.array(x)[:, None], None, np.array(g)[:, None]) for x, g in zip(positions, gradients)]
-    assert list(warm_start.gradient_vanished(path)) == [True, True, False]
+    hessians = np.stack([units @ correlated @ units, flat, saddle, np.full((2, 2), np.nan), flat, flat])
+    # the last two: flat along a slope (the funnel's neck with theta_i = mu exactly), and 3 above a mode
+    gradients = np.array([[1e-9, 1e-9], [0.0, 0.0], [0.0, 0.0], [0.0, 0.0], [0.0, 7.0], [np.sqrt(12.0), 0.0]])
+    assert list(warm_start.at_a_mode(hessians, gradients, 2.0)) == [True, True, False, False, False, False]
+    assert warm_start.at_a_mode(hessians[-1:], gradients[-1:], 4.0)[0]
 
 
 def test_a_start_where_u_is_not_finite_is_named():
