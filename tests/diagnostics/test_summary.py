@@ -328,6 +328,12 @@ def test_walkers_in_modes_of_equal_loss_are_told_apart_from_a_short_run():
     assert lines[at + 2] == "    running longer will not join them: break the symmetry (order the components, say)"
     deeper = loss + np.array([0.0, 0.0, 0.0, 5.0])[:, None]
     ridge = np.cumsum(0.3 * rng.standard_normal((walkers, rows)), axis=1)
+    # the worst R-hat on a drifting parameter (walkers trending apart), the split (7 sds) on another
+    trends = np.linspace(0.0, 100.0, rows)[None, :] * np.array([1.0, -1.0, 2.0, -2.0])[:, None]
+    split = rng.standard_normal((walkers, rows)) + np.array([0.0, 0.0, 0.0, 7.0])[:, None]
+    drifting = text_of(loss, trends + rng.standard_normal((walkers, rows)), split)
+    assert "(param0)" in line_with(drifting, "  R-hat max"), drifting
+    assert "param1 splits them 0, 1, 2 | 3" in drifting, drifting
     for other in (text_of(deeper, first, second), text_of(loss, ridge, second * 0 + ridge)):
         assert "separate modes" not in other and "not converged" in other, other
 

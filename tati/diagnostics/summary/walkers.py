@@ -90,21 +90,22 @@ def _convergence(trajectory, walkers, burn_in, columns=None):
 
 def _equal_modes(rows, r_hat):
     """(parameter, [walker groups]) where the walkers agree on the loss (its R-hat within R_HAT_MAX)
-    but the worst parameter's walker means fall into groups SEPARATION of their own sds apart:
-    walkers in modes of the same depth, as a mixture's whose component labels swap, which no run
-    length joins; else None. A walker drifting along a ridge is spread, not apart."""
-    if "loss" not in r_hat or r_hat["loss"] > R_HAT_MAX or len(r_hat) < 2:
+    but a parameter's walker means fall into groups SEPARATION of their own sds apart (the worst
+    such parameter by R-hat): walkers in modes of the same depth, as a mixture's whose component
+    labels swap, which no run length joins; else None. A walker drifting along a ridge is spread,
+    not apart."""
+    if "loss" not in r_hat or r_hat["loss"] > R_HAT_MAX:
         return None
-    column = r_hat.drop("loss").idxmax()
-    if r_hat[column] <= R_HAT_MAX:
-        return None
-    spread = rows.groupby("id")[column].agg(["mean", "std"]).sort_values("mean", kind="stable")
-    cut = np.flatnonzero(np.diff(spread["mean"].to_numpy()) > SEPARATION * spread["std"].max())
-    if not len(cut):
-        return None
-    walkers = [int(walker) for walker in spread.index]
-    bounds = [0, *(cut + 1), len(walkers)]
-    return column, sorted((sorted(walkers[a:b]) for a, b in zip(bounds[:-1], bounds[1:])), key=min)
+    for column in r_hat.drop("loss").sort_values(ascending=False, kind="stable").index:
+        if r_hat[column] <= R_HAT_MAX:
+            return None
+        spread = rows.groupby("id")[column].agg(["mean", "std"]).sort_values("mean", kind="stable")
+        cut = np.flatnonzero(np.diff(spread["mean"].to_numpy()) > SEPARATION * spread["std"].max())
+        if len(cut):
+            walkers = [int(walker) for walker in spread.index]
+            bounds = [0, *(cut + 1), len(walkers)]
+            return column, sorted((sorted(walkers[a:b]) for a, b in zip(bounds[:-1], bounds[1:])), key=min)
+    return None
 
 
 def convergence_line(trajectory, walkers, burn_in):
