@@ -69,8 +69,8 @@ def convergence_lines(trajectory, walkers, burn_in, hint=None, columns=None):
 
 
 def _convergence(trajectory, walkers, burn_in, columns=None):
-    """(r_hat, ess) Series by parameter and the loss (or by the `columns` given), or None if
-    burn-in leaves too few rows or nothing moved.
+    """(r_hat, ess) Series by parameter and the loss (or by the `columns` given), and the rows
+    compared, or None if burn-in leaves too few rows or nothing moved.
     Walkers whose rows are not equally many (HMC writes rows at each walker's own evaluation
     steps) are compared over their last rows, as many as the shortest has."""
     from tati.diagnostics.convergence import MIN_ROWS, convergence, equal_rows
