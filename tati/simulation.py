@@ -36,6 +36,7 @@ from tati.config import preflight
 from tati.diagnostics import data_scale
 from tati.engine import checkpoint
 from tati.adaptation import burn_in_notes, measured_width, warm_start
+from tati.analysis import select
 from tati.errors import InputError, Interrupted, RunWarning, SamplingError
 from tati.engine.clock import FirstStep
 from tati.engine.contract import load_kernel
@@ -45,7 +46,7 @@ from tati.optimizers import make_optimizer
 from tati.recording.recorder import Files, Recorder
 from tati.recording.table import rows_beyond_memory
 from tati.engine.running import Run, drive
-from tati.models.flat import check_walkers
+from tati.models.flat import check_walkers, finite_walkers
 from tati.samplers import get_sampler
 
 
@@ -81,12 +82,10 @@ class Result:
         self.inverse_temperature = None
 
     def _burn_in(self, burn_in):
-        return burn_in if burn_in is not None else self.burn_in_steps or 0
+        return select.run_burn_in(self, burn_in)
 
     def _beta(self, inverse_temperature, unknown=1.0):
-        if inverse_temperature is not None:
-            return inverse_temperature
-        return self.inverse_temperature if self.inverse_temperature is not None else unknown
+        return select.run_inverse_temperature(self, inverse_temperature, unknown)
 
     @property
     def first_step_seconds(self):
@@ -475,8 +474,7 @@ class Simulation:
         except InputError:  # one row per walker of all devices: this model holds fewer
             return False
         losses, gradient, _ = model.loss_and_gradient(*self._full_data(), theta=tf.constant(theta, model.dtype))
-        finite = np.isfinite(losses.numpy()) & np.all(np.isfinite(gradient.numpy()), axis=1)
-        return not finite[walkers].all()
+        return not finite_walkers(losses.numpy(), gradient.numpy())[walkers].all()
 
     def _width_used(self, name):
         if name == "step_width" and self.measured_width is not None:  # measured, maybe again with each new mass
@@ -575,7 +573,7 @@ class Simulation:
 
     @momenta.setter
     def momenta(self, values):
-        from tati.models.flat import check_walkers
+        from tati.models.flat import check_walkers, finite_walkers
         self._check_momenta()
         walkers = self.model.num_walkers
         values = check_walkers("momenta", values, walkers, self.num_parameters, self.model.dtype)

@@ -48,6 +48,7 @@ import tensorflow as tf
 from tati.diagnostics.outliers import typical_set_width as threshold  # U above the best: a walker stuck
 from tati.engine.registry import spec_of
 from tati.errors import InputError
+from tati.models.flat import finite_walkers
 
 ITERATIONS, CORRECTION_PAIRS = 200, 10
 # The Langevin samplers with adapt_mass noise take the same cap. Further towards the mode a
@@ -122,7 +123,7 @@ def warm_start(model, data, inverse_temperature, cap=None):
 
     def evaluate(theta):
         losses, gradient = (value.numpy() for value in value_and_gradients(tf.constant(theta)))
-        bad = ~(np.isfinite(losses) & np.all(np.isfinite(gradient), axis=1))
+        bad = ~finite_walkers(losses, gradient)
         return np.where(bad, np.inf, losses), np.where(bad[:, None], 0.0, gradient)
 
     start = model.flat_parameters().numpy().astype(np.float64)

@@ -40,8 +40,8 @@ def moments(result, burn_in=None, inverse_temperature=None, per_walker=False, pa
     """DataFrame with the columns COLUMNS (and id first with per_walker), one row per parameter
     (the loss first); see the module docstring."""
     burn_in = select.run_burn_in(result, burn_in)
-    if run_inverse_temperature is None:  # a sample() result knows the beta its rows were drawn at
-        run_inverse_temperature = getattr(result, "inverse_temperature", None)
+    # a sample() result knows the beta its rows were drawn at
+    run_inverse_temperature = select.run_inverse_temperature(result, run_inverse_temperature, unknown=None)
     shift = reweighting(inverse_temperature, run_inverse_temperature)
     names = select.parameter_names(result, PURPOSE)
     trajectory = result.trajectory

@@ -68,13 +68,13 @@ def run_burn_in(result, burn_in):
     return burn_in if burn_in is not None else getattr(result, "burn_in_steps", None) or 0
 
 
-def run_inverse_temperature(result, inverse_temperature):
+def run_inverse_temperature(result, inverse_temperature, unknown=1.0):
     """inverse_temperature, or where None the run's (a sample() call's result, a TrajectoryRecorder
-    of a sampler), else 1 (a table read back)."""
+    of a sampler), else `unknown` (a table read back)."""
     if inverse_temperature is not None:
         return inverse_temperature
     found = getattr(result, "inverse_temperature", None)
-    return 1.0 if found is None else found
+    return unknown if found is None else found
 
 
 def after_burn_in(result, name, frame, burn_in, purpose, least=1):

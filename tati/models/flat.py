@@ -133,6 +133,11 @@ class FlatModel:
                                         self.dtype))
 
 
+def finite_walkers(losses, gradient):
+    """Per walker, whether its loss ([W]) and gradient ([W, d]), numpy arrays, are all finite."""
+    return np.isfinite(losses) & np.all(np.isfinite(gradient), axis=1)
+
+
 def check_size(walkers, length, dtype):
     """InputError, before anything is allocated, if W x d parameters cannot fit in this
     machine's memory three times over (parameters, gradients and one more copy: the least any
