@@ -269,6 +269,8 @@ class Simulation:
             if fresh and self.warm_start is None and warm_start.applies(self.options, self.model.num_walkers):
                 self._start_warm()
                 self._warm_start_seconds = time.perf_counter() - began
+            elif fresh and spec_of(self.options["sampler"]).metropolis:
+                self._check_start()
             if fresh and self.measured_width is None and self.options["measure_step_width"] is True:
                 self._measure_width()
             if starts and self.options["measure_step_width"] is True:
@@ -335,13 +337,25 @@ class Simulation:
 
     def _start_warm(self):
         """The warm start (tati/adaptation/warm_start.py) before the first sample() call; a warning names
-        the walkers it restarted or found no mode for."""
+        the walkers it restarted or took back to the typical set."""
         self.warm_start = warm_start.warm_start(self.model, self.data, self.options["inverse_temperature"])
         self.parameters = self.warm_start.positions
-        if len(self.warm_start.restarted) or len(self.warm_start.no_mode):
+        if len(self.warm_start.restarted) or len(self.warm_start.no_mode) or len(self.warm_start.narrow):
             warnings.warn(self.warm_start.line(), stacklevel=3)
         if self.options["likelihood"] == "gaussian":
             self._check_noise(self.warm_start.best)
+
+    def _check_start(self):
+        """A Metropolis sampler's start without the warm start (which checks it): where U or its gradient is
+        not finite every proposal is rejected, and the run would write NaN rows to its end."""
+        model = self.model
+        losses, gradient, _ = model.loss_and_gradient(*self._full_data(), theta=model.flat_parameters())
+        bad = np.flatnonzero(~finite_walkers(losses.numpy(), gradient.numpy()))
+        if len(bad):
+            which = "the start" if model.num_walkers == 1 else f"the start of walker{'s' * (len(bad) > 1)} " + \
+                ", ".join(map(str, bad[:5]))
+            raise InputError(f"U or its gradient is not finite at {which}: give initial_parameters where it is "
+                             f"({self.options['sampler']} cannot leave a start where it is not)")
 
     def _check_noise(self, walker):
         """likelihood gaussian: its noise against the residuals of `walker` at its start (the warm

@@ -32,6 +32,17 @@ can stay there for the whole run (HMC2 on kidiq: R-hat 42). So before the first 
    temperature |grad U|^2 / laplacian U (Rugh; Jepps, Ayton & Evans 2000) is the target's,
    1 / beta: far out it is hotter, at a mode 0. A network's walker that stops on a plateau or a
    saddle (an indefinite Hessian too) has not left the typical set far behind, and stays.
+4. a walker at a mode far below its entry to the typical set goes back there too if the mode is
+   narrow: if its Laplace free energy beta U + 1/2 sum log H_ii (a region's -log mass; the
+   diagonal at both points, so that on a Gaussian, whose Hessian is the same everywhere, it is
+   beta U alone and never narrow) lies more than d/2 + 4 sqrt(d/2) above the entry's. Neal's
+   funnel (v ~ N(0, 3), x_i ~ N(0, e^(v/2)), 10-D) has its mode at v = -40.5, x = 0: U falls 80
+   to 96 from where the walkers entered the typical set, but the x_i's curvature grows by e^40.5,
+   a volume of e^-171 to e^-183, so the mode holds e^-85 to e^-90 of the entry's mass. From
+   there NUTS took 4 minutes (25% divergent, v -2.7 +- 2.1 against the exact 0 +- 3); from the
+   entry, 13 s, as from Stan's inits. A mode of a network, of posteriordb's posteriors, of an
+   ill-conditioned Gaussian reached from far out (U 88-142 below its entry, no volume lost)
+   loses no more volume than depth (doc/benchmarks.md).
 
 Pathfinder (Zhang, Carpenter, Gelman & Vehtari 2022) starts Stan's chains the same way, from
 optimisation paths with the poor ones dropped. Walkers that are not stuck keep their own point
@@ -82,6 +93,7 @@ class WarmStart(NamedTuple):
     best: int
     threshold: float
     no_mode: np.ndarray  # walkers that fell far below the typical set at no mode, taken back to it
+    narrow: np.ndarray  # walkers at a mode of far less mass than their entry to the typical set, taken back
 
     def line(self):
         """One line for the summary."""
@@ -92,6 +104,10 @@ class WarmStart(NamedTuple):
         if len(self.no_mode):
             done += (f"; {_walkers(self.no_mode)} found no mode (U fell without bound, as in a funnel: the "
                      f"Hessian indefinite) and start where their path entered the typical set")
+        if len(self.narrow):
+            done += (f"; {_walkers(self.narrow)} found a mode too narrow to hold the mass (its curvature "
+                     f"outweighs its depth, as in a funnel's neck) and start where their path entered the "
+                     f"typical set")
         if not len(self.restarted):
             return done
         return (f"{done}; {_walkers(self.restarted)} stuck at U {_range(self.losses[self.restarted])} "
@@ -134,26 +150,48 @@ def warm_start(model, data, inverse_temperature, cap=None):
     path = [] if model.num_parameters <= MODE_CHECK_PARAMETERS else None
     position, losses, done, converged = minimise(evaluate, start, inverse_temperature, at_start, cap, path)
     limit = threshold(model.num_parameters, inverse_temperature)
-    no_mode = np.zeros(len(losses), bool)
+    no_mode = narrow = np.zeros(len(losses), bool)
     if path is not None:
-        no_mode = _take_back(path, _hessians(model, features, labels), position, losses, limit, inverse_temperature)
+        no_mode, narrow = _take_back(path, _hessians(model, features, labels), position, losses, limit,
+                                     inverse_temperature)
     # A walker taken back to the typical set is neither the best point nor stuck.
-    best = int(np.argmin(np.where(no_mode, np.inf, losses))) if not no_mode.all() else int(np.argmin(losses))
-    restarted = np.flatnonzero(~no_mode & (losses - losses[best] > limit))
+    back = no_mode | narrow
+    best = int(np.argmin(np.where(back, np.inf, losses))) if not back.all() else int(np.argmin(losses))
+    restarted = np.flatnonzero(~back & (losses - losses[best] > limit))
     position[restarted] = position[best]
-    return WarmStart(position, done, converged, at_start[0], losses, restarted, best, limit, np.flatnonzero(no_mode))
+    return WarmStart(position, done, converged, at_start[0], losses, restarted, best, limit, np.flatnonzero(no_mode),
+                     np.flatnonzero(narrow))
 
 
 def _take_back(path, hessians, position, losses, limit, inverse_temperature):
-    """The walkers at no mode that fell more than `limit` below the first point of their path in the
-    typical set, moved back there (position and losses in place); a plateau's walker stays."""
-    no_mode = np.zeros(len(losses), bool)
-    suspect = ~at_a_mode(hessians(position), path[-1][2], limit)
-    if suspect.any():
-        entry, entry_losses, found = typical_points(path, hessians, suspect, inverse_temperature)
-        no_mode[found] = entry_losses[found] - losses[found] > limit
-        position[no_mode], losses[no_mode] = entry[no_mode], entry_losses[no_mode]
-    return no_mode
+    """(no_mode, narrow), masks of the walkers that fell more than `limit` below the first point of
+    their path in the typical set, at no mode or at a narrow one (`narrow_modes`), moved back there
+    (position and losses in place); a plateau's walker, and one at a mode that holds the mass, stays."""
+    end = hessians(position)
+    mode = at_a_mode(end, path[-1][2], limit)
+    no_mode, narrow = np.zeros(len(losses), bool), np.zeros(len(losses), bool)
+    fell = path[0][1] - losses > limit  # L-BFGS only descends: no more below the entry than below the start
+    if fell.any():
+        entry, entry_losses, found, entry_diagonal = typical_points(path, hessians, fell, inverse_temperature)
+        far = found & (entry_losses - losses > limit)
+        no_mode = far & ~mode
+        narrow = far & mode & narrow_modes(np.diagonal(end, axis1=1, axis2=2), entry_diagonal,
+                                           inverse_temperature * (entry_losses - losses),
+                                           inverse_temperature * limit)
+        back = no_mode | narrow
+        position[back], losses[back] = entry[back], entry_losses[back]
+    return no_mode, narrow
+
+
+def narrow_modes(diagonal, entry_diagonal, fall, limit):
+    """Per walker, whether its mode (Hessian diagonal [W, d]) holds far less mass than the region where
+    its path entered the typical set (`entry_diagonal`), `fall` (beta dU) above it: the Laplace free
+    energy beta U + 1/2 sum log H_ii rises by more than `limit` (beta's units), the volume lost, 1/2
+    sum log (H_ii / entry's H_ii) over the parameters curved at both points, outweighing the fall."""
+    curved = (diagonal > 0.0) & (entry_diagonal > 0.0)
+    ratio = np.where(curved, diagonal, 1.0) / np.where(curved, entry_diagonal, 1.0)
+    volume_lost = 0.5 * np.sum(np.log(ratio), axis=1)
+    return volume_lost - fall > limit
 
 
 def _hessians(model, features, labels):
@@ -186,22 +224,24 @@ def at_a_mode(hessians, gradients, limit):
 
 
 def typical_points(path, hessians, walkers, inverse_temperature):
-    """(positions, losses, found) of each of `walkers` (a mask) at the first point of its path [(x, f, g)
-    per iteration, the start first] where beta |grad U|^2 <= laplacian U (its configurational
-    temperature at most the target's); the iterations looked at thin out geometrically after the
-    first 16."""
+    """(positions, losses, found, Hessian diagonals) of each of `walkers` (a mask) at the first point of
+    its path [(x, f, g) per iteration, the start first] where beta |grad U|^2 <= laplacian U (its
+    configurational temperature at most the target's); the iterations looked at thin out
+    geometrically after the first 16."""
     position, losses = np.zeros_like(path[0][0]), np.full(len(walkers), np.inf)
+    diagonals = np.zeros_like(position)
     left = walkers.copy()
     looked_at = range(len(path)) if len(path) <= 16 else sorted({*range(16), *np.geomspace(16, len(path) - 1, 12).astype(int)})
     for k in looked_at:
         if not left.any():
             break
         x, f, g = path[k]
-        laplacian = np.trace(hessians(x), axis1=1, axis2=2)
+        diagonal = np.diagonal(hessians(x), axis1=1, axis2=2)
+        laplacian = np.sum(diagonal, axis=1)
         typical = left & (laplacian > 0.0) & (inverse_temperature * np.sum(g * g, axis=1) <= laplacian)
-        position[typical], losses[typical] = x[typical], f[typical]
+        position[typical], losses[typical], diagonals[typical] = x[typical], f[typical], diagonal[typical]
         left &= ~typical
-    return position, losses, walkers & ~left
+    return position, losses, walkers & ~left, diagonals
 
 
 def minimise(evaluate, start, inverse_temperature, at_start=None, cap=ITERATIONS, path=None):

@@ -172,6 +172,47 @@ def test_a_walker_in_a_funnel_starts_in_the_typical_set(monkeypatch):
     assert len(report.no_mode) == 0 and np.all(report.positions[:, 1] < -20.0), report.positions[:, 1]
 
 
+def neals_funnel(x):
+    """Neal's funnel, 10-D: v ~ N(0, 3), x_i ~ N(0, e^(v/2)); its mode, v = -40.5 with every x_i = 0, is a
+    spike in the neck far below the typical set (v within about [-9, 9])."""
+    v, rest = x[0], x[1:]
+    return tf.square(v) / 18.0 + 0.5 * tf.reduce_sum(tf.square(rest)) * tf.exp(-v) + 4.5 * v
+
+
+def funnel_warm_start():
+    starts = np.random.default_rng(seed(3)).uniform(-2.0, 2.0, (4, 10))  # Stan's inits
+    sim = tati.Simulation(potential=neals_funnel, initial_parameters=starts, dtype="float64", sampler="NUTS",
+                          number_walkers=4, burn_in_steps=10, max_steps=10, seed=1)
+    return warm_start.warm_start(sim.model, sim.data, 1.0)
+
+
+def test_a_walker_at_a_narrow_mode_starts_in_the_typical_set(monkeypatch):
+    """Neal's funnel: L-BFGS found its mode at v = -40.5, where NUTS then took 4 minutes (25% divergent,
+    v -2.7 +- 2.1 against 0 +- 3). That mode's curvature along x_i (e^40.5) costs more volume than its
+    depth gains: each walker starts where its path entered the typical set. Negative control: with
+    the narrow-mode rule off, every walker ends at the spike."""
+    report = funnel_warm_start()
+    assert list(report.narrow) == [0, 1, 2, 3] and len(report.no_mode) == 0 and len(report.restarted) == 0
+    assert np.all(np.abs(report.positions[:, 0]) < 9.0), report.positions[:, 0]
+    assert "walkers 0, 1, 2, 3 found a mode too narrow to hold the mass" in report.line()
+    monkeypatch.setattr(warm_start, "narrow_modes", lambda *arguments: np.zeros(4, bool))
+    report = funnel_warm_start()
+    assert len(report.narrow) == 0 and np.allclose(report.positions[:, 0], -40.5, atol=0.1), report.positions[:, 0]
+
+
+def test_a_gaussian_mode_is_never_narrow_and_a_spike_is():
+    """The Hessian of a Gaussian is the same everywhere: no volume is lost however far the walker fell
+    (an ill-conditioned Gaussian's walkers from far out fell 88-142 below their entry). A mode whose
+    curvature grew e^40 along each of 2 parameters (a volume of e^-40) while U fell 30 is narrow: 40 - 30 > 5."""
+    diagonal = np.array([[1e-4, 1e4], [1.0, 1.0]])
+    falls = np.array([140.0, 30.0])
+    assert list(warm_start.narrow_modes(diagonal, diagonal, falls, 5.0)) == [False, False]
+    spike = np.array([[1.0, 1.0], [np.exp(40.0), np.exp(40.0)]])
+    flat_here = np.array([[1.0, 1.0], [1.0, 0.0]])  # a parameter flat at the entry says nothing: left out
+    assert list(warm_start.narrow_modes(spike, np.ones((2, 2)), np.array([30.0, 30.0]), 5.0)) == [False, True]
+    assert list(warm_start.narrow_modes(spike, flat_here, np.array([30.0, 10.0]), 5.0)) == [False, True]  # 20 - 10
+
+
 def test_a_network_on_a_plateau_keeps_its_end():
     """A 2-3-1 network's walkers stop where the Hessian is indefinite (a plateau of its mean loss, not a
     funnel): less than the typical set's width below where they entered it, they stay there."""
@@ -198,11 +239,19 @@ def test_a_mode_in_any_units_is_one_and_a_saddle_is_not():
 
 def test_a_start_where_u_is_not_finite_is_named():
     """log x at x = -1: NUTS's warm start finds no walker to start from (it ran 200 NaN rows, and the
-    summary said "lower step_width"); BAOAB stops at step 1 and names the start, not its width."""
+    summary said "lower step_width"), nor do NUTS, HMC and RWMH without it; BAOAB stops at step 1 and names
+    the start, not its width."""
     log_x = dict(potential=lambda x: tf.reduce_sum(tf.math.log(x)), initial_parameters=[-1.0, 1.0], dtype="float64",
                  seed=1)
     with pytest.raises(tati.InputError, match=r"not finite at any walker's start: give initial_parameters"):
         tati.Simulation(sampler="NUTS", number_walkers=2, burn_in_steps=50, max_steps=100, **log_x).sample()
+    # Without the warm start (one walker, or warm_start false) NUTS, HMC and RWMH reject every proposal
+    # from there: NUTS wrote 100 NaN rows and the summary said "lower step_width".
+    for sampler, walkers, which in (("NUTS", 1, "the start"), ("HMC2", 1, "the start"),
+                                    ("RWMH", 2, "the start of walkers 0, 1")):
+        with pytest.raises(tati.InputError, match=f"not finite at {which}: give initial_parameters where it is"):
+            tati.Simulation(sampler=sampler, number_walkers=walkers, warm_start=False, burn_in_steps=50, max_steps=100,
+                            **log_x).sample()
     with pytest.raises(tati.SamplingError, match=r"at step 1 \(walker 0\): U or its gradient is not finite at "
                                                  r"initial_parameters"):
         tati.Simulation(max_steps=10, **log_x).sample()
