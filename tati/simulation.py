@@ -337,10 +337,11 @@ class Simulation:
 
     def _start_warm(self):
         """The warm start (tati/adaptation/warm_start.py) before the first sample() call; a warning names
-        the walkers it restarted or took back to the typical set."""
+        the walkers it restarted or took back to the typical set, and a ridge of modes."""
         self.warm_start = warm_start.warm_start(self.model, self.data, self.options["inverse_temperature"])
         self.parameters = self.warm_start.positions
-        if len(self.warm_start.restarted) or len(self.warm_start.no_mode) or len(self.warm_start.narrow):
+        report = self.warm_start
+        if len(report.restarted) or len(report.no_mode) or len(report.narrow) or report.ridge is not None:
             warnings.warn(self.warm_start.line(), stacklevel=3)
         if self.options["likelihood"] == "gaussian":
             self._check_noise(self.warm_start.best)

@@ -78,6 +78,10 @@ DECREASE, BACKTRACKS, ARMIJO, ROUNDS = 1e-6, 40, 1e-4, 3
 # Every walker is checked: a vanishing gradient is no sign of a mode (in the funnel's neck the
 # gradient fell from 1e11 to 7 over 10 iterations, where every theta_i reached mu exactly).
 MODE_CHECK_PARAMETERS, MODE_TOLERANCE = 200, 1e-6
+# A mode's scaled Hessian whose lowest eigenvalue is below FLAT is flat along its eigenvector: a ridge of
+# modes (rounding leaves about 1e-16; a proper posterior's weakest direction, even at a prior's sd 100
+# against a likelihood's 1, reads 1e-4).
+FLAT = 1e-8
 
 
 class WarmStart(NamedTuple):
@@ -94,6 +98,11 @@ class WarmStart(NamedTuple):
     threshold: float
     no_mode: np.ndarray  # walkers that fell far below the typical set at no mode, taken back to it
     narrow: np.ndarray  # walkers at a mode of far less mass than their entry to the typical set, taken back
+    ridge: str = None  # the direction along which U is flat at the best walker's mode ("param0 - param1"), if any
+
+    def ridge_hint(self):
+        """The cure of walkers that disagree where the best walker's mode lies on a ridge."""
+        return f"a ridge (U flat along {self.ridge}, above): {RIDGE_CURE}"
 
     def line(self):
         """One line for the summary."""
@@ -108,6 +117,9 @@ class WarmStart(NamedTuple):
             done += (f"; {_walkers(self.narrow)} found a mode too narrow to hold the mass (its curvature "
                      f"outweighs its depth, as in a funnel's neck) and start where their path entered the "
                      f"typical set")
+        if self.ridge is not None:
+            done += (f"; U is flat along {self.ridge} at the mode (a ridge of modes: if the walkers drift "
+                     f"apart along it, nothing bounds it and the posterior is improper: {RIDGE_CURE})")
         if not len(self.restarted):
             return done
         return (f"{done}; {_walkers(self.restarted)} stuck at U {_range(self.losses[self.restarted])} "
@@ -150,25 +162,30 @@ def warm_start(model, data, inverse_temperature, cap=None):
     path = [] if model.num_parameters <= MODE_CHECK_PARAMETERS else None
     position, losses, done, converged = minimise(evaluate, start, inverse_temperature, at_start, cap, path)
     limit = threshold(model.num_parameters, inverse_temperature)
-    no_mode = narrow = np.zeros(len(losses), bool)
+    no_mode = narrow = mode = np.zeros(len(losses), bool)
     if path is not None:
-        no_mode, narrow = _take_back(path, _hessians(model, features, labels), position, losses, limit,
-                                     inverse_temperature)
+        hessians = _hessians(model, features, labels)
+        end = hessians(position)
+        mode = at_a_mode(end, path[-1][2], limit)
+        no_mode, narrow = _take_back(path, hessians, mode, end, position, losses, (limit, inverse_temperature))
     # A walker taken back to the typical set is neither the best point nor stuck.
     back = no_mode | narrow
     best = int(np.argmin(np.where(back, np.inf, losses))) if not back.all() else int(np.argmin(losses))
     restarted = np.flatnonzero(~back & (losses - losses[best] > limit))
     position[restarted] = position[best]
+    ridge = None
+    if mode[best] and not back[best]:
+        ridge = _combination(flat_direction(end[best]), model.parameter_names)
     return WarmStart(position, done, converged, at_start[0], losses, restarted, best, limit, np.flatnonzero(no_mode),
-                     np.flatnonzero(narrow))
+                     np.flatnonzero(narrow), ridge)
 
 
-def _take_back(path, hessians, position, losses, limit, inverse_temperature):
+def _take_back(path, hessians, mode, end, position, losses, scale):
     """(no_mode, narrow), masks of the walkers that fell more than `limit` below the first point of
     their path in the typical set, at no mode or at a narrow one (`narrow_modes`), moved back there
-    (position and losses in place); a plateau's walker, and one at a mode that holds the mass, stays."""
-    end = hessians(position)
-    mode = at_a_mode(end, path[-1][2], limit)
+    (position and losses in place); a plateau's walker, and one at a mode that holds the mass, stays.
+    `mode`: the walkers at a mode (at_a_mode of their Hessians `end`); `scale`: (limit, beta)."""
+    limit, inverse_temperature = scale
     no_mode, narrow = np.zeros(len(losses), bool), np.zeros(len(losses), bool)
     fell = path[0][1] - losses > limit  # L-BFGS only descends: no more below the entry than below the start
     if fell.any():
@@ -181,6 +198,40 @@ def _take_back(path, hessians, position, losses, limit, inverse_temperature):
         back = no_mode | narrow
         position[back], losses[back] = entry[back], entry_losses[back]
     return no_mode, narrow
+
+
+def flat_direction(hessian):
+    """(direction [d], part [d]) along which a mode's Hessian [d, d], scaled to a unit diagonal, is flat
+    (its lowest eigenvalue below FLAT), or None: a ridge of modes, as where U depends on param0 + param1
+    alone, which no prior bounds. The direction is in the parameters' units, 1 at the parameter that
+    takes the largest part in the scaled units; `part`: the parameters that take at least 5% of it there
+    (in units of its own, 1e3 param1 takes as large a part as param0 when U depends on param0 + 1e3 param1)."""
+    symmetric = 0.5 * (hessian + hessian.T)
+    if not np.all(np.isfinite(symmetric)):
+        return None
+    diagonal = np.diagonal(symmetric)
+    scale = 1.0 / np.sqrt(np.where(diagonal > 0.0, diagonal, 1.0))
+    values, vectors = np.linalg.eigh(symmetric * scale[:, None] * scale[None, :])
+    if values[0] >= FLAT:
+        return None
+    scaled = vectors[:, 0]
+    largest = np.argmax(np.abs(scaled))
+    direction = scale * scaled
+    return direction / direction[largest], np.abs(scaled) >= 0.05 * np.abs(scaled[largest])
+
+
+def _combination(found, names, terms=4):
+    """A flat direction (flat_direction's pair) as its largest terms: "param0 - param1", "a - 0.001 b"."""
+    if found is None:
+        return None
+    direction, part = found
+    shown = [i for i in np.argsort(-np.abs(np.where(part, direction, 0.0)), kind="stable")[:terms] if part[i]]
+    text = ""
+    for i in sorted(shown):
+        size = f"{abs(direction[i]):.2g} " if abs(abs(direction[i]) - 1.0) >= 0.005 else ""
+        sign = "-" if direction[i] < 0 else "+"
+        text += ("-" if sign == "-" else "") + size + names[i] if not text else f" {sign} {size}{names[i]}"
+    return text + (" ..." if np.sum(part) > len(shown) else "")
 
 
 def narrow_modes(diagonal, entry_diagonal, fall, limit):
@@ -320,6 +371,9 @@ def _two_loop(g, s_memory, y_memory):
         beta = rho * np.sum(y * q, axis=1)
         q += (alpha - beta)[:, None] * s
     return q
+
+
+RIDGE_CURE = "give those parameters a prior, or fix one"
 
 
 def _range(values):

@@ -213,6 +213,46 @@ def test_a_gaussian_mode_is_never_narrow_and_a_spike_is():
     assert list(warm_start.narrow_modes(spike, flat_here, np.array([30.0, 10.0]), 5.0)) == [False, True]  # 20 - 10
 
 
+def ridge_warm_start(prior_precision):
+    """U depends on param0 + param1 alone (a Stan user's intercept given twice, say), unless a prior of
+    precision `prior_precision` bounds them."""
+    def potential(x):
+        return 0.5 * tf.square(x[0] + x[1]) + 0.5 * tf.square(x[2]) + 0.5 * prior_precision * tf.reduce_sum(
+            tf.square(x[:2]))
+    starts = np.random.default_rng(seed(3)).uniform(-2.0, 2.0, (4, 3))
+    sim = tati.Simulation(potential=potential, initial_parameters=starts, dtype="float64", sampler="NUTS",
+                          number_walkers=4, burn_in_steps=10, max_steps=10, seed=1)
+    return warm_start.warm_start(sim.model, sim.data, 1.0)
+
+
+def test_a_ridge_of_modes_is_named_with_its_cure():
+    """NUTS on such an improper posterior ran 7 minutes (max_tree_depth in 92% of rows, walkers drifting
+    to param0 = -16,592 and +16,592) and the summary said "run longer". The warm start's Hessian is flat
+    along param0 - param1: the line names it with the cure. Negative control: a prior of sd 100 (its
+    precision 1e-4, the scaled Hessian's lowest eigenvalue 5e-5) bounds the ridge, and nothing is said."""
+    report = ridge_warm_start(0.0)
+    assert report.ridge == "param0 - param1", report.ridge
+    assert "U is flat along param0 - param1 at the mode" in report.line()
+    assert "give those parameters a prior" in report.ridge_hint()
+    assert ridge_warm_start(1e-4).ridge is None
+
+
+def test_a_flat_direction_in_the_parameters_units():
+    """Scaled to a unit diagonal, param1's units do not hide the ridge; a parameter U ignores is one."""
+    units = np.diag([1.0, 1e3, 1.0])
+    ridge = units @ np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 2.0]]) @ units
+    found = warm_start.flat_direction(ridge)  # U(x0 + 1e3 x1): flat along x0 - 1e-3 x1
+    np.testing.assert_allclose(found[0], [1.0, -1e-3, 0.0], atol=1e-12)
+    assert list(found[1]) == [True, True, False]
+    assert warm_start._combination(found, ["a", "b", "c"]) == "a - 0.001 b"
+    ignored = np.diag([1.0, 0.0])
+    np.testing.assert_allclose(warm_start.flat_direction(ignored)[0], [0.0, 1.0])
+    assert warm_start._combination(warm_start.flat_direction(ignored), ["a", "b"]) == "b"
+    assert warm_start.flat_direction(np.diag([1.0, 1e-6])) is None  # curved, however weakly in its units
+    many = (np.array([1.0, -0.5, 0.25, 0.2, 0.1]), np.ones(5, bool))
+    assert warm_start._combination(many, list("abcde")) == "a - 0.5 b + 0.25 c + 0.2 d ..."
+
+
 def test_a_network_on_a_plateau_keeps_its_end():
     """A 2-3-1 network's walkers stop where the Hessian is indefinite (a plateau of its mean loss, not a
     funnel): less than the typical set's width below where they entered it, they stay there."""

@@ -1013,3 +1013,21 @@ def test_a_cold_kinetic_energy_is_not_blamed_on_the_gradient_noise():
         lines = check_layout(text)
         line = line_with(text, "  average kinetic energy")
         assert "off by" in line and lines[lines.index(line) + 1] == hint, text
+
+
+def test_walkers_drifting_along_a_ridge_are_told_its_cure():
+    """An improper posterior (U depends on param0 + param1 alone): NUTS's walkers drift apart along the
+    ridge, and the summary said "run longer", which only lets them drift further. Now the not-converged
+    line names the ridge the warm start found and the cure (a short run: R-hat fails at any length)."""
+    import tati
+    import tensorflow as tf
+    starts = np.random.default_rng(seed(3)).uniform(-2.0, 2.0, (4, 3))
+    sim = tati.Simulation(potential=lambda x: 0.5 * tf.square(x[0] + x[1]) + 0.5 * tf.square(x[2]),
+                          initial_parameters=starts, dtype="float64", sampler="NUTS", number_walkers=4,
+                          burn_in_steps=30, max_steps=90, max_tree_depth=4, seed=1)
+    with pytest.warns(UserWarning, match="U is flat along param0 - param1 at the mode"):
+        sim.sample()
+    text = sim.summary()
+    verdict = text[text.index("not converged"):text.index("wrote no file")]
+    assert "run longer" not in verdict, text
+    assert re.search(r"a ridge \(U flat along param0 - param1, above\): give those\s+parameters a prior", verdict), text

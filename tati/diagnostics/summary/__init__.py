@@ -106,6 +106,9 @@ def summarise(prog, simulation, result, sampler, seconds=None):
             measured = o.get("measure_step_width") is True
             hint = (NO_METRIC_HINT if no_metric else
                     "run longer (max_steps, burn_in_steps)" if proposal or measured or adapted else None)
+            report = getattr(simulation, "warm_start", None)
+            if report is not None and report.ridge is not None:  # a longer run drifts further
+                hint = report.ridge_hint()
             lines += convergence_lines(result.trajectory, walkers, o["burn_in_steps"], hint,
                                         identified(o, getattr(result, "parameter_groups", None)))
         else:  # the tests above see one mode's equilibrium as well as the whole target's
