@@ -40,9 +40,13 @@ can stay there for the whole run (HMC2 on kidiq: R-hat 42). So before the first 
    to 96 from where the walkers entered the typical set, but the x_i's curvature grows by e^40.5,
    a volume of e^-171 to e^-183, so the mode holds e^-85 to e^-90 of the entry's mass. From
    there NUTS took 4 minutes (25% divergent, v -2.7 +- 2.1 against the exact 0 +- 3); from the
-   entry, 13 s, as from Stan's inits. A mode of a network, of posteriordb's posteriors, of an
-   ill-conditioned Gaussian reached from far out (U 88-142 below its entry, no volume lost)
-   loses no more volume than depth (doc/benchmarks.md).
+   entry, 13 s, as from Stan's inits. The joint mode of a stochastic volatility model's latent
+   states is such a spike too (each state's curvature e^5 its entry's, 50 states: NUTS from the
+   mode R-hat 1.069, 3.7% divergent; from the entries 1.003, 1.0%). A mode of a network, of
+   posteriordb's posteriors, of an ill-conditioned Gaussian reached from far out (U 88-142 below
+   its entry, no volume lost) loses no more volume than depth (doc/benchmarks.md). The entry is
+   looked for with laplacians estimated from LAPLACIAN_PROBES Hessian-vector products, at points
+   geometrically further apart along the path; the Hessian's diagonal is taken there once.
 
 Pathfinder (Zhang, Carpenter, Gelman & Vehtari 2022) starts Stan's chains the same way, from
 optimisation paths with the poor ones dropped. Walkers that are not stuck keep their own point
@@ -82,6 +86,10 @@ MODE_CHECK_PARAMETERS, MODE_TOLERANCE = 200, 1e-6
 # modes (rounding leaves about 1e-16; a proper posterior's weakest direction, even at a prior's sd 100
 # against a likelihood's 1, reads 1e-4).
 FLAT = 1e-8
+# Where a walker's path entered the typical set is looked for with laplacians estimated from this many
+# probes (Hutchinson): each point costs 2 x 8 gradients, not d (on a stochastic volatility model of 100
+# latent states, written with tf.scan, the exact search took 35 s against L-BFGS's 6).
+LAPLACIAN_PROBES = 8
 
 
 class WarmStart(NamedTuple):
@@ -167,7 +175,8 @@ def warm_start(model, data, inverse_temperature, cap=None):
         hessians = _hessians(model, features, labels)
         end = hessians(position)
         mode = at_a_mode(end, path[-1][2], limit)
-        no_mode, narrow = _take_back(path, hessians, mode, end, position, losses, (limit, inverse_temperature))
+        curvature = (hessians, _laplacians(model, features, labels, hessians))
+        no_mode, narrow = _take_back(path, curvature, mode, end, position, losses, (limit, inverse_temperature))
     # A walker taken back to the typical set is neither the best point nor stuck.
     back = no_mode | narrow
     best = int(np.argmin(np.where(back, np.inf, losses))) if not back.all() else int(np.argmin(losses))
@@ -180,21 +189,26 @@ def warm_start(model, data, inverse_temperature, cap=None):
                      np.flatnonzero(narrow), ridge)
 
 
-def _take_back(path, hessians, mode, end, position, losses, scale):
+def _take_back(path, curvature, mode, end, position, losses, scale):
     """(no_mode, narrow), masks of the walkers that fell more than `limit` below the first point of
     their path in the typical set, at no mode or at a narrow one (`narrow_modes`), moved back there
     (position and losses in place); a plateau's walker, and one at a mode that holds the mass, stays.
-    `mode`: the walkers at a mode (at_a_mode of their Hessians `end`); `scale`: (limit, beta)."""
+    `curvature`: (hessians, laplacians) of U; `mode`: the walkers at a mode (at_a_mode of their Hessians
+    `end`); `scale`: (limit, beta)."""
+    hessians, laplacians = curvature
     limit, inverse_temperature = scale
     no_mode, narrow = np.zeros(len(losses), bool), np.zeros(len(losses), bool)
     fell = path[0][1] - losses > limit  # L-BFGS only descends: no more below the entry than below the start
     if fell.any():
-        entry, entry_losses, found, entry_diagonal = typical_points(path, hessians, fell, inverse_temperature)
+        entry, entry_losses, found = typical_points(path, laplacians, fell, inverse_temperature)
         far = found & (entry_losses - losses > limit)
         no_mode = far & ~mode
-        narrow = far & mode & narrow_modes(np.diagonal(end, axis1=1, axis2=2), entry_diagonal,
-                                           inverse_temperature * (entry_losses - losses),
-                                           inverse_temperature * limit)
+        if (far & mode).any():
+            narrow = far & mode & narrow_modes(np.diagonal(end, axis1=1, axis2=2),
+                                               np.diagonal(hessians(np.where(found[:, None], entry, position)),
+                                                           axis1=1, axis2=2),
+                                               inverse_temperature * (entry_losses - losses),
+                                               inverse_temperature * limit)
         back = no_mode | narrow
         position[back], losses[back] = entry[back], entry_losses[back]
     return no_mode, narrow
@@ -274,25 +288,44 @@ def at_a_mode(hessians, gradients, limit):
     return finite & (lowest > -MODE_TOLERANCE) & (fall <= limit)
 
 
-def typical_points(path, hessians, walkers, inverse_temperature):
-    """(positions, losses, found, Hessian diagonals) of each of `walkers` (a mask) at the first point of
-    its path [(x, f, g) per iteration, the start first] where beta |grad U|^2 <= laplacian U (its
-    configurational temperature at most the target's); the iterations looked at thin out
-    geometrically after the first 16."""
+def _laplacians(model, features, labels, hessians):
+    """theta [W, d] -> every walker's laplacian of U [W]: Hutchinson's estimate, the mean of z . H z over
+    LAPLACIAN_PROBES Rademacher probes z (the same at every point), each a Hessian-vector product of
+    about the cost of two gradients, where d is larger; the Hessian's trace where it is not."""
+    if model.num_parameters <= 2 * LAPLACIAN_PROBES:
+        return lambda theta: np.trace(hessians(theta), axis1=1, axis2=2)
+
+    @tf.function(autograph=False)
+    def curvature_along(theta, probe):
+        with tf.GradientTape() as tape:
+            tape.watch(theta)
+            _, gradient, _ = model.loss_and_gradient(features, labels, theta=theta)
+            along = tf.reduce_sum(gradient * probe)  # walkers apart: each one's H z in one pass
+        return tf.cast(tf.reduce_sum(probe * tape.gradient(along, theta), axis=1), tf.float64)
+
+    def laplacians(theta):
+        probes = (np.random.default_rng(k).choice([-1.0, 1.0], size=theta.shape) for k in range(LAPLACIAN_PROBES))
+        return np.mean([curvature_along(tf.constant(theta, model.dtype), tf.constant(z, model.dtype)).numpy()
+                        for z in probes], axis=0)
+    return laplacians
+
+
+def typical_points(path, laplacians, walkers, inverse_temperature):
+    """(positions, losses, found) of each of `walkers` (a mask) at the first point of its path [(x, f, g)
+    per iteration, the start first] looked at where beta |grad U|^2 <= laplacian U (its configurational
+    temperature at most the target's); the points looked at, the start and at most 16 more, lie
+    geometrically further apart along the path (where the path began, U falls fastest)."""
     position, losses = np.zeros_like(path[0][0]), np.full(len(walkers), np.inf)
-    diagonals = np.zeros_like(position)
     left = walkers.copy()
-    looked_at = range(len(path)) if len(path) <= 16 else sorted({*range(16), *np.geomspace(16, len(path) - 1, 12).astype(int)})
-    for k in looked_at:
-        if not left.any():
+    for k in sorted({0, *np.geomspace(1, max(len(path) - 1, 1), 16).astype(int)}):
+        if not left.any() or k >= len(path):
             break
         x, f, g = path[k]
-        diagonal = np.diagonal(hessians(x), axis1=1, axis2=2)
-        laplacian = np.sum(diagonal, axis=1)
+        laplacian = laplacians(x)
         typical = left & (laplacian > 0.0) & (inverse_temperature * np.sum(g * g, axis=1) <= laplacian)
-        position[typical], losses[typical], diagonals[typical] = x[typical], f[typical], diagonal[typical]
+        position[typical], losses[typical] = x[typical], f[typical]
         left &= ~typical
-    return position, losses, walkers & ~left, diagonals
+    return position, losses, walkers & ~left
 
 
 def minimise(evaluate, start, inverse_temperature, at_start=None, cap=ITERATIONS, path=None):

@@ -117,7 +117,9 @@ def test_nuts_and_rwmh_on_low_dim_gauss_mix_from_stans_inits(sampler, burn_in, s
 
 def test_a_noise_mass_run_starts_at_the_mode():
     """BAOAB with adapt_mass noise: the warm start runs by default and, on a linear regression's
-    convex U, ends at its minimum (the normal equations' solution) before the noise mass is taken."""
+    convex U, ends at its minimum (the normal equations' solution) before the noise mass is taken:
+    U there within L-BFGS's stopping rule, DECREASE, of the minimum (the positions within 1e-6 of the
+    mode asked more than that rule gives: 1.7e-5 off under TATI_TEST_SEED 1, U 4e-8 above)."""
     rng = np.random.default_rng(seed(61))
     x = rng.normal(size=(100, 2))
     y = x @ np.array([1.0, -2.0]) + 0.5 + rng.normal(size=100)
@@ -128,7 +130,10 @@ def test_a_noise_mass_run_starts_at_the_mode():
     report = simulation.warm_start
     design = np.column_stack([x, np.ones(100)])
     mode = np.linalg.lstsq(design, y, rcond=None)[0]
-    np.testing.assert_allclose(report.positions, np.tile(mode, (2, 1)), atol=1e-6)
+    noise = simulation.options["noise_standard_deviation"]
+    above = 0.5 * np.sum(np.square((report.positions - mode) @ design.T / noise), axis=1)  # U - U(mode)
+    assert np.all(above < warm_start.DECREASE), above
+    np.testing.assert_allclose(report.positions, np.tile(mode, (2, 1)), atol=1e-3)
     assert report.iterations < warm_start.ITERATIONS  # it stopped by itself, at the mode
 
 
