@@ -234,7 +234,7 @@ def test_a_ridge_of_modes_is_named_with_its_cure():
     """NUTS on such an improper posterior ran 7 minutes (max_tree_depth in 92% of rows, walkers drifting
     to (param0, param1) = (-16,592, +16,592)) and the summary said "run longer". The warm start's Hessian is flat
     along param0 - param1: the line names it with the cure. Negative control: a prior of sd 100 (its
-    precision 1e-4, the scaled Hessian's lowest eigenvalue 5e-5) bounds the ridge, and nothing is said."""
+    precision 1e-4, the scaled Hessian's lowest eigenvalue 1e-4) bounds the ridge, and nothing is said."""
     report = ridge_warm_start(0.0)
     assert report.ridge == "param0 - param1", report.ridge
     assert "U is flat along param0 - param1 at the mode" in report.line()
