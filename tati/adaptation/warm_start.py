@@ -40,7 +40,7 @@ can stay there for the whole run (HMC2 on kidiq: R-hat 42). So before the first 
    to 96 from where the walkers entered the typical set, but the x_i's curvature grows by e^40.5,
    a volume of e^-171 to e^-183, so the mode holds e^-85 to e^-90 of the entry's mass. From
    there NUTS took 4 minutes (25% divergent, v -2.7 +- 2.1 against the exact 0 +- 3); from the
-   entry, 13 s, as from Stan's inits. The joint mode of a stochastic volatility model's latent
+   entry, 13 s, as without the warm start. The joint mode of a stochastic volatility model's latent
    states is such a spike too (each state's curvature e^5 its entry's, 50 states: NUTS from the
    mode R-hat 1.069, 3.7% divergent; from the entries 1.003, 1.0%). A mode of a network, of
    posteriordb's posteriors, of an ill-conditioned Gaussian reached from far out (U 88-142 below
