@@ -350,8 +350,7 @@ class Simulation:
         """A Metropolis sampler's start without the warm start (which checks it): where U or its gradient is
         not finite every proposal is rejected, and the run would write NaN rows to its end."""
         model = self.model
-        losses, gradient, _ = model.loss_and_gradient(*self._full_data(), theta=model.flat_parameters())
-        bad = np.flatnonzero(~finite_walkers(losses.numpy(), gradient.numpy()))
+        bad = np.flatnonzero(~self._finite_at(model.flat_parameters()))
         if len(bad):
             which = "the start" if model.num_walkers == 1 else f"the start of walker{'s' * (len(bad) > 1)} " + \
                 ", ".join(map(str, bad[:5]))
@@ -488,8 +487,12 @@ class Simulation:
             theta = check_walkers("initial_parameters", start, model.num_walkers, model.num_parameters, model.dtype)
         except InputError:  # one row per walker of all devices: this model holds fewer
             return False
-        losses, gradient, _ = model.loss_and_gradient(*self._full_data(), theta=tf.constant(theta, model.dtype))
-        return not finite_walkers(losses.numpy(), gradient.numpy())[walkers].all()
+        return not self._finite_at(tf.constant(theta, model.dtype))[walkers].all()
+
+    def _finite_at(self, theta):
+        """Per walker, whether U and its gradient are finite at theta [W, d] on the whole dataset."""
+        losses, gradient, _ = self.model.loss_and_gradient(*self._full_data(), theta=theta)
+        return finite_walkers(losses.numpy(), gradient.numpy())
 
     def _width_used(self, name):
         if name == "step_width" and self.measured_width is not None:  # measured, maybe again with each new mass

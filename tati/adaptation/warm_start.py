@@ -214,6 +214,14 @@ def _take_back(path, curvature, mode, end, position, losses, scale):
     return no_mode, narrow
 
 
+def _unit_diagonal(symmetric):
+    """(S H S, s): symmetric Hessians [..., d, d] scaled to a unit diagonal by s = 1 / sqrt(H_ii) [..., d]
+    (1 where H_ii <= 0), each parameter in its own units, as a diagonal metric adapts them."""
+    diagonal = np.diagonal(symmetric, axis1=-2, axis2=-1)
+    scale = 1.0 / np.sqrt(np.where(diagonal > 0.0, diagonal, 1.0))
+    return symmetric * scale[..., :, None] * scale[..., None, :], scale
+
+
 def flat_direction(hessian):
     """(direction [d], part [d]) along which a mode's Hessian [d, d], scaled to a unit diagonal, is flat
     (its lowest eigenvalue below FLAT), or None: a ridge of modes, as where U depends on param0 + param1
@@ -223,9 +231,8 @@ def flat_direction(hessian):
     symmetric = 0.5 * (hessian + hessian.T)
     if not np.all(np.isfinite(symmetric)):
         return None
-    diagonal = np.diagonal(symmetric)
-    scale = 1.0 / np.sqrt(np.where(diagonal > 0.0, diagonal, 1.0))
-    values, vectors = np.linalg.eigh(symmetric * scale[:, None] * scale[None, :])
+    scaled_hessian, scale = _unit_diagonal(symmetric)
+    values, vectors = np.linalg.eigh(scaled_hessian)
     if values[0] >= FLAT:
         return None
     scaled = vectors[:, 0]
@@ -281,8 +288,7 @@ def at_a_mode(hessians, gradients, limit):
     finite = np.all(np.isfinite(symmetric), axis=(1, 2)) & np.all(np.isfinite(gradients), axis=1)
     symmetric = np.where(finite[:, None, None], symmetric, 0.0)
     diagonal = np.diagonal(symmetric, axis1=1, axis2=2)
-    scale = 1.0 / np.sqrt(np.where(diagonal > 0.0, diagonal, 1.0))
-    lowest = np.linalg.eigvalsh(symmetric * scale[:, :, None] * scale[:, None, :])[:, 0]
+    lowest = np.linalg.eigvalsh(_unit_diagonal(symmetric)[0])[:, 0]
     with np.errstate(divide="ignore", invalid="ignore"):
         fall = np.sum(np.where(gradients == 0.0, 0.0, np.square(gradients) / (2.0 * np.maximum(diagonal, 0.0))), axis=1)
     return finite & (lowest > -MODE_TOLERANCE) & (fall <= limit)
