@@ -40,13 +40,20 @@ can stay there for the whole run (HMC2 on kidiq: R-hat 42). So before the first 
    to 96 from where the walkers entered the typical set, but the x_i's curvature grows by e^40.5,
    a volume of e^-171 to e^-183, so the mode holds e^-85 to e^-90 of the entry's mass. From
    there NUTS took 4 minutes (25% divergent, v -2.7 +- 2.1 against the exact 0 +- 3); from the
-   entry, 13 s, as without the warm start. The joint mode of a stochastic volatility model's latent
+   entry, 15 s, as without the warm start. The joint mode of a stochastic volatility model's latent
    states is such a spike too (each state's curvature e^5 its entry's, 50 states: NUTS from the
-   mode R-hat 1.069, 3.7% divergent; from the entries 1.003, 1.0%). A mode of a network, of
+   mode R-hat 1.069, 3.7% divergent; from the entries 1.004, 1.1%). A mode of a network, of
    posteriordb's posteriors, of an ill-conditioned Gaussian reached from far out (U 88-142 below
    its entry, no volume lost) loses no more volume than depth (doc/benchmarks.md). The entry is
    looked for with laplacians estimated from LAPLACIAN_PROBES Hessian-vector products, at points
    geometrically further apart along the path; the Hessian's diagonal is taken there once.
+5. above MODE_CHECK_PARAMETERS a potential's walkers (not a network's) are checked the same way
+   from Hessian-vector products alone: the diagonal estimated from probes, whether the end is a
+   mode from Lanczos. A centered hierarchical model of 300 groups followed its funnel's neck to
+   log tau = -32 (NUTS froze there: step width 1.7e-13, R-hat 3e11), and a centered stochastic
+   volatility model of 300 states to sigma 0.01 (R-hat 2.35, 7 minutes); from their entries, log
+   tau 0.63 +- 0.45 (R-hat 1.32, flagged, 47 s) and sigma 0.42 +- 0.12 (R-hat 1.15, 79 s; the
+   non-centered models: 0.04 +- 1.12 and 0.41 +- 0.11).
 
 Pathfinder (Zhang, Carpenter, Gelman & Vehtari 2022) starts Stan's chains the same way, from
 optimisation paths with the poor ones dropped. Walkers that are not stuck keep their own point
@@ -90,6 +97,17 @@ FLAT = 1e-8
 # probes (Hutchinson): each point costs 2 x 8 gradients, not d (on a stochastic volatility model of 100
 # latent states, written with tf.scan, the exact search took 35 s against L-BFGS's 6).
 LAPLACIAN_PROBES = 8
+WARMER = 2.0  # times the target's temperature: an entry typical_points takes where none before the last is cool
+# Above MODE_CHECK_PARAMETERS, up to CURVATURE_CHECK_PARAMETERS (the path's points kept: 16 x W x d), a
+# potential's end is checked from Hessian-vector products alone: the diagonal estimated from DIAGONAL_PROBES
+# probes (Bekas, Kokiopoulou & Saad 2007; each entry's error sqrt(sum_j!=i H_ij^2 / probes), the same probes
+# at the entry and at the end, so that where the Hessian does not change no volume is lost) and up to
+# EXACT_ENTRIES entries the probes leave unresolved taken exactly, and whether it is a mode from
+# LANCZOS_STEPS steps of Lanczos (a negative eigenvalue at the low end of the scaled spectrum: on one of
+# 0.01 .. 10, -0.03 in 3 of 3 tries, -0.01 in 2). A network's end is not checked: its L-BFGS stops at the cap on
+# the way down (yacht, 452 parameters: 3 of 4 walkers at no mode, 340-460 below where their paths entered
+# the typical set, at iterations 16-48), and its samplers are measured from there (doc/benchmarks.md).
+CURVATURE_CHECK_PARAMETERS, DIAGONAL_PROBES, EXACT_ENTRIES, LANCZOS_STEPS = 20_000, 32, 64, 40
 
 
 class WarmStart(NamedTuple):
@@ -167,48 +185,58 @@ def warm_start(model, data, inverse_temperature, cap=None):
     if not np.isfinite(at_start[0]).any():
         raise InputError("U or its gradient is not finite at any walker's start: give "
                          "initial_parameters where it is")
-    path = [] if model.num_parameters <= MODE_CHECK_PARAMETERS else None
+    d = model.num_parameters
+    exact = d <= MODE_CHECK_PARAMETERS
+    path = [] if exact or (d <= CURVATURE_CHECK_PARAMETERS and not model.uses_data) else None
     position, losses, done, converged = minimise(evaluate, start, inverse_temperature, at_start, cap, path)
-    limit = threshold(model.num_parameters, inverse_temperature)
-    no_mode = narrow = mode = np.zeros(len(losses), bool)
+    limit = threshold(d, inverse_temperature)
+    no_mode = narrow = np.zeros(len(losses), bool)
     if path is not None:
-        hessians = _hessians(model, features, labels)
-        end = hessians(position)
-        mode = at_a_mode(end, path[-1][2], limit)
-        curvature = (hessians, _laplacians(model, features, labels, hessians))
-        no_mode, narrow = _take_back(path, curvature, mode, end, position, losses, (limit, inverse_temperature))
+        products = _hessian_products(model, features, labels)
+        if exact:
+            hessians = _hessians(model, features, labels)
+            end = hessians(position)
+            mode = at_a_mode(end, path[-1][2], limit)
+            diagonals = lambda theta: np.diagonal(hessians(theta), axis1=1, axis2=2)
+            at_end = lambda: (np.diagonal(end, axis1=1, axis2=2), mode)
+            curvature = (diagonals, _laplacians(products, hessians, d), at_end)
+        else:
+            diagonals = lambda theta: _probed_diagonals(products, theta)
+            at_end = lambda: _probed_mode(products, position, path[-1][2], diagonals(position), limit)
+            curvature = (diagonals, _laplacians(products, None, d), at_end)
+        no_mode, narrow = _take_back(path, curvature, position, losses, (limit, inverse_temperature))
     # A walker taken back to the typical set is neither the best point nor stuck.
     back = no_mode | narrow
     best = int(np.argmin(np.where(back, np.inf, losses))) if not back.all() else int(np.argmin(losses))
     restarted = np.flatnonzero(~back & (losses - losses[best] > limit))
     position[restarted] = position[best]
     ridge = None
-    if mode[best] and not back[best]:
+    if path is not None and exact and mode[best] and not back[best]:
         ridge = _combination(flat_direction(end[best]), model.parameter_names)
     return WarmStart(position, done, converged, at_start[0], losses, restarted, best, limit, np.flatnonzero(no_mode),
                      np.flatnonzero(narrow), ridge)
 
 
-def _take_back(path, curvature, mode, end, position, losses, scale):
+def _take_back(path, curvature, position, losses, scale):
     """(no_mode, narrow), masks of the walkers that fell more than `limit` below the first point of
     their path in the typical set, at no mode or at a narrow one (`narrow_modes`), moved back there
     (position and losses in place); a plateau's walker, and one at a mode that holds the mass, stays.
-    `curvature`: (hessians, laplacians) of U; `mode`: the walkers at a mode (at_a_mode of their Hessians
-    `end`); `scale`: (limit, beta)."""
-    hessians, laplacians = curvature
+    `curvature`: (diagonals, laplacians, at_end) of U's Hessian, at_end() giving the walkers' Hessian
+    diagonals where they ended and the mask of those at a mode; `scale`: (limit, beta)."""
+    diagonals, laplacians, at_end = curvature
     limit, inverse_temperature = scale
     no_mode, narrow = np.zeros(len(losses), bool), np.zeros(len(losses), bool)
     fell = path[0][1] - losses > limit  # L-BFGS only descends: no more below the entry than below the start
     if fell.any():
         entry, entry_losses, found = typical_points(path, laplacians, fell, inverse_temperature)
         far = found & (entry_losses - losses > limit)
-        no_mode = far & ~mode
-        if (far & mode).any():
-            narrow = far & mode & narrow_modes(np.diagonal(end, axis1=1, axis2=2),
-                                               np.diagonal(hessians(np.where(found[:, None], entry, position)),
-                                                           axis1=1, axis2=2),
-                                               inverse_temperature * (entry_losses - losses),
-                                               inverse_temperature * limit)
+        if far.any():
+            end_diagonals, mode = at_end()
+            no_mode = far & ~mode
+            if (far & mode).any():
+                narrow = far & mode & narrow_modes(end_diagonals, diagonals(np.where(found[:, None], entry, position)),
+                                                   inverse_temperature * (entry_losses - losses),
+                                                   inverse_temperature * limit)
         back = no_mode | narrow
         position[back], losses[back] = entry[back], entry_losses[back]
     return no_mode, narrow
@@ -294,44 +322,115 @@ def at_a_mode(hessians, gradients, limit):
     return finite & (lowest > -MODE_TOLERANCE) & (fall <= limit)
 
 
-def _laplacians(model, features, labels, hessians):
-    """theta [W, d] -> every walker's laplacian of U [W]: Hutchinson's estimate, the mean of z . H z over
-    LAPLACIAN_PROBES Rademacher probes z (the same at every point), each a Hessian-vector product of
-    about the cost of two gradients, where d is larger; the Hessian's trace where it is not."""
-    if model.num_parameters <= 2 * LAPLACIAN_PROBES:
-        return lambda theta: np.trace(hessians(theta), axis1=1, axis2=2)
+def _probed_mode(products, theta, gradients, diagonal, limit):
+    """(diagonal, at a mode) per walker, as at_a_mode from Hessian-vector products alone (`products`):
+    LANCZOS_STEPS steps of Lanczos (full reorthogonalisation) on the Hessian scaled by the estimated
+    `diagonal`, from the scaled gradient. A Ritz value is never below the lowest eigenvalue, and scaling
+    by any diagonal keeps the eigenvalues' signs (Sylvester's law of inertia), so a walker with one below
+    -MODE_TOLERANCE is at no mode however rough the diagonal; the fall a Newton step promises, g H^-1 g / 2,
+    is scale-free too, and read from the same steps (Gauss quadrature: Golub & Meurant 2010): huge where
+    the gradient has a part along a flat direction, as in the funnel's neck."""
+    scale = 1.0 / np.sqrt(np.where(diagonal > 0.0, diagonal, 1.0))
+    finite = np.all(np.isfinite(gradients), axis=1)
+    start = np.where(finite[:, None], scale * gradients, 0.0)
+    size = np.linalg.norm(start, axis=1)
+    start[size == 0.0] = np.random.default_rng(0).normal(size=start.shape)[size == 0.0]  # at rest: any direction
+    basis, alphas, betas = [start / np.linalg.norm(start, axis=1, keepdims=True)], [], []
+    steps = min(LANCZOS_STEPS, theta.shape[1])
+    for step in range(steps):
+        w = scale * products(theta, scale * basis[-1])
+        alphas.append(np.sum(w * basis[-1], axis=1))
+        for _ in range(2):
+            for q in basis:
+                w -= np.sum(w * q, axis=1, keepdims=True) * q
+        if step == steps - 1:
+            break
+        betas.append(np.linalg.norm(w, axis=1))
+        # Where the Krylov space is exhausted the next vector is 0: its Ritz values are 0, none below -MODE_TOLERANCE.
+        exhausted = betas[-1] <= 1e-12 * np.abs(alphas[0])
+        betas[-1][exhausted] = 0.0
+        basis.append(np.where(exhausted[:, None], 0.0, w / np.maximum(betas[-1], 1e-300)[:, None]))
+    alphas, betas = np.array(alphas).T, np.array(betas).T if betas else np.zeros((len(theta), 0))
+    finite &= np.all(np.isfinite(alphas), axis=1) & np.all(np.isfinite(betas), axis=1)
+    tridiagonal = np.zeros((len(theta), steps, steps))
+    for walker in np.flatnonzero(finite):
+        tridiagonal[walker] = np.diag(alphas[walker]) + np.diag(betas[walker], 1) + np.diag(betas[walker], -1)
+    values, vectors = np.linalg.eigh(tridiagonal)
+    # g H^-1 g = |S g|^2 e1 T^-1 e1, a curvature below MODE_TOLERANCE taken for flat (as at_a_mode's eigenvalues)
+    fall = 0.5 * size ** 2 * np.sum(np.square(vectors[:, 0, :]) / np.maximum(values, MODE_TOLERANCE), axis=1)
+    return diagonal, finite & (values[:, 0] > -MODE_TOLERANCE) & (fall <= limit)
 
+
+def _hessian_products(model, features, labels):
+    """(theta [W, d], z [W, d]) -> every walker's H z [W, d], float64: a Hessian-vector product, of about
+    the cost of two gradients (the walkers apart, all in one pass)."""
     @tf.function(autograph=False)
-    def curvature_along(theta, probe):
+    def products(theta, probe):
         with tf.GradientTape() as tape:
             tape.watch(theta)
             _, gradient, _ = model.loss_and_gradient(features, labels, theta=theta)
-            along = tf.reduce_sum(gradient * probe)  # walkers apart: each one's H z in one pass
-        return tf.cast(tf.reduce_sum(probe * tape.gradient(along, theta), axis=1), tf.float64)
+            along = tf.reduce_sum(gradient * probe)
+        return tf.cast(tape.gradient(along, theta), tf.float64)
+    return lambda theta, probe: products(tf.constant(theta, model.dtype), tf.constant(probe, model.dtype)).numpy()
 
-    def laplacians(theta):
-        probes = (np.random.default_rng(k).choice([-1.0, 1.0], size=theta.shape) for k in range(LAPLACIAN_PROBES))
-        return np.mean([curvature_along(tf.constant(theta, model.dtype), tf.constant(z, model.dtype)).numpy()
-                        for z in probes], axis=0)
-    return laplacians
+
+def _probes(shape, count):
+    """`count` Rademacher probes [W, d] (seeds 0, 1, ...: the same at every point)."""
+    return (np.random.default_rng(k).choice([-1.0, 1.0], size=shape) for k in range(count))
+
+
+def _probed_diagonals(products, theta):
+    """Each walker's Hessian diagonal [W, d]: the mean of z * H z over DIAGONAL_PROBES probes z (Bekas et al.
+    2007), and exactly (one product with e_i each, up to EXACT_ENTRIES entries, those of most walkers first)
+    where that estimate lies within 3 standard errors of 0: a row whose other entries outweigh its own, as log
+    tau's in a funnel's neck (600 against 1e14 each), whose estimate says neither its sign nor its scale."""
+    samples = np.array([z * products(theta, z) for z in _probes(theta.shape, DIAGONAL_PROBES)])
+    diagonal = samples.mean(axis=0)
+    unresolved = np.abs(diagonal) <= 3.0 * samples.std(axis=0, ddof=1) / np.sqrt(DIAGONAL_PROBES)
+    columns = np.flatnonzero(unresolved.any(axis=0))
+    for i in columns[np.argsort(-unresolved[:, columns].sum(axis=0), kind="stable")][:EXACT_ENTRIES]:
+        unit = np.zeros_like(theta)
+        unit[:, i] = 1.0
+        diagonal[:, i] = products(theta, unit)[:, i]
+    return diagonal
+
+
+def _laplacians(products, hessians, d):
+    """theta [W, d] -> every walker's laplacian of U [W]: Hutchinson's estimate from LAPLACIAN_PROBES
+    Rademacher probes z, the mean of z . H z, where d is larger; the Hessian's trace where it is not."""
+    if hessians is not None and d <= 2 * LAPLACIAN_PROBES:
+        return lambda theta: np.trace(hessians(theta), axis1=1, axis2=2)
+    return lambda theta: np.mean([np.sum(z * products(theta, z), axis=1)
+                                  for z in _probes(theta.shape, LAPLACIAN_PROBES)], axis=0)
 
 
 def typical_points(path, laplacians, walkers, inverse_temperature):
     """(positions, losses, found) of each of `walkers` (a mask) at the first point of its path [(x, f, g)
-    per iteration, the start first] looked at where beta |grad U|^2 <= laplacian U (its configurational
-    temperature at most the target's); the points looked at, the start and at most 16 more, lie
-    geometrically further apart along the path (where the path began, U falls fastest)."""
+    per point kept, the start first] where beta |grad U|^2 <= laplacian U (its configurational temperature
+    at most the target's). Where no point before the last is, the first before it at most WARMER times the
+    target's, if any: the points kept lie apart, and a walker can pass the typical set between two of them
+    (300 groups' funnel: 1.7 and 1.2 times the temperature at two points, cool again only deep in the neck)."""
     position, losses = np.zeros_like(path[0][0]), np.full(len(walkers), np.inf)
-    left = walkers.copy()
-    for k in sorted({0, *np.geomspace(1, max(len(path) - 1, 1), 16).astype(int)}):
-        if not left.any() or k >= len(path):
+    warm_position, warm_losses = np.zeros_like(path[0][0]), np.full(len(walkers), np.inf)
+    left, warm = walkers.copy(), np.zeros(len(walkers), bool)
+    for k, (x, f, g) in enumerate(path):
+        if not left.any():
             break
-        x, f, g = path[k]
         laplacian = laplacians(x)
-        typical = left & (laplacian > 0.0) & (inverse_temperature * np.sum(g * g, axis=1) <= laplacian)
+        cool = laplacian > 0.0
+        heat = np.where(cool, inverse_temperature * np.sum(g * g, axis=1) / np.where(cool, laplacian, 1.0), np.inf)
+        if k < len(path) - 1:
+            first = left & ~warm & (heat <= WARMER)
+            warm_position[first], warm_losses[first] = x[first], f[first]
+            warm |= first
+        typical = left & (heat <= 1.0)
+        if k == len(path) - 1:
+            typical &= ~warm
         position[typical], losses[typical] = x[typical], f[typical]
         left &= ~typical
-    return position, losses, walkers & ~left
+    instead = left & warm
+    position[instead], losses[instead] = warm_position[instead], warm_losses[instead]
+    return position, losses, walkers & ~(left & ~warm)
 
 
 def minimise(evaluate, start, inverse_temperature, at_start=None, cap=ITERATIONS, path=None):
@@ -341,9 +440,11 @@ def minimise(evaluate, start, inverse_temperature, at_start=None, cap=ITERATIONS
     (`at_start`: its value at `start`, where the caller has it).
     A walker stops once an iteration lowers beta U by less than DECREASE; where its line search
     fails its memory is cleared, and after ROUNDS failures it stops where it is. `path`, a list,
-    gets (x, f, g) of the start and of every iteration."""
+    gets (x, f, g) of the start, of iterations 1, 1.4, 2, ... geometrically further apart up to `cap` (where
+    the path began, U falls fastest), and of the last."""
     x = start.copy()
     f, g = evaluate(x) if at_start is None else at_start
+    kept = set(np.geomspace(1, cap, 16).astype(int)) if cap > 0 else set()
     if path is not None:
         path.append((x, f, g))
     walkers = len(x)
@@ -383,9 +484,11 @@ def minimise(evaluate, start, inverse_temperature, at_start=None, cap=ITERATIONS
             del memory[:-CORRECTION_PAIRS]
         decrease = inverse_temperature * (f - new_f)
         x, f, g = new_x, new_f, new_g
-        if path is not None:
+        if path is not None and iteration in kept:
             path.append((x, f, g))
         active &= ~(~failed & (decrease < DECREASE)) & (failures < ROUNDS)
+    if path is not None and path[-1][0] is not x:
+        path.append((x, f, g))
     converged = failures < ROUNDS
     return x, f, iteration, converged
 

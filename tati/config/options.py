@@ -258,10 +258,10 @@ OPTIONS = [
            "NUTS, RWMH, HMC1, HMC2: before a sampling run's first step (not a restored one's), "
            "L-BFGS (at most 200 iterations) from every walker's start, and a walker that ends far above "
            "the best (beta dU > d/2 + 4 sqrt(d/2)) restarts at the best walker's point, so that burn-in "
-           "adapts from the typical set (doc/samplers.md); with at most 200 parameters a walker that ends "
-           "at no mode (U unbounded below, as a hierarchical model's funnel), or at a mode too narrow to "
-           "hold the mass (Neal's funnel's neck), far below where its path entered the typical set starts "
-           "there. auto: on with two walkers or more and "
+           "adapts from the typical set (doc/samplers.md); with at most 200 parameters (a potential's: "
+           "20,000) a walker that ends at no mode (U unbounded below, as a hierarchical model's funnel), "
+           "or at a mode too narrow to hold the mass (Neal's funnel's neck), far below where its path "
+           "entered the typical set starts there. auto: on with two walkers or more and "
            "burn_in_steps > 0; for GLA1, GLA2, BAOAB, CCAdL, SGHMC, SGNHT with adapt_mass noise on with "
            "burn_in_steps > 0 (the noise mass and the measured step width are taken where the walkers start)."),
     # optimizer

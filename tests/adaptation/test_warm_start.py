@@ -173,6 +173,7 @@ def test_a_walker_in_a_funnel_starts_in_the_typical_set(monkeypatch):
     assert np.all(np.sum(gradient.numpy() ** 2, axis=1) <= np.trace(hessians, axis1=1, axis2=2))
     assert "walkers 0, 1, 2, 3 found no mode" in report.line()
     monkeypatch.setattr(warm_start, "MODE_CHECK_PARAMETERS", 0)  # the negative control: unchecked
+    monkeypatch.setattr(warm_start, "CURVATURE_CHECK_PARAMETERS", 0)
     report, _ = schools_warm_start()
     assert len(report.no_mode) == 0 and np.all(report.positions[:, 1] < -20.0), report.positions[:, 1]
 
@@ -203,6 +204,41 @@ def test_a_walker_at_a_narrow_mode_starts_in_the_typical_set(monkeypatch):
     monkeypatch.setattr(warm_start, "narrow_modes", lambda *arguments: np.zeros(4, bool))
     report = funnel_warm_start()
     assert len(report.narrow) == 0 and np.allclose(report.positions[:, 0], -40.5, atol=0.1), report.positions[:, 0]
+
+
+def centered_groups(x, groups=300):
+    """A centered hierarchical normal model of 300 groups (eight schools' form: y_j ~ N(theta_j, s_j), theta_j ~
+    N(mu, tau), mu ~ N(0, 5), tau ~ half-Cauchy(0, 5)); 302 parameters: mu, log tau, theta."""
+    rng = np.random.default_rng(0)
+    sigma = rng.uniform(9.0, 18.0, groups)
+    y = 4.0 + 3.0 * rng.normal(size=groups) + sigma * rng.normal(size=groups)
+    mu, log_tau, theta = x[0], x[1], x[2:]
+    tau = tf.exp(log_tau)
+    energy = 0.5 * tf.square(mu / 5.0) + tf.math.log1p(tf.square(tau / 5.0)) - log_tau
+    energy += tf.reduce_sum(0.5 * tf.square((theta - mu) / tau)) + groups * log_tau
+    return energy + tf.reduce_sum(0.5 * tf.square((y - theta) / sigma))
+
+
+def test_a_funnel_of_300_parameters_is_checked_by_hessian_vector_products(monkeypatch):
+    """Above 200 parameters nothing was checked: L-BFGS followed the funnel's neck of 300 groups to log tau =
+    -32, NUTS froze there (step width 1.7e-13, R-hat 3e11) and the summary said "run longer". Now Lanczos finds
+    every end at no mode and the walkers start where their paths entered the typical set. Negative control:
+    unchecked (a network's rule), they stay in the neck. Neal's funnel through the same estimates: its mode
+    too narrow, as the exact Hessian finds it."""
+    starts = np.random.default_rng(seed(3)).uniform(-2.0, 2.0, (4, 302))  # Stan's inits
+    def report():
+        sim = tati.Simulation(potential=centered_groups, initial_parameters=starts, dtype="float64", sampler="NUTS",
+                              number_walkers=4, burn_in_steps=10, max_steps=10, seed=1)
+        return warm_start.warm_start(sim.model, sim.data, 1.0)
+    checked = report()
+    assert list(checked.no_mode) == [0, 1, 2, 3], checked.line()
+    assert np.all(np.abs(checked.positions[:, 1]) < 3.0), checked.positions[:, 1]
+    monkeypatch.setattr(warm_start, "CURVATURE_CHECK_PARAMETERS", 200)
+    unchecked = report()
+    assert len(unchecked.no_mode) == 0 and np.all(unchecked.positions[:, 1] < -20.0), unchecked.positions[:, 1]
+    monkeypatch.setattr(warm_start, "MODE_CHECK_PARAMETERS", 0)
+    funnel = funnel_warm_start()
+    assert list(funnel.narrow) == [0, 1, 2, 3] and np.all(np.abs(funnel.positions[:, 0]) < 9.0), funnel.line()
 
 
 def test_a_gaussian_mode_is_never_narrow_and_a_spike_is():
@@ -280,6 +316,34 @@ def test_a_mode_in_any_units_is_one_and_a_saddle_is_not():
     gradients = np.array([[1e-9, 1e-9], [0.0, 0.0], [0.0, 0.0], [0.0, 0.0], [0.0, 7.0], [np.sqrt(12.0), 0.0]])
     assert list(warm_start.at_a_mode(hessians, gradients, 2.0)) == [True, True, False, False, False, False]
     assert warm_start.at_a_mode(hessians[-1:], gradients[-1:], 4.0)[0]
+
+
+def test_hessian_vector_products_read_a_mode_as_the_hessian_does():
+    """Above MODE_CHECK_PARAMETERS a potential's end is judged from Hessian-vector products (Lanczos, and the
+    Newton step's fall by Gauss quadrature): the verdicts of at_a_mode on the same Hessians, from a diagonal
+    estimate off by up to 30 times either way (the scaling keeps the eigenvalues' signs)."""
+    correlated = np.array([[1.0, 0.999], [0.999, 1.0]])
+    units = np.diag([1e-6, 1e6])
+    flat, saddle = np.diag([2.0, 0.0]), np.array([[1.0, 2.0], [2.0, 1.0]])
+    hessians = np.stack([units @ correlated @ units, flat, saddle, np.full((2, 2), np.nan), flat, flat])
+    gradients = np.array([[1e-9, 1e-9], [0.0, 0.0], [0.0, 0.0], [0.0, 0.0], [0.0, 7.0], [np.sqrt(12.0), 0.0]])
+    products = lambda theta, z: np.einsum("wij,wj->wi", hessians, z)
+    rough = np.abs(np.diagonal(hessians, axis1=1, axis2=2)) * np.random.default_rng(0).uniform(1 / 30, 30, (6, 2))
+    verdicts = warm_start._probed_mode(products, np.zeros((6, 2)), gradients, rough, 2.0)[1]
+    assert list(verdicts) == [True, True, False, False, False, False]
+    assert list(verdicts) == list(warm_start.at_a_mode(hessians, gradients, 2.0))
+    # 300 parameters, rotated: a mode's scaled Hessian (eigenvalues 0.01 .. 10), and a saddle, its lowest -0.3
+    # (the centered funnel's scaled Hessian has 1 - sqrt 2), in units 1e-3 .. 1e3 apart
+    rotation = np.linalg.qr(np.random.default_rng(1).normal(size=(300, 300)))[0]
+    units = np.diag(np.logspace(-3, 3, 300))
+    eigenvalues = np.logspace(-2, 1, 300)
+    mode = units @ rotation @ np.diag(eigenvalues) @ rotation.T @ units
+    eigenvalues[0] = -0.3
+    hessians = np.stack([mode, units @ rotation @ np.diag(eigenvalues) @ rotation.T @ units])
+    products = lambda theta, z: np.einsum("wij,wj->wi", hessians, z)
+    gradients = np.random.default_rng(2).normal(size=(2, 300)) * 1e-3
+    diagonals = np.diagonal(hessians, axis1=1, axis2=2)
+    assert list(warm_start._probed_mode(products, np.zeros((2, 300)), gradients, diagonals, 200.0)[1]) == [True, False]
 
 
 def test_a_start_where_u_is_not_finite_is_named():
