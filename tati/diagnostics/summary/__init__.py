@@ -25,8 +25,8 @@ import numpy as np
 
 from tati.diagnostics.summary.header import (final_line, followed_widths, header, langevin_mass_line, listed,
                                              model_line, timing)
-from tati.diagnostics.summary.kernels import (NO_METRIC_HINT, disagreement_after_divergences, divergent_after_burn_in,
-                                              hmc_adaptation_lines, hmc_lines, kernel_lines, metric_missing)
+from tati.diagnostics.summary.kernels import (NO_METRIC_HINT, disagreement_after_divergences, hmc_adaptation_lines,
+                                              hmc_lines, kernel_lines, metric_missing)
 from tati.diagnostics.summary.lines import wrapped
 from tati.diagnostics.summary.temperature import temperature_lines
 from tati.diagnostics.summary.walkers import convergence_lines, identified, outlier_lines
@@ -104,8 +104,8 @@ def summarise(prog, simulation, result, sampler, seconds=None):
             lines += outlier_lines(outliers)
             # an adapted or measured width is already the largest its bounds allow: only length helps
             measured = o.get("measure_step_width") is True
-            diverged = proposal and o["burn_in_steps"] > 0 and divergent_after_burn_in(o, run_info) > 0
-            hint = (NO_METRIC_HINT if no_metric else disagreement_after_divergences(o) if diverged else
+            diverged = disagreement_after_divergences(o, run_info) if proposal else None
+            hint = (NO_METRIC_HINT if no_metric else diverged if diverged else
                     "run longer (max_steps, burn_in_steps)" if proposal or measured or adapted else None)
             report = getattr(simulation, "warm_start", None)
             if report is not None and report.ridge is not None:  # a longer run drifts further

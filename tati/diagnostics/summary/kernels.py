@@ -144,20 +144,19 @@ def cure_of_divergences(o):
     return "reparameterise" + raised
 
 
-def disagreement_after_divergences(o):
-    """The hint of walkers that disagree after divergent transitions (any: Stan warns at one): they have met a
-    region they cannot enter, and a longer run does not help (the centered hierarchical model of 300 groups from
-    its warm start, 15 of 4000 divergent, R-hat 1.32 and log tau 0.63 +- 0.45 against the non-centered
-    model's 0.04 +- 1.12, R-hat 1.004)."""
-    return f"divergences above (a funnel's neck?): {cure_of_divergences(o)}"
-
-
-def divergent_after_burn_in(o, run_info):
-    """NUTS's and RWMH's divergent transitions after burn-in (0 before it ends)."""
+def disagreement_after_divergences(o, run_info):
+    """The hint of walkers that disagree after divergent transitions (any: Stan warns at one), or None where
+    none diverged after burn-in: they have met a region they cannot enter, and a longer run does not help (the
+    centered hierarchical model of 300 groups from its warm start, 15 of 4000 divergent, R-hat 1.32 and log
+    tau 0.63 +- 0.45 against the non-centered model's 0.04 +- 1.12, R-hat 1.004). Where kernel_lines gave
+    the cure already (more than DIVERGENT_MAX), it is not repeated."""
     last = run_info.groupby("id").tail(1)
-    if "divergences" not in last or int(last["step"].max()) <= o["burn_in_steps"]:
-        return 0
-    return int(last["divergences"].sum())
+    after = int(last["step"].max()) - o["burn_in_steps"]
+    if "divergences" not in last or o["burn_in_steps"] == 0 or after <= 0 or not last["divergences"].sum():
+        return None
+    if last["divergences"].sum() > DIVERGENT_MAX * after * len(last):
+        return "the divergences' cure above, not a longer run"
+    return f"divergences above (a funnel's neck?): {cure_of_divergences(o)}"
 
 
 def _width_hints(width, start):
