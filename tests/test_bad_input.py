@@ -69,7 +69,7 @@ CASES = [
     ("unwritable output", {"run_file": "@no_dir"}, "run.csv"),
 ]
 PYTHON_ONLY = [
-    ("jit with a vectorised potential", {"jit_compile": True, "number_walkers": 2,
+    ("jit with a vectorised potential", {"jit_compile": True, "number_walkers": 9,
       "potential": lambda x: tf.reduce_sum(x ** 2), "initial_parameters": [1.0]}, "potential_batched"),
     ("unknown option", {"step_widht": 0.1}, "step_widht"),
     ("data under Keras' name", {"x": np.zeros((4, 2)), "y": np.zeros(4)}, "dataset=(X, Y)"),

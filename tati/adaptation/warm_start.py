@@ -40,7 +40,7 @@ can stay there for the whole run (HMC2 on kidiq: R-hat 42). So before the first 
    to 96 from where the walkers entered the typical set, but the x_i's curvature grows by e^40.5,
    a volume of e^-171 to e^-183, so the mode holds e^-85 to e^-90 of the entry's mass. From
    there NUTS took 4 minutes (25% divergent, v -2.7 +- 2.1 against the exact 0 +- 3); from the
-   entry, 15 s, as without the warm start. The joint mode of a stochastic volatility model's latent
+   entry, 5.5 s (3.6% divergent, v 0.83 +- 2.09, flagged), as without the warm start. The joint mode of a stochastic volatility model's latent
    states is such a spike too (each state's curvature e^5 its entry's, 50 states: NUTS from the
    mode R-hat 1.069, 3.7% divergent; from the entries 1.004, 1.1%). A mode of a network, of
    posteriordb's posteriors, of an ill-conditioned Gaussian reached from far out (U 88-142 below
@@ -52,7 +52,7 @@ can stay there for the whole run (HMC2 on kidiq: R-hat 42). So before the first 
    mode from Lanczos. A centered hierarchical model of 300 groups followed its funnel's neck to
    log tau = -32 (NUTS froze there: step width 1.7e-13, R-hat 3e11), and a centered stochastic
    volatility model of 300 states to sigma 0.01 (R-hat 2.35, 7 minutes); from their entries, log
-   tau 0.63 +- 0.45 (R-hat 1.32, flagged, 47 s) and sigma 0.42 +- 0.12 (R-hat 1.15, 79 s; the
+   tau 0.59 +- 0.51 (R-hat 1.49, flagged, 12 s) and sigma 0.39 +- 0.12 (R-hat 1.17, 20 s; the
    non-centered models: 0.04 +- 1.12 and 0.41 +- 0.11).
 
 Pathfinder (Zhang, Carpenter, Gelman & Vehtari 2022) starts Stan's chains the same way, from

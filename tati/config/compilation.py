@@ -1,7 +1,7 @@
 """jit_compile auto: whether a run's loop is compiled with XLA, and why, in a few words.
 
 XLA takes the loop where its shapes are fixed (no mini-batches) and where a potential with
-several walkers takes them as a batch (potential_batched); there it runs each step several
+more than UNROLLED_WALKERS walkers takes them as a batch (potential_batched); there it runs each step several
 times faster than graph mode, but compiles for seconds first (cold, without XLA's persistent
 cache). Auto turns it on where the run's steps repay that compile, by the measured break-even
 steps of the sampler's kind on the kind of target (doc/benchmarks.md, "XLA where it pays";
@@ -22,6 +22,12 @@ BREAK_EVEN = {
     LEGS: (300000, 50000, 100000),  # HMC: graph mode is lean already (20-40 us a step on a potential)
     GRADIENT: (20000, 10000, 100000),  # Langevin and optimizers: graph mode is 100-1000 us a step
 }
+
+# A potential written for one walker is mapped over the walkers; XLA fails on tf.vectorized_map's map
+# ("LLVM compilation error: Cannot allocate memory", TensorFlow 2.21), so under XLA it is called once per
+# walker, unrolled, up to this many walkers (each a copy in the program: a horseshoe regression of 202
+# parameters, 4 walkers, compiled in 5.8 s and ran NUTS's 2000 steps in 24 s against graph mode's 100 s).
+UNROLLED_WALKERS = 8
 
 
 class Compilation(NamedTuple):
@@ -56,6 +62,6 @@ def _not_compiled(o):
         return "mini-batches (batch_size) vary in shape, which XLA cannot compile"
     if o["distribution"] != "none":
         return f"XLA is not measured with distribution {o['distribution']}"
-    if o["potential"] is not None and o["number_walkers"] > 1 and not o["potential_batched"]:
-        return "several walkers on a potential need potential_batched for XLA"
+    if o["potential"] is not None and o["number_walkers"] > UNROLLED_WALKERS and not o["potential_batched"]:
+        return f"more than {UNROLLED_WALKERS} walkers on a potential need potential_batched for XLA"
     return None

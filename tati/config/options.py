@@ -14,6 +14,7 @@ import numbers
 from tati.config.option_kinds import (NONNEGATIVE, NONNEGATIVE_INT, POSITIVE, POSITIVE_INT,  # noqa: F401 (re-exported)
                                       Boolean, BooleanOrAuto, Kind, ListOf, Number, Option, Optional, OrAuto,
                                       Parameters, PythonObject, RateOrSchedule, Text, TextOrCallable)
+from tati.config.compilation import UNROLLED_WALKERS
 from tati.engine import registry
 from tati.errors import InputError
 
@@ -330,7 +331,8 @@ OPTIONS = [
            "small networks, after seconds of compiling (cold: 2-20 s on 2 cores; XLA's persistent "
            "cache makes a later process's compile of the same loop about 1.6 s); not with "
            "mini-batches (batch_size), whose varying batch shapes XLA cannot compile; a potential "
-           "with several walkers must be potential_batched. auto: XLA where the loop compiles and "
+           f"with more than {UNROLLED_WALKERS} walkers must be potential_batched (up to {UNROLLED_WALKERS}, "
+           "XLA calls it once per walker). auto: XLA where the loop compiles and "
            "max_steps repays a cold compile, as measured per sampler kind and target "
            "(doc/benchmarks.md): NUTS from 1000 steps; RWMH from 50000; HMC1 and HMC2 from "
            "300000 on a potential, 50000 on the built-in network, 100000 on a Keras model; the "

@@ -10,6 +10,7 @@ get the same answers. Nothing here writes or opens a file for writing.
 import os
 
 from tati.config import options as option_table
+from tati.config.compilation import UNROLLED_WALKERS
 from tati.errors import InputError
 from tati.data.csv import check_file, header_columns
 from tati.engine.checkpoint_file import load as load_checkpoint
@@ -146,9 +147,10 @@ def _check_combinations(o):
         raise InputError("give either dataset or batch_data_files, not both")
     if o["parse_steps"] is not None and o["parse_parameters_file"] is None:
         raise InputError("parse_steps needs parse_parameters_file")
-    if o["jit_compile"] is True and o["potential"] is not None and o["number_walkers"] > 1 and not o["potential_batched"]:
-        raise InputError("jit_compile with several walkers needs potential_batched=True (XLA "
-                         "miscompiles the vectorised map of a one-walker potential)")
+    if (o["jit_compile"] is True and o["potential"] is not None and o["number_walkers"] > UNROLLED_WALKERS
+            and not o["potential_batched"]):
+        raise InputError(f"jit_compile with more than {UNROLLED_WALKERS} walkers needs potential_batched=True (XLA "
+                         "fails on the vectorised map of a one-walker potential, and unrolls it up to that)")
     if o["model"] is None and o["potential"] is None and not isinstance(o["loss"], str):
         raise InputError("loss must be one of the built-in names for the built-in network")
     if o["target_acceptance_rate"] is not None and not o["target_acceptance_rate"] < 1:

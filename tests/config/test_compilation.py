@@ -3,7 +3,7 @@ the compile, graph mode elsewhere, with the reason; true and false as given."""
 
 import pytest
 
-from tati.config.compilation import BREAK_EVEN, TARGETS, Compilation, choose
+from tati.config.compilation import BREAK_EVEN, TARGETS, UNROLLED_WALKERS, Compilation, choose
 from tati.config.preflight import check
 from tati.engine.contract import GRADIENT, LEGS, PROPOSAL
 from tati.engine.registry import spec_of
@@ -52,10 +52,15 @@ def test_mini_batches_stay_in_graph_mode_and_say_why():
         False, "auto: mini-batches (batch_size) vary in shape, which XLA cannot compile")
 
 
-def test_several_walkers_on_an_unbatched_potential_stay_in_graph_mode():
-    options = dict(sampler="NUTS", max_steps=10 ** 6, number_walkers=3, initial_parameters=[[0.5]] * 3)
-    assert decided(**options) == (False, "auto: several walkers on a potential need potential_batched for XLA")
-    assert decided(**options, potential_batched=True).xla
+def test_many_walkers_on_an_unbatched_potential_stay_in_graph_mode():
+    """Up to UNROLLED_WALKERS walkers XLA calls a one-walker potential once per walker; beyond, it needs the batch."""
+    few = dict(sampler="NUTS", max_steps=10 ** 6, number_walkers=UNROLLED_WALKERS,
+               initial_parameters=[[0.5]] * UNROLLED_WALKERS)
+    assert decided(**few).xla
+    many = dict(few, number_walkers=UNROLLED_WALKERS + 1, initial_parameters=[[0.5]] * (UNROLLED_WALKERS + 1))
+    assert decided(**many) == (False, f"auto: more than {UNROLLED_WALKERS} walkers on a potential need "
+                                      "potential_batched for XLA")
+    assert decided(**many, potential_batched=True).xla
 
 
 def test_true_and_false_are_kept():

@@ -31,6 +31,23 @@ def test_without_noise_xla_and_graph_agree(options):
         pd.testing.assert_frame_equal(graph, xla, check_exact=False, rtol=1e-9, atol=1e-12)
 
 
+def test_a_one_walker_potential_under_xla_is_the_batched_one():
+    """XLA fails on tf.vectorized_map of a one-walker potential ("LLVM compilation error: Cannot allocate
+    memory"), so up to UNROLLED_WALKERS walkers it calls the potential once per walker: NUTS's tables are
+    those of the same potential written for the batch, bit for bit."""
+    def one(x):
+        return 0.5 * tf.reduce_sum(x ** 2 * tf.range(1.0, 4.0, dtype=x.dtype)) + tf.math.log1p(tf.exp(x[0]))
+
+    def batch(x):
+        return 0.5 * tf.reduce_sum(x ** 2 * tf.range(1.0, 4.0, dtype=x.dtype), axis=1) + tf.math.log1p(tf.exp(x[:, 0]))
+
+    options = dict(initial_parameters=np.arange(12.0).reshape(4, 3) / 10, number_walkers=4, sampler="NUTS",
+                   burn_in_steps=20, jit_compile=True)
+    batched = tables(potential=batch, potential_batched=True, **options)
+    for unrolled, expected in zip(tables(potential=one, **options), batched):
+        pd.testing.assert_frame_equal(unrolled, expected)
+
+
 @pytest.mark.statistical
 def test_xla_hmc_is_reproducible_and_exact():
     """HMC2 on N(0, I_4) with 200 walkers under XLA: same seed, same tables; after burn-in (the
