@@ -1,9 +1,9 @@
 """jit_compile auto: whether a run's loop is compiled with XLA, and why, in a few words.
 
 XLA takes the loop where its shapes are fixed (no mini-batches) and where a potential with
-more than UNROLLED_WALKERS walkers takes them as a batch (potential_batched); there it runs each step several
-times faster than graph mode, but compiles for seconds first (cold, without XLA's persistent
-cache). Auto turns it on where the run's steps repay that compile, by the measured break-even
+more than UNROLLED_WALKERS walkers takes them as a batch (potential_batched); there it runs
+each step several times faster than graph mode, but compiles for seconds first (cold, without
+XLA's persistent cache). Auto turns it on where the run's steps repay that compile, by the measured break-even
 steps of the sampler's kind on the kind of target (doc/benchmarks.md, "XLA where it pays";
 tools/benchmark_jit_auto.py). Decided once per Simulation, for its sampler; no TensorFlow here.
 """
