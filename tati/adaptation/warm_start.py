@@ -211,7 +211,7 @@ def warm_start(model, data, inverse_temperature, cap=None):
     restarted = np.flatnonzero(~back & (losses - losses[best] > limit))
     position[restarted] = position[best]
     ridge = None
-    if path is not None and exact and mode[best] and not back[best]:
+    if exact and mode[best] and not back[best]:
         ridge = _combination(flat_direction(end[best]), model.parameter_names)
     return WarmStart(position, done, converged, at_start[0], losses, restarted, best, limit, np.flatnonzero(no_mode),
                      np.flatnonzero(narrow), ridge)
