@@ -166,7 +166,17 @@ def applies(options, walkers):
 
 def warm_start(model, data, inverse_temperature, cap=None):
     """The walkers' points in the typical set (module docstring), as a WarmStart, after at most cap
-    (ITERATIONS) L-BFGS iterations; the model's parameters stay as they are."""
+    (ITERATIONS) L-BFGS iterations; the model's parameters stay as they are. In graph mode, so the
+    walkers go through the vectorised map even where the loop compiles with XLA, which needs one call
+    per walker (the horseshoe regression's warm start, 4 walkers: 1.22 s that way, 0.63 s this)."""
+    vectorize, model.vectorize = model.vectorize, True
+    try:
+        return _warm_start(model, data, inverse_temperature, cap)
+    finally:
+        model.vectorize = vectorize
+
+
+def _warm_start(model, data, inverse_temperature, cap):
     cap = ITERATIONS if cap is None else cap
     features, labels = data.all() if model.uses_data else (None, None)
 

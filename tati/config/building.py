@@ -145,7 +145,7 @@ def _csv_input_dimension(o):
 def make_model(o, inputs, implied):
     if o["potential"] is not None:
         return Potential(o["potential"], o["initial_parameters"], o["dtype"], o["number_walkers"],
-                         o["potential_batched"], unrolled=o["jit_compile"] is True)
+                         o["potential_batched"], vectorize=not o["jit_compile"])
     if o["model"] is not None:
         return KerasNetwork(o["model"], o["loss"], inputs, o["dtype"], o["number_walkers"],
                             o["initial_parameters"], o["seed"], vectorize=not o["jit_compile"])

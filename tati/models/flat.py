@@ -52,6 +52,9 @@ class FlatModel:
     # forward over reverse: for models whose gradient a forward-mode tangent cannot pass (a Keras
     # convolution's under the walkers' vectorised map, a recurrent layer's loop: KerasNetwork).
     hessian_by_reverse_mode = False
+    # The walkers of a one-walker potential or Keras model through tf.vectorized_map; false under XLA,
+    # which fails on that map: one call per walker (Potential, KerasNetwork).
+    vectorize = True
 
     def __init__(self, initial_parameters, parameter_names, dtype):
         self.parameter_names = list(parameter_names)

@@ -5,8 +5,8 @@ against exact answers. Trajectory columns are param0..param{d-1}. The callable m
 TensorFlow operations (tf.where rather than a Python `if` on a tensor), as for tfp.mcmc.
 
 With several walkers the potential is vectorised over them (tf.vectorized_map; under XLA, which fails on
-that map, called once per walker: `unrolled`); a potential that declares `potential_batched=True` instead
-takes the [W, d] batch and returns [W] energies.
+that map, called once per walker: `vectorize` false, as a Keras model's); a potential that declares
+`potential_batched=True` instead takes the [W, d] batch and returns [W] energies.
 """
 
 import re
@@ -36,7 +36,7 @@ def _other_float_type(error, dtype):
 class Potential(FlatModel):
     uses_data = False
 
-    def __init__(self, potential, initial_parameters, dtype="float32", walkers=1, batched=False, unrolled=False):
+    def __init__(self, potential, initial_parameters, dtype="float32", walkers=1, batched=False, vectorize=True):
         if not callable(potential) and hasattr(potential, "log_prob"):  # a TFP distribution, say
             raise InputError(f"potential is U = -log p: give lambda theta: -d.log_prob(theta) for the "
                              f"distribution d, not d itself ({type(potential).__name__})")
@@ -54,7 +54,7 @@ class Potential(FlatModel):
         length = shape[-1]
         values = check_walkers("initial_parameters", initial_parameters, walkers, length, dtype)
         super().__init__(values, [f"param{i}" for i in range(length)], dtype)
-        self.batched, self.unrolled = batched, unrolled
+        self.batched, self.vectorize = batched, vectorize
         # Written with TensorFlow ops, as for tfp.mcmc: autograph would only add noise (it
         # cannot parse lambdas) and Python control flow on tensors is not supported.
         self.potential = tf.autograph.experimental.do_not_convert(potential)
@@ -87,7 +87,7 @@ class Potential(FlatModel):
             energies = self.potential(theta)
         elif theta.shape[0] == 1:  # one row (theta may hold more rows than walkers: tati.landscape)
             energies = self.potential(theta[0])[None]
-        elif self.unrolled and theta.shape[0] == self.num_walkers:  # (tati.landscape may give many rows)
+        elif not self.vectorize and theta.shape[0] == self.num_walkers:  # (tati.landscape may give many rows)
             energies = tf.stack([self.potential(theta[walker]) for walker in range(self.num_walkers)])
         else:
             energies = tf.vectorized_map(self.potential, theta)
