@@ -212,7 +212,10 @@ def _warm_start(model, data, inverse_temperature, cap):
             curvature = (diagonals, _laplacians(products, hessians, d), at_end)
         else:
             diagonals = lambda theta: _probed_diagonals(products, theta)
-            at_end = lambda: _probed_mode(products, position, path[-1][2], diagonals(position), limit)
+
+            def at_end():
+                diagonal = diagonals(position)
+                return diagonal, _probed_mode(products, position, path[-1][2], diagonal, limit)
             curvature = (diagonals, _laplacians(products, None, d), at_end)
         no_mode, narrow = _take_back(path, curvature, position, losses, (limit, inverse_temperature))
     # A walker taken back to the typical set is neither the best point nor stuck.
@@ -252,11 +255,15 @@ def _take_back(path, curvature, position, losses, scale):
     return no_mode, narrow
 
 
+def _unit_scale(diagonal):
+    """s = 1 / sqrt(H_ii) [..., d] (1 where H_ii <= 0): each parameter in its own units, as a diagonal
+    metric adapts them."""
+    return 1.0 / np.sqrt(np.where(diagonal > 0.0, diagonal, 1.0))
+
+
 def _unit_diagonal(symmetric):
-    """(S H S, s): symmetric Hessians [..., d, d] scaled to a unit diagonal by s = 1 / sqrt(H_ii) [..., d]
-    (1 where H_ii <= 0), each parameter in its own units, as a diagonal metric adapts them."""
-    diagonal = np.diagonal(symmetric, axis1=-2, axis2=-1)
-    scale = 1.0 / np.sqrt(np.where(diagonal > 0.0, diagonal, 1.0))
+    """(S H S, s): symmetric Hessians [..., d, d] scaled to a unit diagonal by _unit_scale."""
+    scale = _unit_scale(np.diagonal(symmetric, axis1=-2, axis2=-1))
     return symmetric * scale[..., :, None] * scale[..., None, :], scale
 
 
@@ -333,14 +340,14 @@ def at_a_mode(hessians, gradients, limit):
 
 
 def _probed_mode(products, theta, gradients, diagonal, limit):
-    """(diagonal, at a mode) per walker, as at_a_mode from Hessian-vector products alone (`products`):
+    """Per walker, whether it is at a mode, as at_a_mode from Hessian-vector products alone (`products`):
     LANCZOS_STEPS steps of Lanczos (full reorthogonalisation) on the Hessian scaled by the estimated
     `diagonal`, from the scaled gradient. A Ritz value is never below the lowest eigenvalue, and scaling
     by any diagonal keeps the eigenvalues' signs (Sylvester's law of inertia), so a walker with one below
     -MODE_TOLERANCE is at no mode however rough the diagonal; the fall a Newton step promises, g H^-1 g / 2,
     is scale-free too, and read from the same steps (Gauss quadrature: Golub & Meurant 2010): huge where
     the gradient has a part along a flat direction, as in the funnel's neck."""
-    scale = 1.0 / np.sqrt(np.where(diagonal > 0.0, diagonal, 1.0))
+    scale = _unit_scale(diagonal)
     finite = np.all(np.isfinite(gradients), axis=1)
     start = np.where(finite[:, None], scale * gradients, 0.0)
     size = np.linalg.norm(start, axis=1)
@@ -368,7 +375,7 @@ def _probed_mode(products, theta, gradients, diagonal, limit):
     values, vectors = np.linalg.eigh(tridiagonal)
     # g H^-1 g = |S g|^2 e1 T^-1 e1, a curvature below MODE_TOLERANCE taken for flat (as at_a_mode's eigenvalues)
     fall = 0.5 * size ** 2 * np.sum(np.square(vectors[:, 0, :]) / np.maximum(values, MODE_TOLERANCE), axis=1)
-    return diagonal, finite & (values[:, 0] > -MODE_TOLERANCE) & (fall <= limit)
+    return finite & (values[:, 0] > -MODE_TOLERANCE) & (fall <= limit)
 
 
 def _hessian_products(model, features, labels):

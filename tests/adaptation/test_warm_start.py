@@ -329,7 +329,7 @@ def test_hessian_vector_products_read_a_mode_as_the_hessian_does():
     gradients = np.array([[1e-9, 1e-9], [0.0, 0.0], [0.0, 0.0], [0.0, 0.0], [0.0, 7.0], [np.sqrt(12.0), 0.0]])
     products = lambda theta, z: np.einsum("wij,wj->wi", hessians, z)
     rough = np.abs(np.diagonal(hessians, axis1=1, axis2=2)) * np.random.default_rng(0).uniform(1 / 30, 30, (6, 2))
-    verdicts = warm_start._probed_mode(products, np.zeros((6, 2)), gradients, rough, 2.0)[1]
+    verdicts = warm_start._probed_mode(products, np.zeros((6, 2)), gradients, rough, 2.0)
     assert list(verdicts) == [True, True, False, False, False, False]
     assert list(verdicts) == list(warm_start.at_a_mode(hessians, gradients, 2.0))
     # 300 parameters, rotated: a mode's scaled Hessian (eigenvalues 0.01 .. 10), and a saddle, its lowest -0.3
@@ -343,7 +343,7 @@ def test_hessian_vector_products_read_a_mode_as_the_hessian_does():
     products = lambda theta, z: np.einsum("wij,wj->wi", hessians, z)
     gradients = np.random.default_rng(2).normal(size=(2, 300)) * 1e-3
     diagonals = np.diagonal(hessians, axis1=1, axis2=2)
-    assert list(warm_start._probed_mode(products, np.zeros((2, 300)), gradients, diagonals, 200.0)[1]) == [True, False]
+    assert list(warm_start._probed_mode(products, np.zeros((2, 300)), gradients, diagonals, 200.0)) == [True, False]
 
 
 def test_a_start_where_u_is_not_finite_is_named():
