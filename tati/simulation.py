@@ -112,15 +112,16 @@ class Result:
     def convergence(self, burn_in=None, columns=None):
         """R-hat, ESS, mean and sd of each parameter (or of `columns`, e.g. ["loss"]) across
         walkers (tati.diagnostics.convergence), over each walker's last rows after burn_in (None:
-        the run's burn_in_steps, 0 for a table read back), as many as every walker has (HMC's
-        walkers differ)."""
+        the run's burn_in_steps; for a table read back the averages' start, else 0), as many as
+        every walker has (HMC's walkers differ)."""
         from tati.diagnostics.convergence import convergence, equal_rows
         return convergence(equal_rows(self.trajectory, self._burn_in(burn_in)), columns=columns)
 
     def momentum_test(self, inverse_temperature=None, burn_in=None, quantile=0.99, level=0.99):
         """T_quantile of the whole momentum vector from the run info's kinetic energies after
         burn_in, with its Clopper-Pearson interval (tati.diagnostics.momentum.momentum_test).
-        None: the run's inverse_temperature and burn_in_steps (1 and 0 for a table read back)."""
+        None: the run's inverse_temperature and burn_in_steps (1, and the averages' start, for a
+        table read back)."""
         from tati.diagnostics.momentum import momentum_test
         return momentum_test(self.run_info, len(self.trajectory.columns) - 3, self._beta(inverse_temperature),
                              self._burn_in(burn_in), quantile, level)
@@ -131,7 +132,8 @@ class Result:
         Clopper-Pearson interval, the kinetic temperature with its interval, the configurational
         temperature q . grad U / d with its error, and the independent readings assumed; a
         DataFrame with a row per group (tati.diagnostics.momentum.layer_temperatures). None: the
-        run's inverse_temperature and burn_in_steps (1 and 0 for a table read back)."""
+        run's inverse_temperature and burn_in_steps (1, and the averages' start, for a table read
+        back)."""
         from tati.diagnostics.momentum import layer_temperatures
         if self.momenta is None:
             raise InputError("layer_temperatures needs the momenta table: sample with record_momenta=True "
@@ -142,7 +144,8 @@ class Result:
     def to_inference_data(self, burn_in=None, inverse_temperature=None):
         """ArviZ's InferenceData: walkers as chains, rows after burn_in as draws, run info as
         sample_stats (tati/export/arviz.py; needs the extra: pip install tati[arviz]). None: the
-        run's burn_in_steps (0 for a table read back) and inverse_temperature (none read back: no lp)."""
+        run's burn_in_steps (for a table read back the averages' start, else 0) and
+        inverse_temperature (none read back: no lp)."""
         from tati.export.arviz import to_inference_data
         return to_inference_data(self, self._burn_in(burn_in), self._beta(inverse_temperature, unknown=None))
 

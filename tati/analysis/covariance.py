@@ -3,7 +3,7 @@ soft (large eigenvalue) and stiff directions of the sampled landscape.
 
     found = covariance(result, burn_in=1000)
     found.matrix          # parameter, then one column per parameter
-    found.eigen           # rank, eigenvalue, eigenvalue_error, fraction, then the components
+    found.eigen           # rank, eigenvalue, eigenvalue_error, fraction, walkers_r_hat, then the components
 
 Over the trajectory's rows after burn-in: pooled, all walkers' rows about their common mean
 (so walkers in different basins show as a large variance along the line between them); or
@@ -16,7 +16,9 @@ eigenvalue_error is the standard error of the eigenvalue as the variance along i
 from batch means of the squared centred projections (tati/diagnostics/equipartition.py), so it
 accounts for the rows' correlation in time; it leaves out the estimator's bias, of relative
 size about sum_j lambda_j / (n (lambda_i - lambda_j)) for n independent rows, small unless two
-eigenvalues are close.
+eigenvalues are close. walkers_r_hat is Gelman and Rubin's R-hat of the walkers' projections on
+the eigenvector (NaN per walker or with one walker): above select.APART_R_HAT the walkers have not
+mixed along it, and the eigenvalue is mostly the spread between them.
 """
 
 import math
@@ -101,6 +103,8 @@ def _analyse(walkers, names, components):
     eigen.insert(1, "eigenvalue", eigenvalues[:k])
     eigen.insert(2, "eigenvalue_error", errors)
     eigen.insert(3, "fraction", eigenvalues[:k] / trace if trace > 0 else np.nan)
+    eigen.insert(4, "walkers_r_hat", [select.walkers_r_hat([(v - mean) @ vector for _, v in walkers])
+                                      for vector in vectors[:k]])
     return frame, eigen
 
 
@@ -169,6 +173,8 @@ def summary(found):
         lines.append("  (walker 0; every walker's rows are in the CSV files)")
         eigen = eigen[eigen["id"] == eigen["id"].min()]
     for _, row in eigen.head(5).iterrows():
+        apart = (f"; walkers apart along it (R-hat {row['walkers_r_hat']:.3g}): their spread, not one basin's"
+                 if row["walkers_r_hat"] > select.APART_R_HAT else "")
         lines.append(f"  eigenvalue {int(row['rank'])}: {row['eigenvalue']:.6g} +- "
-                     f"{row['eigenvalue_error']:.2g} ({row['fraction']:.1%} of the trace)")
+                     f"{row['eigenvalue_error']:.2g} ({row['fraction']:.1%} of the trace){apart}")
     return lines

@@ -18,7 +18,10 @@ the indicator of bin i over each walker's rows (tati/diagnostics/equipartition.p
 accounts for the rows' correlation in time. It does not include the error of the shift (that of
 the lowest bin) and is reliable for bins with a few tens of rows or more. Empty bins have NaN.
 A histogram averages the density over a bin: for a quadratic F of curvature k the bins' values
-have a curvature smaller by a relative w^2 beta k / 12.
+have a curvature smaller by a relative w^2 beta k / 12. walkers_r_hat (the same on each row of a
+coordinate) is Gelman and Rubin's R-hat of the walkers' values of it: above select.APART_R_HAT
+each walker's rows make a cluster of their own, and the profile between them is not sampled
+(the summary and the figure say so).
 """
 
 import numpy as np
@@ -30,7 +33,8 @@ from tati.diagnostics.equipartition import batch_means
 from tati.errors import InputError
 
 PURPOSE = "free_energy"
-COLUMNS = ["coordinate", "center", "left", "right", "count", "density", "free_energy", "free_energy_error"]
+COLUMNS = ["coordinate", "center", "left", "right", "count", "density", "free_energy", "free_energy_error",
+           "walkers_r_hat"]
 
 
 def coordinates(result, burn_in=None, parameters=None, components=2):
@@ -83,7 +87,7 @@ def free_energy(result, burn_in=None, inverse_temperature=None, parameters=None,
         blocks.append(pd.DataFrame({"coordinate": name, "center": (edges[:-1] + edges[1:]) / 2,
                                     "left": edges[:-1], "right": edges[1:], "count": counts,
                                     "density": density, "free_energy": energy,
-                                    "free_energy_error": errors}))
+                                    "free_energy_error": errors, "walkers_r_hat": select.walkers_r_hat(series)}))
     return pd.concat(blocks, ignore_index=True)[COLUMNS]
 
 
@@ -135,9 +139,12 @@ def plot(table, path, exact=None, approximations=None):
                 ax.plot(x, np.asarray(curve(x), dtype=float) + offset(rows, curve), style, color=colour,
                         linewidth=1.3, label=label)
         top = np.nanmax(shown["free_energy"] + bars)
-        ax.set_ylim(-0.05 * top - 0.1, 1.15 * top + 0.1)
+        ax.set_ylim(-0.05 * top - 0.1, (1.3 if _apart(rows) else 1.15) * top + 0.1)  # room for the line
         ax.set_xlabel(name)
         ax.set_ylabel("free energy")
+        apart = _apart(rows)
+        if apart:
+            ax.text(0.5, 0.97, apart, transform=ax.transAxes, ha="center", va="top", fontsize=9, color="tab:red")
         ax.grid(alpha=0.3)
     figures.legend_above(figure, axes, columns=3)
     figures.save(figure, path)
@@ -148,7 +155,18 @@ def summary(table):
     for name, rows in table.groupby("coordinate", sort=False):
         shown = rows[rows["count"] > 0]
         lowest = shown.loc[shown["free_energy"].idxmin()]
+        apart = _apart(rows)
         lines.append(f"  {name}: {int(rows['count'].sum())} rows in {len(rows)} bins from "
                      f"{rows['left'].min():.4g} to {rows['right'].max():.4g}; minimum at {lowest['center']:.4g}, "
-                     f"highest occupied bin {shown['free_energy'].max():.4g} above it")
+                     f"highest occupied bin {shown['free_energy'].max():.4g} above it" + (apart and f"; {apart}"))
     return lines
+
+
+def _apart(rows):
+    """'' or what the walkers' R-hat along the coordinate says: that the profile between their
+    clusters is not sampled (each walker's rows make a cluster of their own)."""
+    r_hat = rows["walkers_r_hat"].iloc[0]
+    if not r_hat > select.APART_R_HAT:
+        return ""
+    return (f"walkers apart (R-hat {r_hat:.3g} > {select.APART_R_HAT:g}): each is a cluster, the profile "
+            "between them not sampled")

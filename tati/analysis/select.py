@@ -63,9 +63,31 @@ def check_names(result, name, frame, wanted, option, purpose):
 
 
 def run_burn_in(result, burn_in):
-    """burn_in, or where None the run's burn_in_steps (a sample() call's result, a
-    TrajectoryRecorder's none), else 0 (a table read back)."""
-    return burn_in if burn_in is not None else getattr(result, "burn_in_steps", None) or 0
+    """burn_in, or where None the run's burn_in_steps (a sample() call's result; a
+    TrajectoryRecorder's none), else for tables read back the burn-in their averages table shows
+    (`shown_burn_in`), else 0."""
+    if burn_in is not None:
+        return burn_in
+    known = getattr(result, "burn_in_steps", None)
+    if known is not None:
+        return known
+    shown = shown_burn_in(result)
+    return 0 if shown is None else shown
+
+
+def shown_burn_in(result):
+    """The burn-in a run's tables show, or None: the averages table has rows only for steps after
+    burn_in_steps (doc/columns.md), so the burn-in ends at the last run-info or trajectory row before
+    the averages' first (0 where there is none). None without averages rows (a run not past its
+    burn-in, a fit, the averages file not given): the tables do not say."""
+    averages = getattr(result, "averages", None)
+    if averages is None or "step" not in averages.columns or averages.empty:
+        return None
+    first = averages["step"].min()
+    before = [frame["step"][frame["step"] < first] for frame in
+              (getattr(result, name, None) for name in ("run_info", "trajectory"))
+              if frame is not None and "step" in frame.columns]
+    return int(max((steps.max() for steps in before if len(steps)), default=0))
 
 
 def run_inverse_temperature(result, inverse_temperature, unknown=1.0):
@@ -91,6 +113,25 @@ def after_burn_in(result, name, frame, burn_in, purpose, least=1):
         raise InputError(f"burn_in_steps {burn_in} leaves no row of {describe(result, name)} "
                          f"(its last step is {last})")
     return kept
+
+
+# Walkers whose R-hat along a coordinate exceeds this have not mixed along it (Gelman and Rubin's
+# 1.1): a pooled covariance or histogram then shows their spread, not one basin's.
+APART_R_HAT = 1.1
+
+
+def walkers_r_hat(series):
+    """Gelman and Rubin's R-hat of the walkers' series (1-D arrays), over each one's last rows, as many
+    as the shortest has; NaN with fewer than 2 walkers or 2 rows, inf where none moves but they differ."""
+    n = min((len(s) for s in series), default=0)
+    if len(series) < 2 or n < 2:
+        return np.nan
+    rows = np.stack([np.asarray(s, dtype=np.float64)[-n:] for s in series])
+    within = rows.var(axis=1, ddof=1).mean()
+    between = rows.mean(axis=1).var(ddof=1)
+    if within == 0:
+        return np.inf if between > 0 else np.nan
+    return float(np.sqrt(((n - 1) / n * within + between) / within))
 
 
 def by_walker(frame, columns):

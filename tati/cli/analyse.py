@@ -16,6 +16,7 @@ from tati.cli.common import EPILOG, Parser, add_option, run_command
 from tati.errors import InputError
 from tati.config.options import Boolean, ListOf, Number, Optional, Text
 from tati.config.original import aliases_of, analysis
+from tati.analysis.select import run_burn_in, shown_burn_in
 
 PROG = "tati-analyse"
 NONNEGATIVE_INT = Number(integer=True, minimum=0)
@@ -30,7 +31,8 @@ COMMON = [
     ("averages_file", Optional(Text()), None, "the averages CSV file of the run"),
     ("directory", Optional(Text()), None, "a directory holding the run's CSV files: run.csv, "
      "trajectory.csv, averages.csv, or files recognised by their headers"),
-    ("burn_in_steps", NONNEGATIVE_INT, 0, "leave out the rows with step <= this"),
+    ("burn_in_steps", Optional(NONNEGATIVE_INT), None, "leave out the rows with step <= this",
+     "the run's where its averages file shows it (that table starts after burn-in), else 0"),
     ("output", Text(), None, "the CSV file to write"),
     ("plot", Optional(Text()), None, "also draw the analysis into this PNG file (.pdf, .svg: that format; "
      "needs matplotlib: pip install tati[plots])"),
@@ -171,7 +173,8 @@ def run(command, o):
     check_inputs_not_outputs(paths, outputs)
     tables = read_paths(paths)
     module = importlib.import_module(f"tati.analysis.{command}")
-    frames, draw, found = ANALYSES[command](module, tables, o, o["burn_in_steps"])
+    burn_in = run_burn_in(tables, o["burn_in_steps"])
+    frames, draw, found = ANALYSES[command](module, tables, o, burn_in)
     written = []
     for option, frame in frames.items():
         write_csv(frame, o[option])
@@ -179,7 +182,8 @@ def run(command, o):
     if o["plot"] is not None:
         draw(o["plot"])
         written.append(o["plot"])
-    return [_header(command, tables, o["burn_in_steps"]), *module.summary(found), "  wrote " + ", ".join(written)]
+    return [_header(command, tables, burn_in, o["burn_in_steps"] is None), *module.summary(found),
+            "  wrote " + ", ".join(written)]
 
 
 # Each analysis: (module, tables, options, burn_in) -> ({output option: DataFrame}, draw(path), what
@@ -233,16 +237,22 @@ ANALYSES = {"traces": _traces, "moments": _moments, "covariance": _covariance,
             "diffusion_map": _diffusion_map}
 
 
-def _header(command, tables, burn_in):
+def _header(command, tables, burn_in, defaulted):
+    """What was read; a burn-in not given says where it came from: the averages table, which starts
+    after the run's (a first analysis of a run counted its warm-up rows: 7.7 standard errors hot)."""
     frame = next((getattr(tables, name) for name in ("trajectory", "run_info", "averages")
                   if len(getattr(tables, name).columns)), None)
     kept = frame[frame["step"] > burn_in]
     walkers = kept["id"].nunique()
+    after, source, hint = f"burn-in {burn_in}", "", ""
+    if defaulted and shown_burn_in(tables) is not None:
+        after, source = f"the run's burn-in {burn_in}", ", where its averages begin"
+    elif defaulted and not len(tables.averages.columns):
+        hint = "; the run's burn-in is not in these files: give --burn_in_steps or --averages_file"
     if kept.empty:
-        return f"{PROG} {command}: no rows after burn-in {burn_in}"
+        return f"{PROG} {command}: no rows after {after}{hint}"
     return (f"{PROG} {command}: {len(kept)} rows of {walkers} walker{'s' if walkers != 1 else ''} after "
-            f"burn-in {burn_in} (steps {int(kept['step'].min())} to {int(kept['step'].max())})")
-
+            f"{after} (steps {int(kept['step'].min())} to {int(kept['step'].max())}{source}){hint}")
 
 if __name__ == "__main__":
     main()

@@ -15,7 +15,7 @@ from tati.errors import InputError
 from tati.recording.columns import check_parameter_columns
 
 # Columns of tati-analyse covariance's eigenvector table that are not parameters.
-EIGEN_COLUMNS = ("id", "rank", "eigenvalue", "eigenvalue_error", "fraction")
+EIGEN_COLUMNS = ("id", "rank", "eigenvalue", "eigenvalue_error", "fraction", "walkers_r_hat")
 
 
 def vector(sim, point, name):

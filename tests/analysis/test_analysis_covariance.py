@@ -54,7 +54,8 @@ def test_eigenvalues_and_eigenvectors_of_a_known_gaussian():
     draws, vectors = gaussian_draws(np.random.default_rng(seed(2000)), rows, walkers)
     found = covariance(trajectory(draws))
     eigen = found.eigen
-    assert list(eigen.columns) == ["rank", "eigenvalue", "eigenvalue_error", "fraction", "param0", "param1", "param2"]
+    assert list(eigen.columns) == ["rank", "eigenvalue", "eigenvalue_error", "fraction", "walkers_r_hat", "param0",
+                                   "param1", "param2"]
     z = z_critical(1e-3, tests=3)
     for i, exact in enumerate(EIGENVALUES):
         row = eigen.iloc[i]

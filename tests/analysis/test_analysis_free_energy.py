@@ -8,7 +8,9 @@ from scipy import stats
 from scipy.signal import lfilter
 
 from stats import seed, z_critical
-from tati.analysis.free_energy import free_energy, harmonic, offset
+from tati.analysis import covariance
+from tati.analysis.covariance import summary as covariance_summary
+from tati.analysis.free_energy import free_energy, harmonic, offset, summary
 from tati.analysis.runs import RunTables
 from tati.errors import InputError
 
@@ -54,7 +56,7 @@ def test_harmonic_potential_gives_a_quadratic_of_curvature_k():
     tables = harmonic_run(np.random.default_rng(seed(3000)))
     table = free_energy(tables, inverse_temperature=BETA, parameters="x", bins=40)
     assert list(table.columns) == ["coordinate", "center", "left", "right", "count", "density",
-                                   "free_energy", "free_energy_error"]
+                                   "free_energy", "free_energy_error", "walkers_r_hat"]
     assert len(table) == 40 and table["count"].sum() == 40000
     assert np.nanmin(table.free_energy) == 0.0
     width = table.right.iloc[0] - table.left.iloc[0]
@@ -97,6 +99,27 @@ def test_eigenvector_coordinates_and_the_harmonic_approximation():
         exact = curve(rows.center) + offset(rows, curve)
         good = rows["count"] >= 200
         assert np.all(np.abs(exact[good] - rows.free_energy[good]) < 5 * rows.free_energy_error[good] + 0.05)
+
+
+def test_walkers_apart_are_named_not_read_as_basins():
+    """Walkers that never mixed (two at x + 3, two at x - 3, a network's walkers in their own
+    modes) make a histogram of separate clusters: the summary says the profile between them is not
+    sampled, along the parameter and along the pooled covariance's first eigenvector, whose
+    eigenvalue is their spread. The same rows unshifted (R-hat 1.000) say nothing."""
+    for shift in (3.0, 0.0):
+        tables = harmonic_run(np.random.default_rng(seed(3015)))
+        x = tables.trajectory["x"]
+        tables.trajectory["x"] = x + np.where(tables.trajectory["id"] < 2, shift, -shift)
+        table = free_energy(tables, inverse_temperature=BETA, parameters="x")
+        eigen = covariance(tables).eigen
+        lines = covariance_summary(covariance(tables))
+        r_hat = table.walkers_r_hat.iloc[0]
+        if shift:
+            assert r_hat > 5 and eigen.walkers_r_hat.iloc[0] > 5, (r_hat, eigen)  # measured 9.9
+            assert "walkers apart (R-hat" in summary(table)[0] and "walkers apart" in lines[0], lines
+        else:
+            assert r_hat < 1.01 and (eigen.walkers_r_hat < 1.01).all(), (r_hat, eigen)
+            assert "apart" not in summary(table)[0] + "".join(lines)
 
 
 def test_inputs_are_checked():

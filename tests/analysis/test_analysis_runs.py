@@ -76,6 +76,19 @@ def test_load_run_of_one_walker_equals_the_results_of_its_calls(baoab):
     pd.testing.assert_frame_equal(only.trajectory, whole.trajectory, check_exact=True)
 
 
+def test_a_run_read_back_knows_its_burn_in_from_its_averages(baoab, hmc):
+    """The averages table starts after burn_in_steps: a run read back takes the burn-in it shows as the
+    analyses' default, which keeps the rows the run's (300 and 100 here) keeps; a trajectory alone 0."""
+    from tati.analysis import select
+    for (directory, *_), burn_in in ((baoab, 300), (hmc, 100)):
+        loaded = load_run(directory)
+        shown = select.run_burn_in(loaded, None)  # HMC's rows are its legs' ends: 99, none at 100
+        assert shown == loaded.run_info.step[loaded.run_info.step <= burn_in].max() > 0
+        pd.testing.assert_frame_equal(temperature(loaded), temperature(loaded, burn_in=burn_in))
+    only = load_run(trajectory_file=baoab[2]["trajectory_file"])
+    assert select.shown_burn_in(only) is None and select.run_burn_in(only, None) == 0
+
+
 def test_load_run_of_hmc_walkers_equals_the_result(hmc):
     directory, result, paths = hmc
     loaded = load_run(**paths)

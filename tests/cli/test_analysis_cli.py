@@ -92,6 +92,27 @@ def test_subcommand_writes_its_csv_and_a_readable_png(command, extra, _file, _co
         assert list(pd.read_csv("eigen.csv").columns[:4]) == ["rank", "eigenvalue", "eigenvalue_error", "fraction"]
 
 
+def test_the_burn_in_is_the_runs_where_the_averages_begin(run_dir, capsys, monkeypatch):
+    """tati-sample writes averages rows only after burn-in: without --burn_in_steps the analysis
+    leaves out the rows before them (a first analysis of a real run counted its warm-up: 7.7
+    standard errors hot), and says so; without the averages file it says the burn-in is unknown."""
+    monkeypatch.chdir(run_dir)
+    averages = pd.read_csv("averages.csv")
+    averages[averages.step > 500].to_csv("averages.csv", index=False)
+    main(["temperature", "--directory", ".", "--dof", "2"])
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == ("tati-analyse temperature: 700 rows of 2 walkers after the run's burn-in 500 "
+                      "(steps 510 to 4000, where its averages begin)"), out
+    found = pd.read_csv("temperature.csv")
+    main(["temperature", "--directory", ".", "--dof", "2", "--burn_in_steps", "500", "--overwrite"])
+    assert capsys.readouterr().out.splitlines()[0].endswith("after burn-in 500 (steps 510 to 4000)")
+    pd.testing.assert_frame_equal(found, pd.read_csv("temperature.csv"))
+    main(["temperature", "--run_file", "run.csv", "--dof", "2", "--overwrite"])  # no averages: 0, and said
+    assert capsys.readouterr().out.splitlines()[0] == (
+        "tati-analyse temperature: 800 rows of 2 walkers after burn-in 0 (steps 10 to 4000); the run's "
+        "burn-in is not in these files: give --burn_in_steps or --averages_file")
+
+
 @pytest.mark.parametrize("command, extra, file, column", NEEDS, ids=[n[0] for n in NEEDS])
 def test_a_missing_column_is_named_in_one_line(command, extra, file, column, run_dir, capsys):
     frame = pd.read_csv(run_dir / file).drop(columns=column)

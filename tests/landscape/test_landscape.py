@@ -118,12 +118,12 @@ def test_a_grid_over_one_parameter_of_a_quadratic_is_that_quadratic():
 
 def test_a_grid_along_eigenvectors_has_their_curvature():
     """Along a unit direction v of U = x^T diag(K) x / 2 through 0, U(s v) = s^2 v^T K v / 2;
-    from an eigenvector table the default width is 3 sqrt(eigenvalue)."""
+    from an eigenvector table (tati-analyse covariance's columns) the default width is 3 sqrt(eigenvalue)."""
     sim = tati.Simulation(potential=quadratic, initial_parameters=[0.0, 0.0, 0.0], dtype="float64")
     v = np.array([0.6, 0.0, 0.8])
     table = pd.DataFrame({"rank": [1, 2], "eigenvalue": [4.0, 1.0], "eigenvalue_error": [0.1, 0.1],
-                          "fraction": [0.8, 0.2], "param0": [0.6, 0.0], "param2": [0.8, 0.0],
-                          "param1": [0.0, 1.0]})
+                          "fraction": [0.8, 0.2], "walkers_r_hat": [1.0, 1.0], "param0": [0.6, 0.0],
+                          "param2": [0.8, 0.0], "param1": [0.0, 1.0]})
     frame = loss_on_directions(sim, table, points=5, components=1)
     assert list(frame.columns) == ["eigenvector1", "loss"]
     np.testing.assert_allclose(frame["eigenvector1"], np.linspace(-6.0, 6.0, 5), atol=1e-15)
