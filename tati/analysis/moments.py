@@ -18,7 +18,10 @@ Over the trajectory's rows after burn-in, for the loss U and every parameter the
   run's beta, so reweighting needs `run_inverse_temperature` (0 for rows drawn uniformly, an
   exploration: then the weights are the Boltzmann weights exp(-beta U) themselves).
 
-With per_walker, one block of rows per walker (column id); else all walkers' rows pooled.
+With per_walker, one block of rows per walker (column id); else all walkers' rows pooled, with
+walkers_r_hat, Gelman and Rubin's R-hat of the walkers' rows (NaN per walker): above
+select.APART_R_HAT the walkers never mixed and the pooled values mix their places; the summary
+counts such parameters.
 """
 
 import math
@@ -32,7 +35,7 @@ from tati.errors import InputError
 
 PURPOSE = "moments"
 COLUMNS = ["parameter", "mean", "mean_error", "variance", "sd", "weighted_mean", "weighted_variance",
-           "rows", "weighted_rows"]
+           "rows", "weighted_rows", "walkers_r_hat"]
 
 
 def moments(result, burn_in=None, inverse_temperature=None, per_walker=False, parameters=None,
@@ -101,7 +104,9 @@ def _moments(walkers, columns, shift):
     return pd.DataFrame({"parameter": columns, "mean": mean, "mean_error": errors, "variance": variance,
                          "sd": np.sqrt(variance), "weighted_mean": weighted_mean,
                          "weighted_variance": weighted_variance, "rows": len(values),
-                         "weighted_rows": effective})
+                         "weighted_rows": effective,
+                         "walkers_r_hat": [select.walkers_r_hat([v[:, i] for _, v in walkers])
+                                           for i in range(len(columns))]})
 
 
 def plot(table, path):
@@ -150,10 +155,21 @@ def summary(table):
              f"of {int(pooled['rows'].iloc[0])}"]
     for _, row in pooled.head(8).iterrows():
         weighted = "" if inverse_temperature is None else f"; reweighted mean {row['weighted_mean']:.6g}"
+        apart = f"; walkers apart (R-hat {row['walkers_r_hat']:.3g})" if _apart(row) else ""
         lines.append(f"  {row['parameter']}: mean {row['mean']:.6g} +- {row['mean_error']:.2g}, "
-                     f"sd {row['sd']:.4g}{weighted}")
+                     f"sd {row['sd']:.4g}{weighted}{apart}")
     if len(pooled) > 8:
         lines.append(f"  ... and {len(pooled) - 8} more parameters")
+    apart = pooled[[_apart(row) for _, row in pooled.iterrows()]]
+    if "id" not in table and len(apart):
+        lines.append(f"  walkers apart on {len(apart)} of {len(pooled)} (R-hat > {select.APART_R_HAT:g}): there the "
+                     "means and sds pool the walkers' places, not one mixed chain's (run longer; a network's "
+                     "weights: hidden units swap places)")
     if "id" in table:
         lines.insert(1, "  (walker 0; every walker's rows are in the CSV file)")
     return lines
+
+
+def _apart(row):
+    """Whether the walkers never mixed along this parameter (select.APART_R_HAT)."""
+    return bool(row["walkers_r_hat"] > select.APART_R_HAT)

@@ -64,3 +64,22 @@ def test_command_line_default_prints_and_writes_the_plain_moments(tmp_path, caps
           "--overwrite", "true"])
     out = capsys.readouterr().out.splitlines()
     assert out[1].startswith("  reweighted to beta 3: ") and "reweighted mean" in out[3], out
+
+
+def test_walkers_that_never_mixed_are_counted():
+    """Two walkers at x + 4 and x - 4 (sd 1): the pooled mean of 0 and sd of about 4 are of their
+    places, not of a mixed chain's; the table gives their R-hat and the summary counts the parameter.
+    The same rows unshifted (R-hat 1.00) are not counted."""
+    from tati.analysis.moments import summary
+    for shift in (4.0, 0.0):
+        tables = beta_one_run(np.random.default_rng(seed(2103)))
+        frame = tables.trajectory
+        frame["param0"] += np.where(frame["id"] == 0, shift, -shift)
+        table = moments(tables).set_index("parameter")
+        lines = "\n".join(summary(table.reset_index()))
+        if shift:
+            assert table.loc["param0", "walkers_r_hat"] > 3, table
+            assert "walkers apart on 1 of 2 (R-hat > 1.1)" in lines and "param0: mean" in lines, lines
+        else:
+            assert table.loc["param0", "walkers_r_hat"] < 1.01 and "apart" not in lines, (table, lines)
+    assert np.isnan(moments(tables, per_walker=True)["walkers_r_hat"]).all()
