@@ -27,7 +27,8 @@ GROUPS = TOOL_GROUPS["tati-predictive"]
 OWN = [
     ("trajectory_file", Optional(Text()), None, "the trajectory CSV file of the run (tati-sample or "
      "tati-optimize --trajectory_file): its rows after burn-in are the parameter draws"),
-    ("burn_in_steps", Number(integer=True, minimum=0), 0, "leave out the rows with step <= this"),
+    ("burn_in_steps", Optional(Number(integer=True, minimum=0)), None, "leave out the rows with step <= this "
+     "(the run's burn_in_steps; not given: 0, every row a draw, and the tool says so)"),
     ("draws", Number(integer=True, minimum=1), 1000, "at most this many parameter draws, the rows "
      "after burn-in of all walkers thinned evenly"),
     ("swag_rank", Optional(Number(integer=True, minimum=0)), None, "draw the parameters from the SWAG "
@@ -104,7 +105,7 @@ def check_inputs(own):
     check_inputs_not_outputs({"trajectory_file": own["trajectory_file"],
                               "test_data_files": own["test_data_files"]}, outputs)
     trajectory = read_table("trajectory_file", own["trajectory_file"])
-    if not (trajectory["step"] > own["burn_in_steps"]).any():
+    if not (trajectory["step"] > (own["burn_in_steps"] or 0)).any():
         raise InputError(f"trajectory_file '{own['trajectory_file']}' has no row after burn_in_steps "
                          f"{own['burn_in_steps']}")
     return trajectory, own["test_data_files"]
@@ -169,7 +170,8 @@ def predict(sim_options, own, trajectory, points):
                          f"data has {run_labels} label column(s)")
     if own["plot"] is not None and features.shape[1] != 1:
         raise InputError(f"plot draws 1-D inputs; the network takes {features.shape[1]} features")
-    draws, burn_in, source = trajectory, own["burn_in_steps"], f"trajectory_file '{own['trajectory_file']}'"
+    given = own["burn_in_steps"] is not None
+    draws, burn_in, source = trajectory, own["burn_in_steps"] or 0, f"trajectory_file '{own['trajectory_file']}'"
     check_parameter_columns(trajectory.columns, sim.model.parameter_names, source)
     kept = trajectory[trajectory["step"] > burn_in]
     walkers = kept["id"].nunique()
@@ -197,7 +199,9 @@ def predict(sim_options, own, trajectory, points):
             "no labels, so no log predictive density" if labels is None else
             "no likelihood, so no log predictive density")
     return (f"{PROG}: {len(frame)} points, {n} draws from {source} ({walkers} walker{'s' * (walkers != 1)}, "
-            f"steps after {own['burn_in_steps']}); {what}; wrote {', '.join(written)}")
+            f"steps after {own['burn_in_steps'] or 0}); {what}; wrote {', '.join(written)}"
+            + ("" if given else "\n  burn_in_steps not given: every row was a draw, the run's burn-in too "
+                                "(give --burn_in_steps, the run's)"))
 
 
 def plot(frame, x_name, label_names, training, own, likelihood):

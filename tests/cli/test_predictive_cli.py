@@ -69,7 +69,7 @@ def test_csv_and_summary_are_the_python_predictive(run, capsys):
     assert list(written.columns) == ["x1", "label", "mean_0", "lower_0", "upper_0", "log_predictive_density"]
     np.testing.assert_array_equal(written[["x1", "label"]].to_numpy(), np.hstack([x_test, y_test]))
     pd.testing.assert_frame_equal(written[table.columns], table, check_exact=True)
-    assert out.count("\n") == 1 and f"log predictive density {lpd:.6g}" in out
+    assert out.count("\n") == 1 and f"log predictive density {lpd:.6g}" in out  # burn_in_steps given: one line
     assert "50 draws from trajectory_file" in out and "(3 walkers" in out
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -80,6 +80,22 @@ def test_csv_and_summary_are_the_python_predictive(run, capsys):
     table, lpd = sim.predictive(x_test, y_test, trajectory=draws, burn_in=200, draws=60)
     pd.testing.assert_frame_equal(read_csv(directory / "swag.csv")[table.columns], table, check_exact=True)
     assert "SWAG (rank 4)" in out and f"log predictive density {lpd:.6g}" in out
+
+
+def test_without_burn_in_every_row_is_a_draw_and_it_says_so(run, capsys):
+    """burn_in_steps not given (the trajectory does not record the run's): every row is a draw, as
+    burn_in_steps 0 gives, and a second line says so with the option."""
+    directory, options, *_ = run
+    outputs = [directory / "all0.csv", directory / "all.csv"]
+    status, out, err = tool(capsys, directory, options, "--burn_in_steps", 0, "--output", outputs[0])
+    assert status == 0 and out.count("\n") == 1, err
+    status, out, err = tool(capsys, directory, options, "--output", outputs[1])
+    assert status == 0, err
+    lines = out.splitlines()
+    assert len(lines) == 2 and "steps after 0)" in lines[0], out
+    assert lines[1] == ("  burn_in_steps not given: every row was a draw, the run's burn-in too (give "
+                        "--burn_in_steps, the run's)")
+    pd.testing.assert_frame_equal(read_csv(outputs[0]), read_csv(outputs[1]), check_exact=True)
 
 
 def test_the_runs_command_line_serves_with_its_prior(run, capsys):
