@@ -312,9 +312,9 @@ class Simulation:
         sampler = self.sampler
         scales_of = sampler.noise_scales if getattr(sampler, "noise_mass", False) else None
         friction = None if o["friction_constant"] == "auto" else o["friction_constant"] / self._friction_unit()
+        scheme = "overdamped" if sampler.overdamped else "euler" if sampler.euler_friction else "exact"
         self.measured_width = measured_width.measure(self.model, self.data, friction,
-                                                     1.0 / o["inverse_temperature"], mass, o["seed"], scales_of,
-                                                     sampler.euler_friction)
+                                                     1.0 / o["inverse_temperature"], mass, o["seed"], scales_of, scheme)
         if friction is None:
             self._sampler = None
         self.sampler.step_width = self.measured_width.width

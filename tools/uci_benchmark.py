@@ -50,13 +50,10 @@ DRAWS = 1000  # parameter draws of the predictive at most, thinned evenly
 MAP_FIT = dict(optimizer="L-BFGS", max_steps=2000, every_nth=100)
 # Each method's Simulation options; steps and burn_in are sampler steps (HMC2: leapfrog steps,
 # NUTS: transitions), burn-in included. start_at_map: first fit the MAP (MAP_FIT) and sample from
-# there. BAOAB and SGHMC run with their defaults: with a likelihood, batch_size and no step_width
-# they measure their mass from the gradient noise, their width and friction, from a warm start
+# there. BAOAB, SGHMC and SGLD run with their defaults: with a likelihood, batch_size and no step_width
+# they measure their mass from the gradient noise, their width (and friction), from a warm start
 # (doc/samplers.md, "No tuning"); burn-in and draws are yacht's 200 + 200 epochs of 9 batches.
-# SGLD does not tune itself: it keeps its default temperature, and its step width is set, as the
-# default 0.1 diverges: U is the sum over a few hundred points, and where the fitted noise
-# variance is small (yacht: near noiseless) its curvature is huge. The width is an untuned guess
-# (doc/benchmarks.md). SWAG's SGD takes learning_rate "measured": SWAG_RATE / the largest curvature
+# SWAG's SGD takes learning_rate "measured": SWAG_RATE / the largest curvature
 # of the training batches at the MAP (swag_learning_rate), half SGD's stability bound 2 / lambda;
 # yacht's MAP reads about 2e9 there, where the earlier fixed 1e-7 diverged at its first step.
 METHODS = {
@@ -69,8 +66,7 @@ METHODS = {
                  hamiltonian_dynamics_time=0.01),
     "baoab": dict(sampler="BAOAB", number_walkers=4, batch_size=32, burn_in=1800, steps=3600, every_nth=10),
     "sghmc": dict(sampler="SGHMC", number_walkers=4, batch_size=32, burn_in=1800, steps=3600, every_nth=10),
-    "sgld": dict(start_at_map=True, sampler="SGLD", step_width=1e-8, batch_size=32, burn_in=2000, steps=12000,
-                 every_nth=10),
+    "sgld": dict(sampler="SGLD", number_walkers=4, batch_size=32, burn_in=1800, steps=3600, every_nth=10),
 }
 SWAG_RATE = 1.0  # times 1 / lambda_max: half the stability bound (swag_learning_rate)
 TOOL_KEYS = ("fit", "start_at_map", "burn_in", "steps")  # read by the tool, not Simulation options

@@ -1,4 +1,4 @@
-"""The step width of the stochastic-gradient samplers (GLA1, GLA2, BAOAB, CCAdL, SGHMC, SGNHT),
+"""The step width of the stochastic-gradient samplers (SGLD, GLA1, GLA2, BAOAB, CCAdL, SGHMC, SGNHT),
 set from quantities measured at the walkers' start (with a noise mass, again with each new mass:
 3. below), not by feedback on the run's temperature.
 
@@ -61,8 +61,16 @@ start point, with temperature T = 1 / beta and mass M (the samplers' scalar mass
    64-50-10 network: friction 1 at the start, 6.96 after the first window; width 0.0035 -> 0.0069,
    kinetic temperature 1.073 -> 1.024).
 
+5. SGLD (`overdamped`: no momenta, no friction): q <- q - h s^2 grad U + sqrt(2 h T) s G in the metric
+   s. Along a mode of curvature lambda (of s H s) its variance is T / (lambda (1 - h lambda / 2)), so
+   h_s = OVERDAMPED_STABILITY / lambda keeps the stiffest mode within 5% (stable up to h lambda = 2:
+   a factor 20 inside, as BAOAB's 16 in lambda); a step's gradient noise adds h^2 V to the
+   position's variance beside the thermal 2 h T, an excess of h V / (2 T): h_n = 2 EXCESS T / V. It is
+   bound by the curvature where the underdamped samplers are bound by its square root: BAOAB's
+   positions move like SGLD's at h^2 / 2 per step once gamma h is about 1, here 0.125 / lambda.
+
 Numpy on the measurements (`widths`, called by `measure`, which evaluates the model), and the
-same rules on tensors for the compiled loop (`graph_width`, `batch_curvature`).
+same rules on tensors for the compiled loop (`graph_width`, `graph_overdamped_width`, `batch_curvature`).
 """
 
 from typing import NamedTuple
@@ -73,6 +81,7 @@ import tensorflow as tf
 from tati.errors import SamplingError
 
 STABILITY = 0.5  # c of h = c / sqrt(lambda_max): 4 times inside the stability bound 2
+OVERDAMPED_STABILITY = 0.1  # SGLD's h lambda_max: the stiffest mode's variance 1 / (1 - h lambda / 2), 5% above
 EXCESS = 0.05  # the kinetic temperature's excess from the gradient noise, relative to T
 POWER_ITERATIONS = 20
 FRICTION_FLOOR, FRICTION_CEILING = 1.0, 1.0  # friction auto: gamma >= 1 and gamma h <= 1
@@ -91,6 +100,7 @@ class MeasuredWidth(NamedTuple):
     friction: float = None  # friction_constant auto's measured gamma (None where given)
     batches: int = 1  # the batches whose largest curvature is taken (1: the whole dataset)
     euler: bool = False  # the heat is that of SGHMC's Euler friction step (module docstring, 2.)
+    overdamped: bool = False  # SGLD's rules (module docstring, 5.)
 
     @property
     def width(self):
@@ -98,6 +108,11 @@ class MeasuredWidth(NamedTuple):
 
     def line(self):
         """One line for the summary."""
+        if self.overdamped:
+            return (f"measured step_width {self.width:.4g} (per walker {_values(self.widths)}): "
+                    f"{OVERDAMPED_STABILITY:g} / largest curvature{_of_batches(self.batches)} "
+                    f"{_values(self.curvature)} = {_values(self.stable_width)}, gradient noise variance "
+                    f"{_values(self.noise_variance)} allows {_values(self.noise_width)} for {EXCESS:.0%} excess heat")
         return (f"measured step_width {self.width:.4g} (per walker {_values(self.widths)}): "
                 f"{STABILITY:g} / sqrt(largest curvature{_of_batches(self.batches)} {_values(self.curvature)}) = "
                 f"{_values(self.stable_width)}, "
@@ -160,23 +175,37 @@ def graph_friction(width, variance, temperature=1.0, mass=1.0, excess=EXCESS, eu
     return tf.minimum(tf.maximum(tf.reduce_max(needed), FRICTION_FLOOR), ceiling)
 
 
-def widths(curvature, variance, friction, temperature=1.0, mass=1.0, batches=1, euler=False):
+def overdamped_noise_width(variance, temperature=1.0, mass=1.0, excess=EXCESS):
+    """SGLD's width at which its gradient noise heats by `excess` (module docstring, 5.): 2 excess T M / V,
+    inf where V = 0; float64 tensors [W]."""
+    safe = tf.where(variance > 0.0, variance, tf.ones_like(variance))
+    return tf.where(variance > 0.0, 2.0 * excess * temperature * mass / safe, tf.constant(np.inf, safe.dtype))
+
+
+def widths(curvature, variance, friction, temperature=1.0, mass=1.0, batches=1, euler=False, overdamped=False):
     """MeasuredWidth of the curvatures (of H, not yet divided by the mass) and noise variances;
-    friction None: measured (measured_friction), and kept in the MeasuredWidth; euler: SGHMC's heat."""
+    friction None: measured (measured_friction), and kept in the MeasuredWidth; euler: SGHMC's heat;
+    overdamped: SGLD's rules, without friction (module docstring, 5.)."""
     curvature, variance = np.asarray(curvature, float), np.asarray(variance, float)
+    if overdamped:
+        stable = OVERDAMPED_STABILITY / (curvature / mass)
+        noisy = overdamped_noise_width(tf.constant(variance, tf.float64), temperature, mass).numpy()
+        return MeasuredWidth(curvature, variance, stable, noisy, np.minimum(stable, noisy), None, batches,
+                             overdamped=True)
     measured = None if friction is not None else measured_friction(curvature, variance, temperature, mass, euler)
     stable = STABILITY / np.sqrt(curvature / mass)
     noisy = noise_width(variance, friction if measured is None else measured, temperature, mass, euler=euler)
     return MeasuredWidth(curvature, variance, stable, noisy, np.minimum(stable, noisy), measured, batches, euler)
 
 
-def measure(model, data, friction, temperature=1.0, mass=1.0, seed=0, scales_of=None, euler=False):
+def measure(model, data, friction, temperature=1.0, mass=1.0, seed=0, scales_of=None, scheme="exact"):
     """MeasuredWidth of every walker at the model's parameters (friction None: measured too):
     curvature on one epoch's batches (`batch_curvature`; the whole dataset without mini-batches),
     noise from noise_batch_count batches of the run's batch size (none without mini-batches), the
     covering batches of step 0, which the noise mass's first measurement in the run takes too.
     scales_of (adapt_mass noise): per-parameter variances [W, d] -> the whitened metric's scales
-    s [d]; curvature and noise are then those of s H s and s^2 V. euler: SGHMC's friction step's heat."""
+    s [d]; curvature and noise are then those of s H s and s^2 V. scheme: "exact" (the O step's
+    friction), "euler" (SGHMC's friction step's heat) or "overdamped" (SGLD's rules)."""
     theta = tf.constant(model.flat_parameters().numpy(), model.dtype)
 
     @tf.function(autograph=False)
@@ -201,7 +230,8 @@ def measure(model, data, friction, temperature=1.0, mass=1.0, seed=0, scales_of=
     if not np.all(np.isfinite(curvature)) or not np.all(np.isfinite(variance)):
         raise SamplingError("measure_step_width: the loss's curvature or gradient is not finite at the walkers' "
                             "start; give initial_parameters or a step_width")
-    return widths(curvature, variance, friction, temperature, mass, batches, euler)
+    return widths(curvature, variance, friction, temperature, mass, batches, scheme == "euler",
+                  scheme == "overdamped")
 
 
 def noise_batch_count(data):
@@ -310,6 +340,16 @@ def graph_width(hessian_vector, batches, noise_variance, start, friction, temper
     finite = tf.reduce_all(tf.math.is_finite(curvature)) & tf.reduce_all(tf.math.is_finite(noise_variance))
     nan = tf.constant(np.nan, tf.float64)
     return tf.where(finite, width, nan), tf.where(finite, gamma, nan)
+
+
+def graph_overdamped_width(hessian_vector, batches, noise_variance, start, temperature=1.0, mass=1.0):
+    """graph_width's SGLD rule (module docstring, 5.): min over walkers of min(h_s, h_n), NaN where a
+    curvature or variance is not finite."""
+    curvature = batch_curvature(hessian_vector, batches, start)
+    stable = OVERDAMPED_STABILITY / (curvature / mass)
+    width = tf.reduce_min(tf.minimum(stable, overdamped_noise_width(noise_variance, temperature, mass)))
+    finite = tf.reduce_all(tf.math.is_finite(curvature)) & tf.reduce_all(tf.math.is_finite(noise_variance))
+    return tf.where(finite, width, tf.constant(np.nan, tf.float64))
 
 
 def _of_batches(batches):

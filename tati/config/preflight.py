@@ -49,8 +49,8 @@ def check(options, method=None):
     untuned = no_tuning(values, options)
     if untuned and values["burn_in_steps"] >= MIN_METRIC_BURN_IN and values["adapt_mass"] == "auto":
         values["adapt_mass"] = "noise"
-    if untuned and "friction_constant" not in options:
-        values["friction_constant"] = "auto"
+    if untuned and "friction_constant" not in options and "friction_constant" in spec_of(values["sampler"]).option_names:
+        values["friction_constant"] = "auto"  # SGLD has none
     values["measure_step_width"] = measures_step_width(values, options)
     _check_combinations(values)
     _check_record_momenta(values, method)
@@ -88,7 +88,7 @@ MIN_METRIC_BURN_IN = 20  # tati/adaptation/windows.py's, which imports TensorFlo
 
 def self_tuning():
     """The stochastic-gradient samplers that can tune themselves: those with a mass to adapt
-    (GLA1, GLA2, BAOAB, CCAdL, SGHMC, SGNHT)."""
+    (SGLD, GLA1, GLA2, BAOAB, CCAdL, SGHMC, SGNHT)."""
     return [name for name in samplers_taking("adapt_mass") if not spec_of(name).metropolis]
 
 
@@ -105,7 +105,7 @@ def no_tuning(o, given):
 
 
 def untuned_notes(o, given):
-    """[a warning] where a stochastic-gradient sampler that cannot tune itself (SGLD, pSGLD; SGHMC
+    """[a warning] where a stochastic-gradient sampler that cannot tune itself (pSGLD; SGHMC
     with a gradient_noise_estimator) meets a likelihood and mini-batches with no
     step_width: it steps with the option's default, which knows nothing of U's scale (U grows with
     the data: on yacht split 2, SGHMC with the adam estimator and this default left a walker at

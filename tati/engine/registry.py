@@ -44,7 +44,8 @@ _WHOLE_LEG = ("needs the whole dataset (its accept/reject compares the energy at
               "mini-batches would take from different targets)")
 
 _SPECS = [
-    Spec("SGLD", "StochasticGradientLangevinDynamics", "tati.samplers.sgld:SGLD", infos=(SGLD_INFO,)),
+    Spec("SGLD", "StochasticGradientLangevinDynamics", "tati.samplers.sgld:SGLD",
+         options=("adapt_mass", "measure_step_width", "warm_start"), infos=(SGLD_INFO,)),
     Spec("GLA1", "GeometricLangevinAlgorithm_1stOrder", "tati.samplers.gla:GLA1", options=_LANGEVIN,
          aliases=("GLA_1stOrder",), persistent_momenta=True, infos=(LANGEVIN_INFO,)),
     Spec("GLA2", "GeometricLangevinAlgorithm_2ndOrder", "tati.samplers.gla:GLA2", options=_LANGEVIN,

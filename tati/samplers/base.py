@@ -89,6 +89,9 @@ class SamplerBase(keras.optimizers.Optimizer):
     # Whether its friction step is Euler's, p <- (1 - gamma h) p (SGHMC), whose own heat the measured
     # width and friction count (tati/adaptation/measured_width.py); else exp(-gamma h), exact.
     euler_friction = False
+    # Whether it has no momenta and no friction (SGLD): its measured width takes the overdamped rules
+    # (tati/adaptation/measured_width.py, 5.).
+    overdamped = False
     # Whether friction_constant is per unit of the scalar mass (SGHMC's C: the momentum decays by
     # 1 - h C / M); else it is the friction rate gamma itself (alpha = exp(-gamma h), SGNHT's A).
     friction_per_mass = False

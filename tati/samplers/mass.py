@@ -1,4 +1,7 @@
-"""A diagonal mass for the Langevin samplers with momenta (GLA1, GLA2, BAOAB, CCAdL, SGHMC, SGNHT), adapted during burn-in.
+"""A diagonal mass for the Langevin samplers (SGLD, GLA1, GLA2, BAOAB, CCAdL, SGHMC, SGNHT), adapted during burn-in.
+
+SGLD has no momenta: its metric scales its steps, q <- q - h s^2 grad U + sqrt(2 h / beta) s G
+(samplers/sgld.py), with the same adaptation below.
 
 The formulation is HMC's metric (samplers/hmc.py): the momentum is kept in whitened
 coordinates p' ~ N(0, I / beta), and each parameter has a scale s, the mass matrix being
@@ -207,12 +210,19 @@ class AdaptedMass:
         noise_variance = tf.reduce_mean(tf.square(s) * noise, axis=1)
         start = tf.random.stateless_normal([rows, tf.size(s)], seed=tf.stack([tf.constant(5, tf.int64), closed]),
                                            dtype=tf.float64)
+        temperature = 1.0 / self._parameter_variables["inverse_temperature"]
+        if self.overdamped:  # SGLD: no friction to measure or keep
+            width = measured_width.graph_overdamped_width(lambda b, v: s * hessian_vector_on(b, s * v), batches,
+                                                          noise_variance, start, temperature)
+            width = tf.where(tf.math.is_finite(width), width, tf.cast(self._learning_rate, tf.float64))
+            self._learning_rate.assign(tf.cast(width, self._learning_rate.dtype))
+            self._followed_widths.assign(tf.tensor_scatter_nd_update(self._followed_widths, [[closed]], [width]))
+            return
         # the friction rate and temperature the sampler steps with (a measured friction, a restored
         # one), and its scalar mass (SGHMC's, SGNHT's; 1 for the others)
         mass = self._parameter_variables.get("mass", tf.constant(1.0, tf.float64))
         unit = self.friction_unit(mass)
         friction_variable = self._parameter_variables["friction_constant"]
-        temperature = 1.0 / self._parameter_variables["inverse_temperature"]
         # with follows_friction never below an earlier one's (the noise grows on after the last)
         rule = measured_width.Friction(friction_variable / unit, self.follows_friction, self.euler_friction)
         width, friction = measured_width.graph_width(lambda b, v: s * hessian_vector_on(b, s * v), batches,

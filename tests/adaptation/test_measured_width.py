@@ -294,11 +294,34 @@ def test_a_checkpoint_of_fit_restored_into_sample_starts_a_run_that_tunes_itself
     (dict(batch_size=10, sampler="SGHMC"), True),  # auto: GLA1, GLA2, BAOAB, CCAdL, SGHMC
     (dict(batch_size=10, sampler="SGHMC", gradient_noise_estimator="adam"), False),  # not with an estimator
     (dict(batch_size=10, sampler="SGNHT"), True),
-    (dict(batch_size=10, sampler="SGLD"), False),  # SGLD has no friction to measure with
+    (dict(batch_size=10, sampler="SGLD"), True),  # by the overdamped rules, without friction
+    (dict(batch_size=10, sampler="pSGLD"), False),  # its preconditioner moves every step
     (dict(measure_step_width=True, step_width=0.01), True)])
 def test_when_it_measures(options, measures):
     simulation = tati.Simulation(**regression(**options))
     assert simulation.options["measure_step_width"] is measures
+
+
+def test_sgld_measures_by_the_overdamped_rules():
+    """SGLD's width (measured_width docstring, 5.): h lambda = 0.1 for the stiffest mode, h V / (2 T) = 5%
+    for the noise, no friction; with a likelihood and batch_size it tunes itself (its mass from the
+    noise, its width measured again with each, no friction option set) and says nothing of the default
+    step_width, which it blew up with on yacht (issue #41)."""
+    import warnings
+    measured = mw.widths([40.0, 10.0], [4.0, 0.0], None, temperature=2.0, overdamped=True)
+    np.testing.assert_allclose(measured.stable_width, [0.1 / 40.0, 0.01])
+    np.testing.assert_allclose(measured.noise_width, [2 * 0.05 * 2.0 / 4.0, np.inf])
+    assert measured.width == 0.0025 and measured.friction is None
+    assert "0.1 / largest curvature 40, 10" in measured.line() and "friction" not in measured.line()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        simulation = tati.Simulation(**dict(regression(sampler="SGLD", batch_size=10, burn_in_steps=40),
+                                            max_steps=60))
+    assert simulation.options["adapt_mass"] == "noise" and simulation.options["friction_constant"] != "auto"
+    simulation.sample()
+    assert simulation.measured_width.overdamped and simulation.sampler.follows_width
+    assert len(simulation.sampler.followed_widths()) == 2 and len(simulation.sampler.followed_frictions()) == 0
+    assert "SGLD (step_width" in simulation.summary() and "measured)" in simulation.summary()
 
 
 def test_needs_friction():

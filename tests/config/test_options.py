@@ -23,13 +23,13 @@ def test_the_table_declares_what_each_sampler_takes(sampler):
     constructor takes by name (tati/config/building.py), for a Metropolis sampler the
     Simulation's warm start before its burn-in (tati/adaptation/warm_start.py; also a Langevin sampler
     taking adapt_mass, for its noise mass), and for one with
-    friction the Simulation's measured step width (tati/adaptation/measured_width.py)."""
+    friction, or overdamped (SGLD), the Simulation's measured step width (tati/adaptation/measured_width.py)."""
     cls = get_sampler(sampler)
     takes = set(cls.parameters) - GENERAL
     takes |= {name for name in ADAPTATION if name in inspect.signature(cls).parameters}
     if spec_of(sampler).metropolis or "adapt_mass" in takes:  # the Langevin samplers' with adapt_mass noise
         takes.add("warm_start")
-    if "friction_constant" in takes:
+    if "friction_constant" in takes or getattr(cls, "overdamped", False):
         takes.add("measure_step_width")
     declared = {option.name for option in OPTIONS if sampler in samplers_taking(option.name)}
     assert declared == takes == set(spec_of(sampler).option_names)

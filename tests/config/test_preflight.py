@@ -269,7 +269,7 @@ def test_the_untuned_langevin_run_takes_the_noise_mass_width_and_friction():
     measure_step_width on, friction_constant auto, adapt_mass noise from 20 burn-in steps
     (windows.py's least; preflight keeps its own copy so that bad input exits before TensorFlow).
     A given step_width, friction_constant or adapt_mass is kept; SGHMC and SGNHT tune themselves too
-    (SGHMC not with a gradient_noise_estimator); SGLD does not."""
+    (SGHMC not with a gradient_noise_estimator), SGLD without a friction (it has none); pSGLD does not."""
     from tati.adaptation import windows
     assert preflight.MIN_METRIC_BURN_IN == windows.MIN_METRIC_BURN_IN
     x = np.arange(20.0).reshape(10, 2)
@@ -287,12 +287,13 @@ def test_the_untuned_langevin_run_takes_the_noise_mass_width_and_friction():
     assert resolved(sampler="SGHMC") == (True, "noise", "auto")
     assert resolved(sampler="SGHMC", gradient_noise_estimator="adam") == (False, "auto", 1.0)
     assert resolved(sampler="SGNHT") == (True, "noise", "auto")
-    assert resolved(sampler="SGLD") == (False, "auto", 1.0)
+    assert resolved(sampler="SGLD") == (True, "noise", 1.0)
+    assert resolved(sampler="pSGLD") == (False, "auto", 1.0)
     assert resolved(sampler="BAOAB", likelihood="none", loss="mean_squared") == (False, "auto", 1.0)
 
 
 def test_a_sampler_that_cannot_tune_itself_says_so_in_one_line(tmp_path, monkeypatch):
-    """SGLD, pSGLD (and SGHMC with a gradient_noise_estimator) with a likelihood, batch_size
+    """pSGLD (and SGHMC with a gradient_noise_estimator) with a likelihood, batch_size
     and no step_width step with the option's default, blind to U's scale: one note names it and the
     cure (a step_width, or a sampler that tunes itself); none with a step_width, measure_step_width,
     no likelihood, or for BAOAB. The command line says the same on stderr, once."""
@@ -302,18 +303,18 @@ def test_a_sampler_that_cannot_tune_itself_says_so_in_one_line(tmp_path, monkeyp
     def notes(**options):
         return preflight.check({**base, **options})[1]
 
-    for sampler, extra in (("SGLD", {}), ("pSGLD", {}), ("SGHMC", dict(gradient_noise_estimator="adam"))):
+    for sampler, extra in (("pSGLD", {}), ("SGHMC", dict(gradient_noise_estimator="adam"))):
         [note] = notes(sampler=sampler, **extra)
         assert note == (f"sampler {sampler} does not tune itself here: it steps with the default step_width 0.1, "
                         "which knows nothing of this likelihood's scale (U grows with the data); give step_width, "
-                        "or a sampler that tunes itself with a likelihood and batch_size: GLA1, GLA2, BAOAB, "
+                        "or a sampler that tunes itself with a likelihood and batch_size: SGLD, GLA1, GLA2, BAOAB, "
                         "CCAdL, SGHMC, SGNHT (without gradient_noise_estimator)")
-    assert notes(sampler="SGLD", step_width=1e-4) == []
-    assert notes(sampler="SGHMC") == notes(sampler="SGNHT") == []  # they tune themselves
-    assert notes(sampler="SGLD", likelihood="none", loss="mean_squared") == notes(sampler="BAOAB") == []
-    assert notes(sampler="SGLD", batch_size=None) == notes(sampler="HMC2", batch_size=None) == []
+    assert notes(sampler="pSGLD", step_width=1e-4) == []
+    assert notes(sampler="SGHMC") == notes(sampler="SGNHT") == notes(sampler="SGLD") == []  # they tune themselves
+    assert notes(sampler="pSGLD", likelihood="none", loss="mean_squared") == notes(sampler="BAOAB") == []
+    assert notes(sampler="pSGLD", batch_size=None) == notes(sampler="HMC2", batch_size=None) == []
     (tmp_path / "d.csv").write_text("x1,x2,y\n" + "".join(f"{a},{b},{a}\n" for a, b in x))
-    argv = ["--sampler", "SGLD", "--batch_data_files", "d.csv", "--likelihood", "gaussian", "--batch_size", "5",
+    argv = ["--sampler", "pSGLD", "--batch_data_files", "d.csv", "--likelihood", "gaussian", "--batch_size", "5",
             "--max_steps", "2", "--hidden_dimension", ""]
     default, given = run_cli([argv, argv + ["--step_width", "1e-4"]], tmp_path, monkeypatch)
     assert default["code"] == 0 and default["stderr"].count("does not tune itself") == 1, default["stderr"]

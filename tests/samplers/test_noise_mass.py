@@ -23,7 +23,7 @@ import tensorflow as tf
 import tati
 from stats import seed, t_critical
 from tati.adaptation import measured_width as mw
-from tati.samplers import BAOAB, SGHMC, SGNHT
+from tati.samplers import BAOAB, SGHMC, SGLD, SGNHT
 
 ALPHA = 1e-3
 WALKERS, D = 32, 8
@@ -34,9 +34,10 @@ GAMMA, BURN_IN, STEPS = 1.0, 1000, 4000
 WIDTH = float(mw.noise_width(1.0 / SHARE, GAMMA))  # 0.005
 
 
-def run(adapt_mass, run_seed, sampler_class=BAOAB):
+def run(adapt_mass, run_seed, sampler_class=BAOAB, width=WIDTH):
     """Per walker and coordinate, beta omega^2 q^2 averaged after burn-in ([W, d]), and the sampler."""
-    sampler = sampler_class(step_width=WIDTH, friction_constant=GAMMA, seed=run_seed, adapt_mass=adapt_mass,
+    friction = {} if sampler_class.overdamped else dict(friction_constant=GAMMA)
+    sampler = sampler_class(step_width=width, **friction, seed=run_seed, adapt_mass=adapt_mass,
                             adaptation_steps=BURN_IN, noise_mass_sizes=(SHARE, 1.0), walker_axis=True)
     q = tf.Variable(np.random.default_rng(run_seed).normal(size=(WALKERS, D)) / np.sqrt(OMEGA2))
     sampler.build([q])
@@ -62,13 +63,17 @@ def run(adapt_mass, run_seed, sampler_class=BAOAB):
 
 
 @pytest.mark.statistical
-@pytest.mark.parametrize("sampler_class, control", [(BAOAB, True), (SGHMC, False), (SGNHT, True)],
-                         ids=["BAOAB", "SGHMC", "SGNHT"])
+@pytest.mark.parametrize("sampler_class, control", [(BAOAB, True), (SGHMC, False), (SGNHT, True), (SGLD, False)],
+                         ids=["BAOAB", "SGHMC", "SGNHT", "SGLD"])
 def test_the_noise_mass_holds_every_coordinate_at_the_temperature(sampler_class, control):
     """SGHMC's Euler friction heats by eps V / (2 gamma) to first order, as BAOAB's exact one does
     (its unit-mass control read BAOAB's within 2%, so it is not run again); SGNHT's thermostat
     absorbs the (now even) heat. Unit mass: SGNHT's one thermostat holds the mean, so its quiet
-    coordinates run cold and its noisiest hot (seed 11: 0.04-0.27 and 12.7)."""
+    coordinates run cold and its noisiest hot (seed 11: 0.04-0.27 and 12.7). SGLD's width by its own
+    noise rule, 2 EXCESS T / V, is BAOAB's here (0.1 / 20 = 0.005): it heats by h V / 2 = 5% plus its
+    discretisation's h lambda / 2 = 0.25% in the whitened metric (lambda = 1); unit mass at that width
+    is unstable on the stiffest coordinate (h omega^2 = 50), so its control is the noise mass at 10
+    times the width, h V / 2 = 50% hot (seed 11: 1.47-1.57)."""
     temperatures, sampler = run("noise", seed(11), sampler_class)
     scales = sampler.metric_scales()
     assert sampler.metric_windows() == 6  # the start and the five windows' ends, then frozen
@@ -78,6 +83,10 @@ def test_the_noise_mass_holds_every_coordinate_at_the_temperature(sampler_class,
     critical = t_critical(ALPHA, WALKERS - 1, D)
     print(f"h {WIDTH:.4g}: beta omega^2 Var(q) per coordinate {np.round(mean, 3)} +- {np.round(error, 3)}")
     assert np.all(np.abs(mean - 1.0) < critical * error + mw.EXCESS)
+    if sampler_class is SGLD:
+        hot = run("noise", seed(11), SGLD, 10 * WIDTH)[0].mean(axis=0)
+        print(f"10 h: {np.round(hot, 2)}")
+        assert np.all(hot > 1.25), hot
     if not control:
         return
     hot = run(False, seed(11), sampler_class)[0].mean(axis=0)
