@@ -123,20 +123,23 @@ def test_the_option_is_checked_and_measured():
     assert "mass from the gradient noise" in summarise("test", sim, result, True)
 
 
-def test_resumed_burn_in_continues_bitwise(tmp_path):
+@pytest.mark.parametrize("sampler, own", [("SGHMC", dict(mass=2.0, friction_constant="auto", measure_step_width=True)),
+                                          ("SGLD", {})], ids=["SGHMC", "SGLD"])
+def test_resumed_burn_in_continues_bitwise(tmp_path, sampler, own):
     """SGHMC (scalar mass 2) with the noise mass and its width and friction measured, 160 burn-in
     steps (one window, ending at step 110), cut by a checkpoint at step 60 and continued in a new
     Simulation: the rows of one whole run, bitwise, and the same masses and widths, measured twice;
     the likelihood's noise fits the data's, so nothing is said about it.
     The width measured again with the second mass takes the checkpoint's friction, per unit of the
-    scalar mass (it had taken friction 1, as nothing is measured on restoring)."""
+    scalar mass (it had taken friction 1, as nothing is measured on restoring). SGLD's defaults
+    (which tune it: its metric and width, no friction) likewise."""
     import pandas as pd
     rng = np.random.default_rng(seed(14))
     x = rng.normal(size=(64, 2))
     options = dict(dataset=(x, (x @ [1.0, -2.0])[:, None] + rng.normal(size=(64, 1))), hidden_dimension=[],
                    output_activation="linear", likelihood="gaussian", dtype="float64",
                    adapt_mass="noise", batch_size=8, number_walkers=2, burn_in_steps=160, every_nth=4, seed=seed(15),
-                   sampler="SGHMC", mass=2.0, friction_constant="auto", measure_step_width=True)
+                   sampler=sampler, **own)
     whole_sim = tati.Simulation(**options, max_steps=200)
     whole = whole_sim.sample()
     tati.Simulation(**options, max_steps=60, save_model=str(tmp_path / "c.npz")).sample()
