@@ -337,6 +337,7 @@ class Simulation:
         if getattr(sampler, "noise_mass", False):
             sampler.follows_width = True
             sampler.follows_friction = self.options["friction_constant"] == "auto" and sampler.fixed_friction
+            sampler.measured_at_start = self.measured_width is not None
 
     def _start_warm(self):
         """The warm start (tati/adaptation/warm_start.py) before the first sample() call; a warning names

@@ -19,7 +19,16 @@ start point, with temperature T = 1 / beta and mass M (the samplers' scalar mass
    exceeds the whole dataset's, up to N / B times. At the warm start's mode it was 5.4-6.3 times
    on bostonHousing (split 0, where a point's fitted noise variance sits at its floor) and
    1.9-3.1 times on yacht; with the whole dataset's curvature the width was at h sqrt(lambda_b)
-   = 1.3 on boston, and every one of its 20 splits blew up.
+   = 1.3 on boston, and every one of its 20 splits blew up. At most CURVATURE_BATCHES of them, the
+   epoch's first (a random CURVATURE_BATCHES x batch_size of the points): each costs POWER_ITERATIONS
+   Hessian-vector products, and on 60,000 points in batches of 128 (469 an epoch; a 784-100-10
+   network, 2 walkers) one measurement took 60 s with all of them (15 s with 64), at each of the
+   mass's measurements, and a run of 2 epochs 206 s (64 s, the start's measurement no longer
+   repeated in the loop either: samplers/mass.py measured_at_start). Up to 64 batches (the
+   five UCI datasets: 9-45) every one counts; beyond, a point that dominates a direction is missed
+   with probability 1 - 64 B / N, which the factor 4 in h_s (16 in lambda) covers unless its batch's
+   curvature is above 16 times the others' largest (a synthetic 20-64-64-2 network on 20,000 points:
+   the largest of 157 batches 1.17 times their median, the first 32's the largest).
 2. heat from the gradient noise: V, the mini-batch gradient's variance per parameter about the
    full one (the sample variance of the gradients of max(NOISE_BATCHES, batches per epoch)
    batches of the run's batch size that cover the data, `noise_batch_count`: a few points can
@@ -86,6 +95,7 @@ EXCESS = 0.05  # the kinetic temperature's excess from the gradient noise, relat
 POWER_ITERATIONS = 20
 FRICTION_FLOOR, FRICTION_CEILING = 1.0, 1.0  # friction auto: gamma >= 1 and gamma h <= 1
 NOISE_BATCHES = 16  # V's per-parameter relative error sqrt(2 / 15) = 0.37, far less averaged over d
+CURVATURE_BATCHES = 64  # the most batches whose largest curvature is taken (1.)
 
 
 class MeasuredWidth(NamedTuple):
@@ -236,12 +246,13 @@ def measure(model, data, friction, temperature=1.0, mass=1.0, seed=0, scales_of=
 
 def noise_batch_count(data):
     """The batches whose gradients' variance is the noise: NOISE_BATCHES, or one epoch's if more."""
-    return max(NOISE_BATCHES, curvature_batches(data))
+    return max(NOISE_BATCHES, 1 if getattr(data, "full", True) else int(data.batches_per_epoch))
 
 
 def curvature_batches(data):
-    """The batches whose largest curvature sets the stable width: an epoch's (1 without mini-batches)."""
-    return 1 if getattr(data, "full", True) else int(data.batches_per_epoch)
+    """The batches whose largest curvature sets the stable width: an epoch's first, at most
+    CURVATURE_BATCHES (1 without mini-batches)."""
+    return 1 if getattr(data, "full", True) else min(int(data.batches_per_epoch), CURVATURE_BATCHES)
 
 
 def hessian_vector_on(model, data, parameters, step):

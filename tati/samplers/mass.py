@@ -75,6 +75,9 @@ class AdaptedMass:
     # Options the Simulation passes by name besides `parameters` (with adaptation_steps).
     adaptation_options = ("adapt_mass",)
     noise_covers = True  # the engine's noise batches cover the data (measured_width.noise_batch_count)
+    # Whether the Simulation measured the width at the walkers' start (measured_width.measure) in the
+    # first mass's metric: the compiled loop then does not measure it again at the first measurement.
+    measured_at_start = False
 
     def _init_mass(self, adapt_mass, adaptation_steps, noise_mass_sizes=(1.0, 1.0)):
         """adapt_mass: true, false, "auto" (off here: the dynamics is what these samplers'
@@ -105,7 +108,8 @@ class AdaptedMass:
                                                          initializer="zeros")
             self._noise_evaluations = self.add_variable((), dtype="float64", name="noise_evaluations",
                                                         initializer="zeros")
-            # the step width measured with each of the mass's measurements (follows_width; else zeros)
+            # the step width each of the mass's measurements left (measured again with follows_width), in the
+            # slot of the windows closed by then; 0 where none was made
             self._followed_widths = self.add_variable((1 + len(self.metric_ends),), dtype="float64",
                                                       name="measured_step_widths", initializer="zeros")
             # and the friction measured with it (follows_friction; else zeros)
@@ -185,7 +189,19 @@ class AdaptedMass:
                 mass = tf.maximum(mean * self.noise_precision, self.mass_floor)
                 scale.assign(tf.cast(tf.reshape(tf.math.rsqrt(mass), scale.shape), scale.dtype))
             if self.follows_width and hessian_vector_on is not None:
-                self._follow_width(hessian_vector_on, curvature_batches, variances, closed)
+                def follow():
+                    self._follow_width(hessian_vector_on, curvature_batches, variances, closed)
+                    return tf.constant(True)
+                # the Simulation measured the first at the same point, in the same metric, before the run
+                tf.cond(closed > 0, follow, lambda: tf.constant(False)) if self.measured_at_start else follow()
+            # the width (and friction) each measurement leaves, at the windows closed by then: where two or
+            # more close within an epoch (one measurement at its start), the slots between stay 0
+            self._followed_widths.assign(tf.tensor_scatter_nd_update(
+                self._followed_widths, [[closed]], [tf.cast(self.learning_rate, tf.float64)]))
+            if self.follows_friction:
+                self._followed_frictions.assign(tf.tensor_scatter_nd_update(
+                    self._followed_frictions, [[closed]],
+                    [tf.cast(tf.convert_to_tensor(self._parameter_variables["friction_constant"]), tf.float64)]))
             self._noise_measurements.assign(closed + 1)
             self._noise_evaluations.assign_add(tf.cast(count, tf.float64))
             return tf.constant(True)
@@ -216,7 +232,6 @@ class AdaptedMass:
                                                           noise_variance, start, temperature)
             width = tf.where(tf.math.is_finite(width), width, tf.cast(self._learning_rate, tf.float64))
             self._learning_rate.assign(tf.cast(width, self._learning_rate.dtype))
-            self._followed_widths.assign(tf.tensor_scatter_nd_update(self._followed_widths, [[closed]], [width]))
             return
         # the friction rate and temperature the sampler steps with (a measured friction, a restored
         # one), and its scalar mass (SGHMC's, SGNHT's; 1 for the others)
@@ -232,20 +247,22 @@ class AdaptedMass:
         friction = tf.where(held, friction * unit, friction_variable)
         self._learning_rate.assign(tf.cast(width, self._learning_rate.dtype))
         friction_variable.assign(friction)
-        self._followed_widths.assign(tf.tensor_scatter_nd_update(self._followed_widths, [[closed]], [width]))
-        self._followed_frictions.assign(tf.tensor_scatter_nd_update(self._followed_frictions, [[closed]], [friction]))
+
+    def _measured(self):
+        """numpy bool: which of the windows' slots a noise-mass measurement filled (a width is never 0)."""
+        return self._followed_widths.numpy() != 0
 
     def followed_widths(self):
         """numpy: the step widths measured with the mass's measurements so far (follows_width), else empty."""
         if not self.noise_mass or not self.follows_width:
             return np.zeros(0)
-        return self._followed_widths.numpy()[:self.metric_windows()]
+        return self._followed_widths.numpy()[self._measured()]
 
     def followed_frictions(self):
         """numpy: the friction_constant measured with each of them (follows_friction), else empty."""
         if not self.noise_mass or not self.follows_friction:
             return np.zeros(0)
-        return self._followed_frictions.numpy()[:self.metric_windows()]
+        return self._followed_frictions.numpy()[self._measured()]
 
     def noise_scales(self, variances):
         """numpy: the scales s = M^-1/2 of per-walker variances [W, d] (or [d]), as estimate_noise sets them."""
@@ -300,7 +317,7 @@ class AdaptedMass:
         if not self.adapt_mass:
             return 0
         if self.noise_mass:
-            return int(self._noise_measurements.numpy())
+            return int(np.count_nonzero(self._measured()))
         return sum(1 for end in self.metric_ends if end <= int(self.iterations.numpy()))
 
     def get_config(self):

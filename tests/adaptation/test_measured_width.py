@@ -324,6 +324,17 @@ def test_sgld_measures_by_the_overdamped_rules():
     assert "SGLD (step_width" in simulation.summary() and "measured)" in simulation.summary()
 
 
+def test_the_curvature_takes_at_most_64_batches_and_the_noise_an_epoch():
+    """A measurement's curvature costs POWER_ITERATIONS Hessian-vector products per batch: at most the
+    epoch's first CURVATURE_BATCHES (on 60,000 points, 469 batches, one measurement took 60 s); the
+    noise keeps an epoch's batches, which cover the data (16 random ones missed wine's kicking points)."""
+    from types import SimpleNamespace
+    for per_epoch, curvature, noise in ((9, 9, 16), (45, 45, 45), (469, 64, 469)):
+        data = SimpleNamespace(full=False, batches_per_epoch=per_epoch)
+        assert (mw.curvature_batches(data), mw.noise_batch_count(data)) == (curvature, noise)
+    assert mw.curvature_batches(SimpleNamespace(full=True)) == 1
+
+
 def test_needs_friction():
     with pytest.raises(tati.InputError, match="measure_step_width needs friction_constant > 0"):
         tati.Simulation(**regression(measure_step_width=True, friction_constant=0.0))

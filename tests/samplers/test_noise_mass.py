@@ -156,6 +156,25 @@ def test_resumed_burn_in_continues_bitwise(tmp_path, sampler, own):
     np.testing.assert_array_equal(rest_sim.sampler.followed_widths(), whole_sim.sampler.followed_widths())
 
 
+def test_windows_closing_within_one_epoch_are_one_measurement():
+    """The mass is measured at the first epoch start after a window closes: with epochs of 200 steps
+    and windows ending at steps 100, 150 and 350, at steps 0, 200 and 400, three times. The summary
+    said "measured 5 times" and listed widths and frictions of 0 for the windows between (a network
+    on 50,000 points, epochs of 390 steps)."""
+    rng = np.random.default_rng(seed(18))
+    x = rng.normal(size=(400, 2))
+    sim = tati.Simulation(dataset=(x, (x @ [1.0, -2.0])[:, None] + rng.normal(size=(400, 1))), hidden_dimension=[],
+                          output_activation="linear", likelihood="gaussian", dtype="float64", batch_size=2,
+                          number_walkers=2, burn_in_steps=400, max_steps=450, every_nth=50, seed=seed(19))
+    sim.sample()
+    sampler = sim.sampler
+    assert sampler.metric_ends == [100, 150, 350] and sampler.metric_windows() == 3
+    widths, frictions = sampler.followed_widths(), sampler.followed_frictions()
+    assert len(widths) == len(frictions) == 3 and np.all(widths > 0) and np.all(frictions >= 1.0)
+    assert widths[-1] == np.float32(sampler.step_width.numpy())
+    assert "mass from the gradient noise, measured 3 times" in sim.summary()
+
+
 def test_the_width_is_measured_again_with_each_new_mass():
     """measure_step_width with the noise mass: each of the mass's measurements (step 0, and the
     epoch start after the one window) measures the width again, in the compiled loop, and the
@@ -192,6 +211,8 @@ def test_the_width_is_measured_again_with_each_new_mass():
     expected = mw.widths([largest] * 2, np.mean(s ** 2 * variances, axis=1), float(sampler.friction_constant.numpy()))
     assert np.all(expected.stable_width < expected.noise_width)
     assert expected.width * (1 - 1e-9) <= followed[0] <= 1.026 * expected.width
+    # the first is the Simulation's measurement before the run, not measured again in the loop
+    assert sampler.measured_at_start and followed[0] == np.float32(sim.measured_width.width)
 
 
 def noisy_regression(**changes):
