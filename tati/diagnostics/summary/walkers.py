@@ -93,7 +93,11 @@ def _equal_modes(rows, r_hat):
     but a parameter's walker means fall into groups SEPARATION of their own sds apart (the worst
     such parameter by R-hat): walkers in modes of the same depth, as a mixture's whose component
     labels swap, which no run length joins; else None. A walker drifting along a ridge is spread,
-    not apart."""
+    not apart; a walker with fewer than ESS_PER_WALKER independent draws of the parameter (Stan's per
+    chain) has not yet spread over its mode, so its sd does not measure the mode (2 walkers on
+    60,000 points, 47 rows after a burn-in of one epoch: an output bias 6 sds apart, per walker ESS
+    of a few, called modes no run joins)."""
+    from tati.diagnostics.convergence import convergence
     if "loss" not in r_hat or r_hat["loss"] > R_HAT_MAX:
         return None
     for column in r_hat.drop("loss").sort_values(ascending=False, kind="stable").index:
@@ -102,6 +106,8 @@ def _equal_modes(rows, r_hat):
         spread = rows.groupby("id")[column].agg(["mean", "std"]).sort_values("mean", kind="stable")
         cut = np.flatnonzero(np.diff(spread["mean"].to_numpy()) > SEPARATION * spread["std"].max())
         if len(cut):
+            if min(convergence(own, columns=[column])["ess"].iloc[0] for _, own in rows.groupby("id")) < ESS_PER_WALKER:
+                return None
             walkers = [int(walker) for walker in spread.index]
             bounds = [0, *(cut + 1), len(walkers)]
             return column, sorted((sorted(walkers[a:b]) for a, b in zip(bounds[:-1], bounds[1:])), key=min)
