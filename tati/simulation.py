@@ -439,7 +439,7 @@ class Simulation:
         if result.run_info.empty:  # HMC writes rows at the ends of legs: none ended in this call
             return
         broken = nonfinite_line(result.run_info)
-        found = [] if broken else walker_outliers(result, self)  # [] with one walker
+        found = [] if broken else walker_outliers(result, self)  # with one walker only the warm start's check
         wrong = [broken] if broken else [outlier.line() for outlier in found] + [
             reading.warning() for reading in hot_readings(self, result, found)]
         if wrong:

@@ -76,8 +76,45 @@ def test_a_walker_stuck_at_the_right_temperature_is_told_how_to_restart():
     result, simulation = run(kinetic, loss, sampler="NUTS")  # momenta redrawn: only the loss is judged
     [stuck] = walker_outliers(result, simulation)
     assert stuck.fix == "stuck (in a minor mode?): warm_start true restarts it at the best walker's point"
-    simulation.warm_start = object()  # it started warm and still got stuck
+    simulation.warm_start = SimpleNamespace(losses=np.zeros(4))  # it started warm (U_min 0) and still got stuck
     assert walker_outliers(result, simulation)[0].fix.endswith("or raise burn_in_steps")
+
+
+def test_walkers_far_above_the_warm_starts_mode_blew_up_whatever_their_number():
+    """Every walker alike at loss 7e9 after a warm start to a mode of loss 0 (a 784-100-10 network on
+    20,000 points, its softmax saturated at a memorising mode: nothing else said more than 6% hot),
+    each named from the row it stayed above 10 typical-set widths over the mode (here 10 (5 + 4
+    sqrt 5) = 139), with one walker too; the cure for a measured width is to start elsewhere.
+    Negative controls: healthy walkers (U - U_min of Gamma(5)), a rise of 9 widths, no warm start,
+    and one walker far out from the others, which stays that walker's finding."""
+    kinetic, loss = healthy(np.random.default_rng(8))
+    warm = SimpleNamespace(losses=np.array([0.0, 0.3, 0.1, 0.2]))
+    blown = loss.copy()
+    blown[:, 30:] += 7e9
+    for walkers in (4, 1):
+        result, simulation = run(kinetic[:walkers], blown[:walkers], sampler="BAOAB", measure_step_width=True)
+        simulation.warm_start = warm
+        found = walker_outliers(result, simulation)
+        assert [(x.walker, x.kind, x.step) for x in found] == [(w, "left the mode", 31) for w in range(walkers)]
+        bound = 10 * typical_set_width(D, BETA)
+        assert found[0].error == pytest.approx(bound) and bound == pytest.approx(139.4, abs=0.1)
+        assert found[0].line() == (f"walker 0 blew up: median loss {found[0].value:.4g} after burn-in, above "
+                                   f"{bound:.4g}, 10 typical-set widths over the warm start's 0; it rose above at "
+                                   "step 31: warm_start false (the width and mass were measured at its mode), or a "
+                                   "smaller step_width")
+    result, simulation = run(kinetic, blown, sampler="BAOAB")
+    simulation.warm_start = warm
+    assert {x.fix for x in walker_outliers(result, simulation)} == {"lower step_width"}  # a width the user gave
+    for rise in (0.0, 9 * typical_set_width(D, BETA)):
+        result, simulation = run(kinetic, loss + rise, sampler="BAOAB")
+        simulation.warm_start = warm
+        assert walker_outliers(result, simulation) == []
+    assert walker_outliers(*run(kinetic, blown, sampler="BAOAB")) == []  # no warm start: no mode to compare
+    thrown = loss.copy()
+    thrown[2] += 1e4
+    result, simulation = run(kinetic, thrown, sampler="BAOAB")
+    simulation.warm_start = warm
+    assert [(x.walker, x.kind) for x in walker_outliers(result, simulation)] == [(2, "far out")]
 
 
 def test_a_walker_that_left_the_others_was_thrown_out_not_stuck():

@@ -89,7 +89,7 @@ def summarise(prog, simulation, result, sampler, seconds=None):
         return _joined(lines + ["  " + broken, _files(o)])
     no_metric = adapted = False
     if sampler:
-        outliers = walker_outliers(result, simulation)  # [] with one walker
+        outliers = walker_outliers(result, simulation)  # with one walker only the warm start's check
         lines += temperature_lines(simulation, result, outliers)
         if proposal:
             lines += kernel_lines(o, run_info)
@@ -100,8 +100,8 @@ def summarise(prog, simulation, result, sampler, seconds=None):
                                 "raise target_acceptance_rate" if adapted else "lower step_width")
             if o["burn_in_steps"] > 0:
                 lines += hmc_adaptation_lines(o, simulation.sampler, run_info, walkers)
+        lines += outlier_lines(outliers)
         if walkers >= 2:
-            lines += outlier_lines(outliers)
             # an adapted or measured width is already the largest its bounds allow: only length helps
             measured = o.get("measure_step_width") is True
             diverged = disagreement_after_divergences(o, run_info) if proposal else None
