@@ -83,13 +83,14 @@ LOSS_RISE = 10.0  # typical-set widths above the warm start's best loss: the wal
 
 
 class Outlier(NamedTuple):
-    """One finding: the walker's id; kind "hot", "cold", "blew up" (kinetic energy) or "far out"
-    (loss); value its average kinetic energy, its largest (blew up, at `step`) or its median
-    loss after burn-in (far out: `step` the one at which it left the others, 0 if it never was
-    among them); reference equipartition d / (2 beta) or the other walkers' UPPER
-    quantile of the loss; error the standard error of value (kinetic energy: its readings' sd
-    over the root of their independent count), the bound it exceeded (blew up) or the margin it
-    exceeded (loss); fix the likely cause and the option to change."""
+    """One finding: the walker's id; kind "hot", "cold", "blew up" (kinetic energy), "far out" or
+    "left the mode" (loss); value its average kinetic energy, its largest (blew up, at `step`) or
+    its median loss after burn-in (far out: `step` the one at which it left the others, 0 if it
+    never was among them; left the mode: the one from which it stayed above the bound); reference
+    equipartition d / (2 beta), the other walkers' UPPER quantile of the loss or the warm start's
+    best loss; error the standard error of value (kinetic energy: its readings' sd over the root
+    of their independent count), the bound it exceeded (blew up, left the mode) or the margin it
+    exceeded (far out); fix the likely cause and the option to change."""
     walker: int
     kind: str
     value: float

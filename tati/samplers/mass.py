@@ -192,8 +192,10 @@ class AdaptedMass:
                 def follow():
                     self._follow_width(hessian_vector_on, curvature_batches, variances, closed)
                     return tf.constant(True)
-                # the Simulation measured the first at the same point, in the same metric, before the run
-                tf.cond(closed > 0, follow, lambda: tf.constant(False)) if self.measured_at_start else follow()
+                if self.measured_at_start:  # the first at the same point, in the same metric, before the run
+                    tf.cond(closed > 0, follow, lambda: tf.constant(False))
+                else:
+                    follow()
             # the width (and friction) each measurement leaves, at the windows closed by then: where two or
             # more close within an epoch (one measurement at its start), the slots between stay 0
             self._followed_widths.assign(tf.tensor_scatter_nd_update(
