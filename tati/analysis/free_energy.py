@@ -139,10 +139,10 @@ def plot(table, path, exact=None, approximations=None):
                 ax.plot(x, np.asarray(curve(x), dtype=float) + offset(rows, curve), style, color=colour,
                         linewidth=1.3, label=label)
         top = np.nanmax(shown["free_energy"] + bars)
-        ax.set_ylim(-0.05 * top - 0.1, (1.3 if _apart(rows) else 1.15) * top + 0.1)  # room for the line
+        apart = _apart(rows)
+        ax.set_ylim(-0.05 * top - 0.1, (1.3 if apart else 1.15) * top + 0.1)  # room for the line
         ax.set_xlabel(name)
         ax.set_ylabel("free energy")
-        apart = _apart(rows)
         if apart:
             ax.text(0.5, 0.97, apart, transform=ax.transAxes, ha="center", va="top", fontsize=9, color="tab:red")
         ax.grid(alpha=0.3)
