@@ -91,10 +91,12 @@ def _analyse(walkers, names, components):
     values = np.concatenate([v for _, v in walkers])
     mean, matrix, eigenvalues, vectors = decompose(values)
     k = len(names) if components is None else min(components, len(names))
-    errors = []
+    errors, r_hats = [], []
     for vector in vectors[:k]:
-        found = batch_means([((v - mean) @ vector) ** 2 for _, v in walkers])
+        projections = [(v - mean) @ vector for _, v in walkers]
+        found = batch_means([p ** 2 for p in projections])
         errors.append(found[1] if found is not None else math.nan)
+        r_hats.append(select.walkers_r_hat(projections))
     trace = float(np.trace(matrix))
     frame = pd.DataFrame(matrix, columns=names)
     frame.insert(0, "parameter", names)
@@ -103,8 +105,7 @@ def _analyse(walkers, names, components):
     eigen.insert(1, "eigenvalue", eigenvalues[:k])
     eigen.insert(2, "eigenvalue_error", errors)
     eigen.insert(3, "fraction", eigenvalues[:k] / trace if trace > 0 else np.nan)
-    eigen.insert(4, "walkers_r_hat", [select.walkers_r_hat([(v - mean) @ vector for _, v in walkers])
-                                      for vector in vectors[:k]])
+    eigen.insert(4, "walkers_r_hat", r_hats)
     return frame, eigen
 
 

@@ -97,16 +97,16 @@ def _moments(walkers, columns, shift):
         weighted_mean = weights @ values
         weighted_variance = weights @ (values - weighted_mean) ** 2
         effective = 1.0 / np.sum(weights ** 2)
-    errors = []
+    errors, r_hats = [], []
     for i in range(len(columns)):
-        found = batch_means([v[:, i] for _, v in walkers])
+        series = [v[:, i] for _, v in walkers]
+        found = batch_means(series)
         errors.append(found[1] if found is not None else math.nan)
+        r_hats.append(select.walkers_r_hat(series))
     return pd.DataFrame({"parameter": columns, "mean": mean, "mean_error": errors, "variance": variance,
                          "sd": np.sqrt(variance), "weighted_mean": weighted_mean,
                          "weighted_variance": weighted_variance, "rows": len(values),
-                         "weighted_rows": effective,
-                         "walkers_r_hat": [select.walkers_r_hat([v[:, i] for _, v in walkers])
-                                           for i in range(len(columns))]})
+                         "weighted_rows": effective, "walkers_r_hat": r_hats})
 
 
 def plot(table, path):

@@ -16,7 +16,7 @@ from tati.cli.common import EPILOG, Parser, add_option, run_command
 from tati.errors import InputError
 from tati.config.options import Boolean, ListOf, Number, Optional, Text
 from tati.config.original import aliases_of, analysis
-from tati.analysis.select import run_burn_in, shown_burn_in
+from tati.analysis.select import shown_burn_in
 
 PROG = "tati-analyse"
 NONNEGATIVE_INT = Number(integer=True, minimum=0)
@@ -173,7 +173,9 @@ def run(command, o):
     check_inputs_not_outputs(paths, outputs)
     tables = read_paths(paths)
     module = importlib.import_module(f"tati.analysis.{command}")
-    burn_in = run_burn_in(tables, o["burn_in_steps"])
+    defaulted = o["burn_in_steps"] is None  # then the run's, where its averages table shows it (select.run_burn_in)
+    shown = shown_burn_in(tables) if defaulted else None
+    burn_in = o["burn_in_steps"] if not defaulted else 0 if shown is None else shown
     frames, draw, found = ANALYSES[command](module, tables, o, burn_in)
     written = []
     for option, frame in frames.items():
@@ -182,7 +184,7 @@ def run(command, o):
     if o["plot"] is not None:
         draw(o["plot"])
         written.append(o["plot"])
-    return [_header(command, tables, burn_in, o["burn_in_steps"] is None), *module.summary(found),
+    return [_header(command, tables, burn_in, defaulted, shown is not None), *module.summary(found),
             "  wrote " + ", ".join(written)]
 
 
@@ -237,7 +239,7 @@ ANALYSES = {"traces": _traces, "moments": _moments, "covariance": _covariance,
             "diffusion_map": _diffusion_map}
 
 
-def _header(command, tables, burn_in, defaulted):
+def _header(command, tables, burn_in, defaulted, shown):
     """What was read; a burn-in not given says where it came from: the averages table, which starts
     after the run's (a first analysis of a run counted its warm-up rows: 7.7 standard errors hot)."""
     frame = next((getattr(tables, name) for name in ("trajectory", "run_info", "averages")
@@ -245,7 +247,7 @@ def _header(command, tables, burn_in, defaulted):
     kept = frame[frame["step"] > burn_in]
     walkers = kept["id"].nunique()
     after, source, hint = f"burn-in {burn_in}", "", ""
-    if defaulted and shown_burn_in(tables) is not None:
+    if shown:
         after, source = f"the run's burn-in {burn_in}", ", where its averages begin"
     elif defaulted and not len(tables.averages.columns):
         hint = "; the run's burn-in is not in these files: give --burn_in_steps or --averages_file"
@@ -253,6 +255,7 @@ def _header(command, tables, burn_in, defaulted):
         return f"{PROG} {command}: no rows after {after}{hint}"
     return (f"{PROG} {command}: {len(kept)} rows of {walkers} walker{'s' if walkers != 1 else ''} after "
             f"{after} (steps {int(kept['step'].min())} to {int(kept['step'].max())}{source}){hint}")
+
 
 if __name__ == "__main__":
     main()

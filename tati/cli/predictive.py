@@ -171,7 +171,8 @@ def predict(sim_options, own, trajectory, points):
     if own["plot"] is not None and features.shape[1] != 1:
         raise InputError(f"plot draws 1-D inputs; the network takes {features.shape[1]} features")
     given = own["burn_in_steps"] is not None
-    draws, burn_in, source = trajectory, own["burn_in_steps"] or 0, f"trajectory_file '{own['trajectory_file']}'"
+    asked = burn_in = own["burn_in_steps"] or 0
+    draws, source = trajectory, f"trajectory_file '{own['trajectory_file']}'"
     check_parameter_columns(trajectory.columns, sim.model.parameter_names, source)
     kept = trajectory[trajectory["step"] > burn_in]
     walkers = kept["id"].nunique()
@@ -199,7 +200,7 @@ def predict(sim_options, own, trajectory, points):
             "no labels, so no log predictive density" if labels is None else
             "no likelihood, so no log predictive density")
     return (f"{PROG}: {len(frame)} points, {n} draws from {source} ({walkers} walker{'s' * (walkers != 1)}, "
-            f"steps after {own['burn_in_steps'] or 0}); {what}; wrote {', '.join(written)}"
+            f"steps after {asked}); {what}; wrote {', '.join(written)}"
             + ("" if given else "\n  burn_in_steps not given: every row was a draw, the run's burn-in too "
                                 "(give --burn_in_steps, the run's)"))
 
