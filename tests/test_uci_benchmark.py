@@ -100,7 +100,7 @@ def test_every_sampler_setting_reaches_the_simulation(tool, quick):
     """A sampling method's settings, but the tool's own, are its run's options (a filter used to drop
     jit_compile and hamiltonian_dynamics_time), and each is one its sampler takes."""
     from tati.config.options import check_sampler_options, resolve
-    for name in ("nuts", "hmc2", "baoab", "sghmc", "sgld"):
+    for name in ("nuts", "hmc2", "baoab", "sghmc", "sgld", "psgld"):
         s = tool.settings(name, quick)
         run = tool.sampler_options(s)
         assert set(run) == set(s) - set(tool.TOOL_KEYS), name

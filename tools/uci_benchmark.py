@@ -50,7 +50,7 @@ DRAWS = 1000  # parameter draws of the predictive at most, thinned evenly
 MAP_FIT = dict(optimizer="L-BFGS", max_steps=2000, every_nth=100)
 # Each method's Simulation options; steps and burn_in are sampler steps (HMC2: leapfrog steps,
 # NUTS: transitions), burn-in included. start_at_map: first fit the MAP (MAP_FIT) and sample from
-# there. BAOAB, SGHMC and SGLD run with their defaults: with a likelihood, batch_size and no step_width
+# there. BAOAB, SGHMC, SGLD and pSGLD run with their defaults: with a likelihood, batch_size and no step_width
 # they measure their mass from the gradient noise, their width (and friction), from a warm start
 # (doc/samplers.md, "No tuning"); burn-in and draws are yacht's 200 + 200 epochs of 9 batches.
 # SWAG's SGD takes learning_rate "measured": SWAG_RATE / the largest curvature
@@ -67,6 +67,7 @@ METHODS = {
     "baoab": dict(sampler="BAOAB", number_walkers=4, batch_size=32, burn_in=1800, steps=3600, every_nth=10),
     "sghmc": dict(sampler="SGHMC", number_walkers=4, batch_size=32, burn_in=1800, steps=3600, every_nth=10),
     "sgld": dict(sampler="SGLD", number_walkers=4, batch_size=32, burn_in=1800, steps=3600, every_nth=10),
+    "psgld": dict(sampler="pSGLD", number_walkers=4, batch_size=32, burn_in=1800, steps=3600, every_nth=10),
 }
 SWAG_RATE = 1.0  # times 1 / lambda_max: half the stability bound (swag_learning_rate)
 TOOL_KEYS = ("fit", "start_at_map", "burn_in", "steps")  # read by the tool, not Simulation options
@@ -80,6 +81,7 @@ QUICK = {
     "baoab": dict(burn_in=500, steps=2000),
     "sghmc": dict(burn_in=500, steps=2000),
     "sgld": dict(burn_in=500, steps=2000),
+    "psgld": dict(burn_in=500, steps=2000),
 }
 # Published test RMSE and log-likelihood (mean, +-) over the 20 splits, from
 # ../shared/data/uci/README.md: PBP and deep ensembles from Lakshminarayanan et al. (2017, Table 1;

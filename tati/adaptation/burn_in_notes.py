@@ -37,15 +37,16 @@ def notes(o, given=False):
 def _noise_mass_note(o):
     """[a warning] where a sampler of preflight.self_tuning() measures its step width on mini-batches with
     burn_in_steps 0: its mass would come from the gradient noise during burn-in (adapt_mass auto:
-    noise, tati/config/preflight.py no_tuning), so it stays 1 and the width is the noisiest
-    direction's (4e-9 on yacht, where the walkers did not move)."""
+    noise, tati/config/preflight.py no_tuning; pSGLD's 1 / G would start from the measured gradients), so
+    the width is measured for the unit mass, the noisiest direction's (4e-9 on yacht, where the walkers
+    did not move; pSGLD, whose G then starts from V = 0: test log-likelihood -3.98 against -0.35)."""
     sampler = o["sampler"]
     if not (o["measure_step_width"] is True and o["adapt_mass"] == "auto" and o["batch_size"] is not None
             and sampler in self_tuning() and o["gradient_noise_estimator"] == "none"):
         return []
     steps = max(windows.MIN_METRIC_BURN_IN, o["max_steps"] // 2)
     return [f"sampler {sampler} takes its mass from the gradient noise during burn-in only, and burn_in_steps is 0: "
-            f"the mass stays 1 and the measured step_width is the noisiest direction's (the walkers may hardly "
+            f"its step_width is measured for the unit mass, the noisiest direction's (the walkers may hardly "
             f"move); give burn_in_steps {steps} (--burn_in_steps {steps})"]
 
 

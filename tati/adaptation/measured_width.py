@@ -1,4 +1,4 @@
-"""The step width of the stochastic-gradient samplers (SGLD, GLA1, GLA2, BAOAB, CCAdL, SGHMC, SGNHT),
+"""The step width of the stochastic-gradient samplers (SGLD, pSGLD, GLA1, GLA2, BAOAB, CCAdL, SGHMC, SGNHT),
 set from quantities measured at the walkers' start (with a noise mass, again with each new mass:
 3. below), not by feedback on the run's temperature.
 
@@ -77,6 +77,8 @@ start point, with temperature T = 1 / beta and mass M (the samplers' scalar mass
    position's variance beside the thermal 2 h T, an excess of h V / (2 T): h_n = 2 EXCESS T / V. It is
    bound by the curvature where the underdamped samplers are bound by its square root: BAOAB's
    positions move like SGLD's at h^2 / 2 per step once gamma h is about 1, here 0.125 / lambda.
+   pSGLD takes the same rules in its metric s = sqrt(G), G RMSprop's 1 / (lambda + sqrt(V)) of each
+   walker when measured (samplers/psgld.py).
 
 Numpy on the measurements (`widths`, called by `measure`, which evaluates the model), and the
 same rules on tensors for the compiled loop (`graph_width`, `graph_overdamped_width`, `batch_curvature`).
@@ -213,8 +215,8 @@ def measure(model, data, friction, temperature=1.0, mass=1.0, seed=0, scales_of=
     curvature on one epoch's batches (`batch_curvature`; the whole dataset without mini-batches),
     noise from noise_batch_count batches of the run's batch size (none without mini-batches), the
     covering batches of step 0, which the noise mass's first measurement in the run takes too.
-    scales_of (adapt_mass noise): per-parameter variances [W, d] -> the whitened metric's scales
-    s [d]; curvature and noise are then those of s H s and s^2 V. scheme: "exact" (the O step's
+    scales_of (adapt_mass noise): the batch gradients [K, W, d] -> the metric's scales s, [d] or
+    each walker's [W, d]; curvature and noise are then those of s H s and s^2 V. scheme: "exact" (the O step's
     friction), "euler" (SGHMC's friction step's heat) or "overdamped" (SGLD's rules)."""
     theta = tf.constant(model.flat_parameters().numpy(), model.dtype)
 
@@ -225,7 +227,7 @@ def measure(model, data, friction, temperature=1.0, mass=1.0, seed=0, scales_of=
     gradients = np.zeros((2,) + tuple(theta.shape))  # no noise without mini-batches
     if not getattr(data, "full", True):
         gradients = np.stack([batch_gradient(tf.constant(k)).numpy() for k in range(noise_batch_count(data))])
-    scales = np.ones(theta.shape[-1]) if scales_of is None else scales_of(np.var(gradients, axis=0, ddof=1))
+    scales = np.ones(theta.shape[-1]) if scales_of is None else scales_of(gradients)
     start = np.random.default_rng(seed).standard_normal(theta.shape)
     batches = curvature_batches(data)
     hessian_vector = hessian_vector_on(model, data, lambda: theta, 0)

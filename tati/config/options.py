@@ -164,14 +164,14 @@ OPTIONS = [
            "and adapt_step_width: only the start of the initial width's search, which doubles or "
            "halves it at the first step of burn-in until the one-step acceptance crosses 0.5."),
     Option("measure_step_width", "auto", BooleanOrAuto(), "sampler",
-           "SGLD, GLA1, GLA2, BAOAB, CCAdL, SGHMC, SGNHT: before a sampling run's first step (not a "
+           "SGLD, GLA1, GLA2, BAOAB, CCAdL, SGHMC, SGNHT, pSGLD: before a sampling run's first step (not a "
            "restored one's), set step_width from every walker's start: the least over the walkers of "
            "0.5 / sqrt(largest curvature of U / mass; with batch_size, of the largest batch's U) and the "
            "width at which the mini-batch gradient's noise heats the kinetic temperature by 5% "
-           "(SGLD, without momenta: 0.1 / largest curvature, and the width at which the noise heats the "
-           "positions by 5%; doc/samplers.md); with adapt_mass noise measured again with each new mass. "
+           "(SGLD and pSGLD, without momenta: 0.1 / largest curvature, and the width at which the noise heats "
+           "the positions by 5%; doc/samplers.md); with adapt_mass noise measured again with each new mass. "
            "Reported in the summary and as Simulation.measured_width. auto: on for SGLD, GLA1, GLA2, BAOAB, "
-           "CCAdL, SGHMC (without gradient_noise_estimator), SGNHT with a likelihood and batch_size when no "
+           "CCAdL, SGHMC (without gradient_noise_estimator), SGNHT, pSGLD with a likelihood and batch_size when no "
            "step_width is given (the run then tunes itself: friction_constant and adapt_mass below). Needs "
            "friction_constant > 0 where the sampler has one."),
     Option("inverse_temperature", 1.0, POSITIVE, "sampler",
@@ -236,18 +236,20 @@ OPTIONS = [
            "NUTS, RWMH, HMC1, HMC2: the mean acceptance the step width adapts to, in (0, 1); none "
            "means 0.8, for RWMH 0.234."),
     Option("adapt_mass", "auto", BooleanOrAuto(("noise",)), "sampler",
-           "NUTS, RWMH, HMC1, HMC2, SGLD, GLA1, GLA2, BAOAB, CCAdL, SGHMC, SGNHT: estimate a diagonal metric "
+           "NUTS, RWMH, HMC1, HMC2, SGLD, GLA1, GLA2, BAOAB, CCAdL, SGHMC, SGNHT (pSGLD: noise): estimate a diagonal metric "
            "(each parameter's scale s; for the samplers with momenta the inverse mass s^2) from the draws of "
            "burn-in in Stan's windows; needs burn_in_steps >= 20 (HMC: >= 200 gradient evaluations, windows "
            "counted in legs). auto: on for NUTS, RWMH, HMC1, HMC2; for SGLD, GLA1, GLA2, BAOAB, CCAdL, SGHMC, "
-           "SGNHT noise where measure_step_width is auto and on and burn_in_steps >= 20, else off: their "
+           "SGNHT, pSGLD noise where measure_step_width is auto and on and burn_in_steps >= 20, else off: their "
            "dynamics (trajectories, kinetic temperature) it changes, so otherwise they adapt only when "
            "asked, and keep their step_width (then relative to each parameter's scale). With "
            "covariance_blending the ensemble preconditioner takes its place. noise (SGLD, GLA1, GLA2, BAOAB, "
            "CCAdL, SGHMC without gradient_noise_estimator, SGNHT, with batch_size): the mass from the "
            "gradient noise, M_i = max(V_i batch_size / data size, 1 / prior_standard_deviation^2), V_i the "
            "variance of a batch's gradient, measured at the start and after each window, frozen after "
-           "burn-in; every parameter then heats alike under the mini-batch noise (doc/samplers.md)."),
+           "burn-in; every parameter then heats alike under the mini-batch noise (doc/samplers.md). pSGLD "
+           "(noise or false): its metric is RMSprop's G = 1 / (rmsprop_epsilon + sqrt(V)); noise starts V "
+           "from the measured gradients' mean square and measures step_width in G's metric."),
     Option("metric", "diagonal", Text(("diagonal", "dense")), "sampler",
            "NUTS, RWMH, HMC1, HMC2: the metric adapt_mass estimates: diagonal (a scale per parameter) "
            "or dense (the draws' covariance, theta = centre + L z with L its Cholesky factor; HMC: "
@@ -265,7 +267,7 @@ OPTIONS = [
            "20,000) a walker that ends at no mode (U unbounded below, as a hierarchical model's funnel), "
            "or at a mode too narrow to hold the mass (Neal's funnel's neck), far below where its path "
            "entered the typical set starts there. auto: on with two walkers or more and "
-           "burn_in_steps > 0; for SGLD, GLA1, GLA2, BAOAB, CCAdL, SGHMC, SGNHT with adapt_mass noise on with "
+           "burn_in_steps > 0; for SGLD, GLA1, GLA2, BAOAB, CCAdL, SGHMC, SGNHT, pSGLD with adapt_mass noise on with "
            "burn_in_steps > 0 (the noise mass and the measured step width are taken where the walkers start)."),
     # optimizer
     Option("optimizer", "GradientDescent", Text(), "optimizer",

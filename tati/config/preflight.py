@@ -88,7 +88,7 @@ MIN_METRIC_BURN_IN = 20  # tati/adaptation/windows.py's, which imports TensorFlo
 
 def self_tuning():
     """The stochastic-gradient samplers that can tune themselves: those with a mass to adapt
-    (SGLD, GLA1, GLA2, BAOAB, CCAdL, SGHMC, SGNHT)."""
+    (SGLD, GLA1, GLA2, BAOAB, CCAdL, SGHMC, SGNHT, pSGLD)."""
     return [name for name in samplers_taking("adapt_mass") if not spec_of(name).metropolis]
 
 

@@ -61,7 +61,7 @@ _SPECS = [
          options=("friction_constant", "mass", "adapt_mass", "measure_step_width", "warm_start"), persistent_momenta=True,
          infos=(LANGEVIN_INFO.adding("thermostat"),)),
     Spec("pSGLD", "PreconditionedStochasticGradientLangevinDynamics", "tati.samplers.psgld:PSGLD",
-         options=_RMSPROP, infos=(SGLD_INFO,)),
+         options=_RMSPROP + ("adapt_mass", "measure_step_width", "warm_start"), infos=(SGLD_INFO,)),
     Spec("HMC1", "HamiltonianMonteCarlo_1stOrder", "tati.samplers.hmc:HMC1", kind=LEGS, driver=_LEGS, options=_HMC,
          aliases=("HMC_1stOrder",), metropolis=True, redraws_momenta=True, full_batch=True,
          why_full_batch=_WHOLE_LEG, target_acceptance=0.8, infos=(HMC_INFO,)),

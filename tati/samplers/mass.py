@@ -75,6 +75,8 @@ class AdaptedMass:
     # Options the Simulation passes by name besides `parameters` (with adaptation_steps).
     adaptation_options = ("adapt_mass",)
     noise_covers = True  # the engine's noise batches cover the data (measured_width.noise_batch_count)
+    # The summary's words for the noise mass ({count} its measurements, {times} "3 times"; pSGLD's: RMSprop's 1 / G).
+    noise_mass_words = "mass from the gradient noise, measured {times}"
     # Whether the Simulation measured the width at the walkers' start (measured_width.measure) in the
     # first mass's metric: the compiled loop then does not measure it again at the first measurement.
     measured_at_start = False
@@ -183,11 +185,8 @@ class AdaptedMass:
         due = self._noise_measurements < closed + 1
 
         def measure():
-            variances = self._gradient_variances(gradients_of, count)
-            for scale, variance in zip(self._scales, variances):
-                mean = tf.reduce_mean(variance, axis=0) if self._walkers is not None else variance
-                mass = tf.maximum(mean * self.noise_precision, self.mass_floor)
-                scale.assign(tf.cast(tf.reshape(tf.math.rsqrt(mass), scale.shape), scale.dtype))
+            means, variances = self._gradient_moments(gradients_of, count)
+            self._set_noise_metric(means, variances, count)
             if self.follows_width and hessian_vector_on is not None:
                 def follow():
                     self._follow_width(hessian_vector_on, curvature_batches, variances, closed)
@@ -210,6 +209,20 @@ class AdaptedMass:
 
         tf.cond(due, measure, lambda: tf.constant(False))
 
+    def _set_noise_metric(self, means, variances, count):
+        """The scales s_i = M_i^-1/2, M_i = max(V_i B / N, mass_floor), from the walkers' mean variance
+        of the `count` gradients (their means unused: the mass is the noise's alone)."""
+        del means, count
+        for scale, variance in zip(self._scales, variances):
+            mean = tf.reduce_mean(variance, axis=0) if self._walkers is not None else variance
+            mass = tf.maximum(mean * self.noise_precision, self.mass_floor)
+            scale.assign(tf.cast(tf.reshape(tf.math.rsqrt(mass), scale.shape), scale.dtype))
+
+    def _metric_vector(self, rows):
+        """The metric's scales s, flat float64: [d] (one for all walkers) or [rows, d] (each walker's)."""
+        del rows
+        return tf.concat([tf.reshape(tf.cast(scale, tf.float64), [-1]) for scale in self._scales], 0)
+
     def _follow_width(self, hessian_vector_on, batches, variances, closed):
         """The step width measured in the metric just set (measured_width.graph_width): the
         largest curvature of the batches' s H_b s by power iteration from a fixed start (keyed by
@@ -223,10 +236,10 @@ class AdaptedMass:
         doc/benchmarks.md). A non-finite measurement keeps both (the run's finite check then names
         the step)."""
         rows = 1 if self._walkers is None else self._walkers
-        s = tf.concat([tf.reshape(tf.cast(scale, tf.float64), [-1]) for scale in self._scales], 0)
+        s = self._metric_vector(rows)
         noise = tf.concat([tf.reshape(v, [rows, -1]) for v in variances], 1)
         noise_variance = tf.reduce_mean(tf.square(s) * noise, axis=1)
-        start = tf.random.stateless_normal([rows, tf.size(s)], seed=tf.stack([tf.constant(5, tf.int64), closed]),
+        start = tf.random.stateless_normal([rows, tf.shape(s)[-1]], seed=tf.stack([tf.constant(5, tf.int64), closed]),
                                            dtype=tf.float64)
         temperature = 1.0 / self._parameter_variables["inverse_temperature"]
         if self.overdamped:  # SGLD: no friction to measure or keep
@@ -266,22 +279,24 @@ class AdaptedMass:
             return np.zeros(0)
         return self._followed_frictions.numpy()[self._measured()]
 
-    def noise_scales(self, variances):
-        """numpy: the scales s = M^-1/2 of per-walker variances [W, d] (or [d]), as estimate_noise sets them."""
+    def noise_scales(self, gradients):
+        """numpy: the scales s = M^-1/2 of K batch gradients [K, W, d] (or [K, d]) at one point, as
+        estimate_noise sets them from their per-walker variances: [d]."""
+        variances = np.var(gradients, axis=0, ddof=1)
         variance = np.mean(np.reshape(variances, (-1, np.shape(variances)[-1])), axis=0)
         return 1.0 / np.sqrt(np.maximum(variance * self.noise_precision, self.mass_floor))
 
-    def _gradient_variances(self, gradients_of, count):
-        """Per variable, in its shape (walkers first): the sample variance (divisor K - 1) of the K
-        gradients (Welford's sums: no cancellation under a large mean)."""
+    def _gradient_moments(self, gradients_of, count):
+        """Per variable, in its shape (walkers first): the mean and the sample variance (divisor K - 1)
+        of the K gradients (Welford's sums: no cancellation under a large mean)."""
         def add(k, means, squares):
             gradients = [tf.cast(g, tf.float64) for g in gradients_of(k)]
             new = [m + (g - m) / tf.cast(k + 1, tf.float64) for g, m in zip(gradients, means)]
             return k + 1, new, [s + (g - m) * (g - n) for s, g, m, n in zip(squares, gradients, means, new)]
 
         zeros = [tf.zeros(v.shape, tf.float64) for v in self._trainable_variables]
-        _, _, squares = tf.while_loop(lambda k, *_: k < count, add, (tf.constant(0), zeros, zeros))
-        return [s / (tf.cast(count, tf.float64) - 1.0) for s in squares]
+        _, means, squares = tf.while_loop(lambda k, *_: k < count, add, (tf.constant(0), zeros, zeros))
+        return means, [s / (tf.cast(count, tf.float64) - 1.0) for s in squares]
 
     def _adapt_metric(self):
         """After step k (= iterations): collect the positions if first < k <= the last window's

@@ -30,30 +30,45 @@ and the heat of mini-batch noise, h G V_noise / 2 per step, which nothing remove
 No momenta (the columns are SGLD's); `preconditioning` reads G per parameter. V is a slot
 (`rmsprop_mean_square`, per walker with walkers, checkpointed). Not with the ensemble
 preconditioner (covariance_blending): pSGLD is a preconditioner of its own.
+
+Tuning itself (adapt_mass "noise", set with a likelihood, batch_size and no step_width, as for
+SGLD): after the warm start, V starts from the mean square of the batch gradients that cover the
+data (per walker), not from 0, whose first steps take G = 1 / (lambda + sqrt(1 - alpha) |g|), 10
+times the settled one; and the step width is measured by SGLD's overdamped rules
+(tati/adaptation/measured_width.py, 5.) in the metric s = sqrt(G) of each walker: h lambda_max(s H s)
+= 0.1 and h mean(G V_noise) / (2 T) = 5%, at the start and again after each of Stan's windows in
+burn-in (samplers/mass.py), with the G of the V of then. After burn-in h is fixed; G moves on.
+A metric adapted from the draws (adapt_mass true) is not pSGLD's: refused.
 """
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from tati.errors import InputError
 from tati.config.options import default
 from tati.recording.columns import SGLD_INFO
 from tati.samplers.base import SamplerBase, parameter_property
+from tati.samplers.mass import NOISE, AdaptedMass
 
 
 @keras.saving.register_keras_serializable(package="tati")
-class PSGLD(SamplerBase):
-    """pSGLD; `step_width` h, `rmsprop_decay` alpha, `rmsprop_epsilon` lambda, `inverse_temperature` beta."""
+class PSGLD(AdaptedMass, SamplerBase):
+    """pSGLD; `step_width` h, `rmsprop_decay` alpha, `rmsprop_epsilon` lambda, `inverse_temperature` beta;
+    `adapt_mass` "noise" starts V from the measured gradients and measures h in G's metric (above)."""
 
     parameters = ("inverse_temperature", "rmsprop_decay", "rmsprop_epsilon")
     has_momentum = False
+    overdamped = True
     info = SGLD_INFO
+    noise_mass_words = "mass 1 / G (RMSprop's) at the last of the width's {count} measurements"
     rmsprop_decay = parameter_property("rmsprop_decay", "alpha, the decay of V, the mean squared gradient.")
     rmsprop_epsilon = parameter_property("rmsprop_epsilon", "lambda, added to sqrt(V): G <= 1 / lambda.")
 
     def __init__(self, step_width=default("step_width"), rmsprop_decay=default("rmsprop_decay"),
                  rmsprop_epsilon=default("rmsprop_epsilon"), inverse_temperature=default("inverse_temperature"),
-                 seed=default("seed"), name=None, **kwargs):
+                 seed=default("seed"), adapt_mass=False, adaptation_steps=0, name=None, **kwargs):
+        kwargs.pop("noise_mass_sizes", None)  # the noise mass's (samplers/mass.py): pSGLD's metric is RMSprop's
         super().__init__(step_width, seed, name, dict(
             kwargs, rmsprop_decay=rmsprop_decay, rmsprop_epsilon=rmsprop_epsilon,
             inverse_temperature=inverse_temperature))
@@ -62,6 +77,10 @@ class PSGLD(SamplerBase):
         if self.preconditioner is not None:
             raise InputError("pSGLD has a preconditioner of its own (RMSprop's); it does not take the ensemble "
                              "preconditioner: drop covariance_blending")
+        if adapt_mass is True:
+            raise InputError("adapt_mass true is not available with sampler pSGLD (its metric is RMSprop's own; "
+                             "adapt_mass noise starts it from the measured gradients and measures the step_width)")
+        self._init_mass(adapt_mass if adapt_mass == NOISE else False, adaptation_steps)
 
     def build(self, variables):
         if self.built:
@@ -73,7 +92,7 @@ class PSGLD(SamplerBase):
     def _walker_state(self):
         return list(self._mean_squares)
 
-    def _scale(self, mean_square, dtype):
+    def _preconditioner(self, mean_square, dtype):
         """G = 1 / (lambda + sqrt(V))."""
         return 1.0 / (self._parameter("rmsprop_epsilon", dtype) + tf.sqrt(mean_square))
 
@@ -81,8 +100,33 @@ class PSGLD(SamplerBase):
     def preconditioning(self):
         """G, per parameter, as the last step used it (one tensor per variable; a single tensor
         for a single variable)."""
-        scales = [self._scale(tf.convert_to_tensor(v), v.dtype) for v in self._mean_squares]
+        scales = [self._preconditioner(tf.convert_to_tensor(v), v.dtype) for v in self._mean_squares]
         return scales[0] if len(scales) == 1 else scales
+
+    # -- tuning itself (adapt_mass noise; samplers/mass.py measures, these say in which metric) ----
+    def noise_scales(self, gradients):
+        """numpy: each walker's s = sqrt(G) of V = the mean square of K batch gradients [K, W, d] (or
+        [K, d]), as the first measurement in the loop sets V."""
+        epsilon = self._parameter_values["rmsprop_epsilon"]
+        return 1.0 / np.sqrt(epsilon + np.sqrt(np.mean(np.square(gradients), axis=0)))
+
+    def _set_noise_metric(self, means, variances, count):
+        """At the first measurement V = the gradients' mean square (mean^2 + variance (K - 1) / K,
+        K = the measurement's batches); later V is RMSprop's own. The reported scales (metric_scales)
+        are the walkers' mean sqrt(G) the width is measured in."""
+        first = tf.equal(self._noise_measurements, 0)
+        count = tf.cast(count, tf.float64)
+        for slot, mean, variance, scale in zip(self._mean_squares, means, variances, self._scales):
+            measured = tf.cast(tf.square(mean) + variance * (count - 1.0) / count, slot.dtype)
+            slot.assign(tf.where(first, measured, tf.convert_to_tensor(slot)))
+            root = tf.sqrt(self._preconditioner(tf.convert_to_tensor(slot), slot.dtype))
+            mean_root = tf.reduce_mean(root, axis=0) if self._walkers is not None else root
+            scale.assign(tf.reshape(mean_root, scale.shape))
+
+    def _metric_vector(self, rows):
+        """Each walker's sqrt(G), [rows, d]."""
+        return tf.concat([tf.reshape(tf.sqrt(tf.cast(self._preconditioner(tf.convert_to_tensor(v), v.dtype),
+                                                     tf.float64)), [rows, -1]) for v in self._mean_squares], 1)
 
     def update_step(self, gradient, variable, learning_rate):
         h = tf.cast(learning_rate, variable.dtype)
@@ -91,7 +135,7 @@ class PSGLD(SamplerBase):
         slot = self._mean_squares[self._get_variable_index(variable)]
         mean_square = alpha * tf.convert_to_tensor(slot) + (1.0 - alpha) * tf.square(gradient)
         slot.assign(mean_square)
-        scale = self._scale(mean_square, variable.dtype)
+        scale = self._preconditioner(mean_square, variable.dtype)
         noise = tf.sqrt(2.0 * h * scale / beta) * self._normal(variable)
         variable.assign(tf.convert_to_tensor(variable) - h * scale * gradient + noise)
         self._report(None, None, noise)

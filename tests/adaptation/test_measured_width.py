@@ -295,7 +295,7 @@ def test_a_checkpoint_of_fit_restored_into_sample_starts_a_run_that_tunes_itself
     (dict(batch_size=10, sampler="SGHMC", gradient_noise_estimator="adam"), False),  # not with an estimator
     (dict(batch_size=10, sampler="SGNHT"), True),
     (dict(batch_size=10, sampler="SGLD"), True),  # by the overdamped rules, without friction
-    (dict(batch_size=10, sampler="pSGLD"), False),  # its preconditioner moves every step
+    (dict(batch_size=10, sampler="pSGLD"), True),  # by the overdamped rules in its G's metric
     (dict(measure_step_width=True, step_width=0.01), True)])
 def test_when_it_measures(options, measures):
     simulation = tati.Simulation(**regression(**options))

@@ -269,7 +269,7 @@ def test_the_untuned_langevin_run_takes_the_noise_mass_width_and_friction():
     measure_step_width on, friction_constant auto, adapt_mass noise from 20 burn-in steps
     (windows.py's least; preflight keeps its own copy so that bad input exits before TensorFlow).
     A given step_width, friction_constant or adapt_mass is kept; SGHMC and SGNHT tune themselves too
-    (SGHMC not with a gradient_noise_estimator), SGLD without a friction (it has none); pSGLD does not."""
+    (SGHMC not with a gradient_noise_estimator), SGLD and pSGLD without a friction (they have none)."""
     from tati.adaptation import windows
     assert preflight.MIN_METRIC_BURN_IN == windows.MIN_METRIC_BURN_IN
     x = np.arange(20.0).reshape(10, 2)
@@ -288,34 +288,35 @@ def test_the_untuned_langevin_run_takes_the_noise_mass_width_and_friction():
     assert resolved(sampler="SGHMC", gradient_noise_estimator="adam") == (False, "auto", 1.0)
     assert resolved(sampler="SGNHT") == (True, "noise", "auto")
     assert resolved(sampler="SGLD") == (True, "noise", 1.0)
-    assert resolved(sampler="pSGLD") == (False, "auto", 1.0)
+    assert resolved(sampler="pSGLD") == (True, "noise", 1.0)
     assert resolved(sampler="BAOAB", likelihood="none", loss="mean_squared") == (False, "auto", 1.0)
 
 
 def test_a_sampler_that_cannot_tune_itself_says_so_in_one_line(tmp_path, monkeypatch):
-    """pSGLD (and SGHMC with a gradient_noise_estimator) with a likelihood, batch_size
-    and no step_width step with the option's default, blind to U's scale: one note names it and the
-    cure (a step_width, or a sampler that tunes itself); none with a step_width, measure_step_width,
-    no likelihood, or for BAOAB. The command line says the same on stderr, once."""
+    """SGHMC with a gradient_noise_estimator, a likelihood, batch_size and no step_width steps with the
+    option's default, blind to U's scale: one note names it and the cure (a step_width, or a sampler
+    that tunes itself); none with a step_width, no likelihood, no batch_size, or for the samplers
+    that tune themselves. The command line says the same on stderr, once."""
     x = np.arange(20.0).reshape(10, 2)
     base = dict(dataset=(x, x[:, :1]), likelihood="gaussian", batch_size=5)
 
     def notes(**options):
         return preflight.check({**base, **options})[1]
 
-    for sampler, extra in (("pSGLD", {}), ("SGHMC", dict(gradient_noise_estimator="adam"))):
-        [note] = notes(sampler=sampler, **extra)
-        assert note == (f"sampler {sampler} does not tune itself here: it steps with the default step_width 0.1, "
-                        "which knows nothing of this likelihood's scale (U grows with the data); give step_width, "
-                        "or a sampler that tunes itself with a likelihood and batch_size: SGLD, GLA1, GLA2, BAOAB, "
-                        "CCAdL, SGHMC, SGNHT (without gradient_noise_estimator)")
-    assert notes(sampler="pSGLD", step_width=1e-4) == []
+    estimating = dict(sampler="SGHMC", gradient_noise_estimator="adam")
+    [note] = notes(**estimating)
+    assert note == ("sampler SGHMC does not tune itself here: it steps with the default step_width 0.1, "
+                    "which knows nothing of this likelihood's scale (U grows with the data); give step_width, "
+                    "or a sampler that tunes itself with a likelihood and batch_size: SGLD, GLA1, GLA2, BAOAB, "
+                    "CCAdL, SGHMC, SGNHT, pSGLD (without gradient_noise_estimator)")
+    assert notes(**estimating, step_width=1e-4) == []
     assert notes(sampler="SGHMC") == notes(sampler="SGNHT") == notes(sampler="SGLD") == []  # they tune themselves
-    assert notes(sampler="pSGLD", likelihood="none", loss="mean_squared") == notes(sampler="BAOAB") == []
-    assert notes(sampler="pSGLD", batch_size=None) == notes(sampler="HMC2", batch_size=None) == []
+    assert notes(sampler="pSGLD") == []
+    assert notes(**estimating, likelihood="none", loss="mean_squared") == notes(sampler="BAOAB") == []
+    assert notes(**estimating, batch_size=None) == notes(sampler="HMC2", batch_size=None) == []
     (tmp_path / "d.csv").write_text("x1,x2,y\n" + "".join(f"{a},{b},{a}\n" for a, b in x))
-    argv = ["--sampler", "pSGLD", "--batch_data_files", "d.csv", "--likelihood", "gaussian", "--batch_size", "5",
-            "--max_steps", "2", "--hidden_dimension", ""]
+    argv = ["--sampler", "SGHMC", "--gradient_noise_estimator", "adam", "--batch_data_files", "d.csv",
+            "--likelihood", "gaussian", "--batch_size", "5", "--max_steps", "2", "--hidden_dimension", ""]
     default, given = run_cli([argv, argv + ["--step_width", "1e-4"]], tmp_path, monkeypatch)
     assert default["code"] == 0 and default["stderr"].count("does not tune itself") == 1, default["stderr"]
     assert given["code"] == 0 and "does not tune itself" not in given["stderr"], given["stderr"]

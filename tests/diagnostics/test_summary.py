@@ -880,7 +880,7 @@ def test_an_untuned_langevin_run_without_burn_in_says_its_mass_stays_one():
     base = dict(dataset=(x, x[:, :1]), likelihood="gaussian", batch_size=5, max_steps=400)
     [note] = _burn_in_notes(preflight.check(base)[0])
     assert note == ("sampler BAOAB takes its mass from the gradient noise during burn-in only, and burn_in_steps is 0: "
-                    "the mass stays 1 and the measured step_width is the noisiest direction's (the walkers may hardly "
+                    "its step_width is measured for the unit mass, the noisiest direction's (the walkers may hardly "
                     "move); give burn_in_steps 200 (--burn_in_steps 200)")
     for quiet in ({"burn_in_steps": 100}, {"step_width": 0.01}, {"adapt_mass": False}):
         assert _burn_in_notes(preflight.check({**base, **quiet})[0]) == []

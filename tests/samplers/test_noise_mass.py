@@ -124,7 +124,7 @@ def test_the_option_is_checked_and_measured():
 
 
 @pytest.mark.parametrize("sampler, own", [("SGHMC", dict(mass=2.0, friction_constant="auto", measure_step_width=True)),
-                                          ("SGLD", {})], ids=["SGHMC", "SGLD"])
+                                          ("SGLD", {}), ("pSGLD", {})], ids=["SGHMC", "SGLD", "pSGLD"])
 def test_resumed_burn_in_continues_bitwise(tmp_path, sampler, own):
     """SGHMC (scalar mass 2) with the noise mass and its width and friction measured, 160 burn-in
     steps (one window, ending at step 110), cut by a checkpoint at step 60 and continued in a new
@@ -132,7 +132,8 @@ def test_resumed_burn_in_continues_bitwise(tmp_path, sampler, own):
     the likelihood's noise fits the data's, so nothing is said about it.
     The width measured again with the second mass takes the checkpoint's friction, per unit of the
     scalar mass (it had taken friction 1, as nothing is measured on restoring). SGLD's defaults
-    (which tune it: its metric and width, no friction) likewise."""
+    (which tune it: its metric and width, no friction) likewise, and pSGLD's (V started from the
+    measured gradients, the width measured in G's metric)."""
     import pandas as pd
     rng = np.random.default_rng(seed(14))
     x = rng.normal(size=(64, 2))
@@ -201,7 +202,7 @@ def test_the_width_is_measured_again_with_each_new_mass():
     gradients = np.stack([sim.model.loss_and_gradient(*sim.data.covering_batch(0, k), theta=start)[1].numpy()
                           for k in range(mw.noise_batch_count(sim.data))])
     variances = np.var(gradients, axis=0, ddof=1)  # [W, d]
-    s = sampler.noise_scales(variances)
+    s = sampler.noise_scales(gradients)
     largest = 0.0
     for b in range(8):
         bx = sim.data.covering_batch(0, b)[0].numpy()

@@ -126,5 +126,6 @@ def langevin_mass_line(sampler):
     times = int(sampler.metric_windows())
     span = f"masses {masses.min():.3g} ... {masses.max():.3g} (median {np.median(masses):.3g})"
     if getattr(sampler, "noise_mass", False):
-        return f"  mass from the gradient noise, measured {times} time{'s' if times != 1 else ''}: {span}"
+        words = sampler.noise_mass_words.format(count=times, times=f"{times} time{'s' if times != 1 else ''}")
+        return f"  {words}: {span}"
     return f"  mass adapted in {times} window{'s' if times != 1 else ''}: {span}"
