@@ -203,14 +203,28 @@ def _show_warning(prog):
     return show
 
 
+CLOSED_PIPE_STATUS = 141  # 128 + SIGPIPE, the status of a program the shell's pipe stopped
+
+
+def _reader_gone():
+    """stdout's reader closed it (tati-analyse ... | head): no traceback, the files already written
+    kept, status CLOSED_PIPE_STATUS; stdout goes to the null device so that the exit's flush is quiet."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    sys.exit(CLOSED_PIPE_STATUS)
+
+
 def run_command(prog, work):
     """work() for a tool that needs no Simulation (tati-analyse, tati-lossfunction-sampler):
-    warnings one line each, InputError one line and exit status 2, SIGINT status 130."""
+    warnings one line each, InputError one line and exit status 2, SIGINT status 130, a reader that
+    closed stdout early 141."""
     shown, warnings.showwarning = warnings.showwarning, _show_warning(prog)
     try:
         work()
+        sys.stdout.flush()  # here, where a closed pipe is caught, not at the exit
     except InputError as error:
         fail(prog, error)
+    except BrokenPipeError:
+        _reader_gone()
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         sys.exit(130)
@@ -222,7 +236,7 @@ def run_tool(prog, options, method, body):
     """Check the options and files (tati/config/preflight.py) before TensorFlow is imported, then run
     body(). InputError becomes one line and exit status 2, a failed sampling (non-finite values)
     status 1, SIGINT or SIGTERM (stopped at a row boundary, files flushed) 128 + the signal's
-    number. Warnings are one line each."""
+    number, a reader that closed stdout early 141. Warnings are one line each."""
     shown, warnings.showwarning = warnings.showwarning, _show_warning(prog)
     try:
         from tati.config.preflight import check
@@ -236,8 +250,11 @@ def run_tool(prog, options, method, body):
                 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
         import_tensorflow_quietly()
         body()
+        sys.stdout.flush()
     except InputError as error:
         fail(prog, error)
+    except BrokenPipeError:
+        _reader_gone()
     except SamplingError as error:
         print(f"{prog}: error: {error}", file=sys.stderr)
         sys.exit(1)

@@ -109,3 +109,20 @@ def test_every_unknown_flag_gets_its_own_hint(capsys):
     assert exit.value.code == 2 and error.count("\n") == 1, error
     assert ("(--setp_width: did you mean --step_width?; --max_stesp: did you mean --max_steps?; "
             "--do_hessians: an option of the original TATi: tati builds no Hessians") in error
+
+
+@pytest.mark.parametrize("runner", ["run_command", "run_tool"])
+def test_a_reader_that_closes_stdout_early_gets_no_traceback(runner):
+    """tati-analyse ... | head: the reader closes the pipe before the tool's output is flushed. No
+    BrokenPipeError traceback (there was one, at the print of the summary), status 141
+    (128 + SIGPIPE, as a shell reports a program the pipe stopped); what ran before is done."""
+    import subprocess
+    import sys
+    work = "lambda: print('row\\n' * 100000)"
+    call = (f"common.run_command('tool', {work})" if runner == "run_command"
+            else f"common.run_tool('tool', {{}}, 'sample', {work})")
+    child = subprocess.Popen([sys.executable, "-c", f"from tati.cli import common; {call}"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    child.stdout.close()  # the reader gone before a line is read
+    error = child.stderr.read().decode()
+    assert child.wait() == 141 and "Traceback" not in error and "BrokenPipe" not in error, error
