@@ -9,6 +9,7 @@
     states          what the states share: field-by-field selection, stacking into a vector
     measured_width  the SG samplers' step width, once, from the start's curvature and gradient
                     noise (not a warm-up: no state, measured before the first step)
+    width_rules     its rules' numbers (stability, heat allowed), read without TensorFlow
 
 Each algorithm has a typed state (a NamedTuple of float64 tensors with named fields), `init`,
 `update` and its read-outs, all pure functions of tensors, usable inside tf.function and XLA.

@@ -89,11 +89,9 @@ from typing import NamedTuple
 import numpy as np
 import tensorflow as tf
 
+from tati.adaptation.width_rules import EXCESS, OVERDAMPED_STABILITY, STABILITY  # noqa: F401  (read as mw.X)
 from tati.errors import SamplingError
 
-STABILITY = 0.5  # c of h = c / sqrt(lambda_max): 4 times inside the stability bound 2
-OVERDAMPED_STABILITY = 0.1  # SGLD's h lambda_max: the stiffest mode's variance 1 / (1 - h lambda / 2), 5% above
-EXCESS = 0.05  # the kinetic temperature's excess from the gradient noise, relative to T
 POWER_ITERATIONS = 20
 FRICTION_FLOOR, FRICTION_CEILING = 1.0, 1.0  # friction auto: gamma >= 1 and gamma h <= 1
 NOISE_BATCHES = 16  # V's per-parameter relative error sqrt(2 / 15) = 0.37, far less averaged over d

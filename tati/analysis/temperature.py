@@ -17,7 +17,9 @@ Each is the mean over the rows after burn-in (all walkers), with the standard er
 means (tati/diagnostics/equipartition.py, which accounts for the rows' correlation) and the
 interval mean +- t x error at `level`, t the Student-t quantile with batches - 1 degrees of
 freedom. verdict: 'consistent' when 1/beta is inside the interval, else 'too hot' or 'too
-cold' by so many standard errors; 'the same in every row' when the readings do not vary
+cold' by so many standard errors (hot by at most the 5% heat that a measured step_width allows
+from the mini-batch gradient noise says so: the run's summary reads that 'warm', and these
+files do not say whether the width was measured); 'the same in every row' when the readings do not vary
 (a virial of 0 in every row: U is flat where the walkers are, as a network's loss is where its
 units saturate). d is the number of parameter columns of the trajectory, or `dof`.
 """
@@ -28,6 +30,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from tati.adaptation.width_rules import EXCESS
 from tati.analysis import select
 from tati.diagnostics.equipartition import batch_means, deviation
 from tati.errors import InputError
@@ -81,6 +84,8 @@ def temperature(result, burn_in=None, inverse_temperature=None, dof=None, estima
             word = "consistent"
         else:
             word = f"too {'hot' if z > 0 else 'cold'} by {abs(z):.1f} standard errors"
+            if 0.0 < mean / expected - 1.0 <= EXCESS:  # the run's summary reads it "warm" where it measured
+                word += f" ({mean / expected - 1.0:.1%} above: within the {EXCESS:.0%} a measured step_width allows)"
         rows.append([name, column, mean, error, mean - half, mean + half, level, batches, expected, z, word])
     return pd.DataFrame(rows, columns=COLUMNS)
 

@@ -52,6 +52,20 @@ def test_a_wrong_temperature_is_reported():
     assert table.verdict[0] == f"too cold by {-table.deviation[0]:.1f} standard errors" and table.deviation[0] < -10
 
 
+@pytest.mark.statistical
+def test_hot_within_a_measured_widths_heat_says_so():
+    """Readings at beta = 4 judged against beta = 4.12 (1/beta 2.9% lower: about 5 standard errors hot)
+    name the 5% heat that a measured step_width allows, as the run's summary reads it "warm"; against
+    beta = 4.4 (9.1% lower) they do not."""
+    tables = RunTables(run_info=run_info(np.random.default_rng(seed(4010))))
+    warm = temperature(tables, dof=DOF, inverse_temperature=4.12, estimators="kinetic")
+    above = warm.temperature[0] * 4.12 - 1.0
+    assert warm.verdict[0] == (f"too hot by {warm.deviation[0]:.1f} standard errors ({above:.1%} above: within the "
+                               "5% a measured step_width allows)") and warm.deviation[0] > 3
+    hot = temperature(tables, dof=DOF, inverse_temperature=4.4, estimators="kinetic")
+    assert hot.verdict[0] == f"too hot by {hot.deviation[0]:.1f} standard errors"
+
+
 def test_degrees_of_freedom_and_missing_columns():
     info = run_info(np.random.default_rng(seed(4020)))
     trajectory = info[["id", "step", "loss"]].assign(**{f"w{i}": 0.0 for i in range(DOF)})

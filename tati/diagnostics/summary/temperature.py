@@ -6,6 +6,7 @@ it fails; "warm" where the heat is within what the measured step width allows.""
 import math
 from typing import NamedTuple
 
+from tati.adaptation.width_rules import EXCESS
 from tati.diagnostics.summary.lines import WIDTH
 from tati.diagnostics.data_scale import NOTE_ABOVE, did_not_hold, measured_cure, noted as data_noted
 from tati.diagnostics.equipartition import (batch_means, equilibrium_error, equipartition_verdict,
@@ -73,7 +74,6 @@ def _noise_heat(o):
     mini-batch gradient noise (tati/adaptation/measured_width.py); 0 where it did not measure."""
     if o.get("measure_step_width") is not True or o.get("batch_size") is None:
         return 0.0
-    from tati.adaptation.measured_width import EXCESS
     return EXCESS
 
 
