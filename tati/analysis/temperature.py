@@ -16,7 +16,8 @@ For d degrees of freedom in equilibrium at inverse temperature beta:
 Each is the mean over the rows after burn-in (all walkers), with the standard error of batch
 means (tati/diagnostics/equipartition.py, which accounts for the rows' correlation) and the
 interval mean +- t x error at `level`, t the Student-t quantile with batches - 1 degrees of
-freedom. verdict: 'consistent' when 1/beta is inside the interval, else 'too hot' or 'too
+freedom. verdict: 'consistent' when 1/beta is inside the interval (unless the error is above
+TOO_NOISY of 1/beta: 'too noisy to judge', as the run's summary says), else 'too hot' or 'too
 cold' by so many standard errors (hot by at most the 5% heat that a measured step_width allows
 from the mini-batch gradient noise says so: the run's summary reads that 'warm', and these
 files do not say whether the width was measured); 'the same in every row' when the readings do not vary
@@ -33,6 +34,7 @@ from scipy import stats
 from tati.adaptation.width_rules import EXCESS
 from tati.analysis import select
 from tati.diagnostics.equipartition import batch_means, deviation
+from tati.diagnostics.summary.temperature import TOO_NOISY
 from tati.errors import InputError
 
 PURPOSE = "temperature"
@@ -80,8 +82,9 @@ def temperature(result, burn_in=None, inverse_temperature=None, dof=None, estima
             continue
         half = stats.t.ppf(0.5 + level / 2, batches - 1) * error
         z = deviation(mean, error, expected)
-        if mean - half <= expected <= mean + half:
-            word = "consistent"
+        if mean - half <= expected <= mean + half:  # an interval too wide to fail is no verdict (the summary's rule)
+            word = ("consistent" if error <= TOO_NOISY * expected else
+                    f"too noisy to judge: its error bar is {error / expected:.0%} of 1/beta")
         else:
             word = f"too {'hot' if z > 0 else 'cold'} by {abs(z):.1f} standard errors"
             if 0.0 < mean / expected - 1.0 <= EXCESS:  # the run's summary reads it "warm" where it measured

@@ -73,8 +73,9 @@ COMMANDS = {
                     "against 1/beta", ("run_info",), [
         BETA,
         ("dof", Optional(POSITIVE_INT), None, "degrees of freedom d", "the trajectory's parameter count"),
-        ("estimators", ListOf(Text(("kinetic", "configurational"))), "kinetic,configurational",
-         "comma-separated estimators"),
+        ("estimators", Optional(ListOf(Text(("kinetic", "configurational")))), None,
+         "comma-separated estimators", "those the run info has: kinetic and configurational (SGLD and pSGLD, "
+         "without momenta: configurational)"),
         ("level", Number(minimum=0, strict=True), 0.99, "probability of the intervals, below 1"),
     ]),
     "free_energy": ("free energy -log(p)/beta with standard errors along the leading eigenvectors or "

@@ -66,6 +66,21 @@ def test_hot_within_a_measured_widths_heat_says_so():
     assert hot.verdict[0] == f"too hot by {hot.deviation[0]:.1f} standard errors"
 
 
+@pytest.mark.statistical
+def test_an_interval_too_wide_to_fail_is_not_judged():
+    """A virial whose standard error is above TOO_NOISY (20%) of 1/beta would be 'consistent' with
+    anything (a heteroscedastic network's: 50%, and a negative temperature); the run's summary says
+    'too noisy to judge', and so does the analysis. The kinetic readings beside it are judged."""
+    frame = run_info(np.random.default_rng(seed(4020)))
+    frame["virial"] = DOF / (2 * BETA) + 50.0 * np.random.default_rng(seed(4021)).standard_normal(len(frame))
+    table = temperature(RunTables(run_info=frame), dof=DOF, inverse_temperature=BETA,
+                        level=0.999).set_index("estimator")  # each interval misses 1/beta with probability 1e-3
+    noisy = table.loc["configurational"]
+    assert noisy.standard_error > 0.2 / BETA and noisy.low < 1 / BETA < noisy.high
+    assert noisy.verdict == f"too noisy to judge: its error bar is {noisy.standard_error * BETA:.0%} of 1/beta"
+    assert table.loc["kinetic"].verdict == "consistent"
+
+
 def test_degrees_of_freedom_and_missing_columns():
     info = run_info(np.random.default_rng(seed(4020)))
     trajectory = info[["id", "step", "loss"]].assign(**{f"w{i}": 0.0 for i in range(DOF)})

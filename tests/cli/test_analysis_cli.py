@@ -27,7 +27,7 @@ NEEDS = [("traces", ["--parameters", "param1"], "run.csv", "kinetic_energy"),
          ("moments", [], "trajectory.csv", "loss"),
          ("covariance", ["--eigen_output", "eigen.csv"], "trajectory.csv", "loss"),
          ("autocorrelation", [], "trajectory.csv", "loss"),
-         ("temperature", [], "run.csv", "virial"),
+         ("temperature", ["--estimators", "configurational"], "run.csv", "virial"),
          ("free_energy", ["--bins", "20"], "trajectory.csv", "loss")]
 
 
@@ -111,6 +111,18 @@ def test_the_burn_in_is_the_runs_where_the_averages_begin(run_dir, capsys, monke
     assert capsys.readouterr().out.splitlines()[0] == (
         "tati-analyse temperature: 800 rows of 2 walkers after burn-in 0 (steps 10 to 4000); the run's "
         "burn-in is not in these files: give --burn_in_steps or --averages_file")
+
+
+def test_temperature_of_a_run_without_momenta(run_dir, capsys, monkeypatch):
+    """SGLD and pSGLD write no kinetic_energy: by default the temperatures the run info has (the
+    configurational one), where asking for both had ended in an error line."""
+    monkeypatch.chdir(run_dir)
+    pd.read_csv("run.csv").drop(columns=["kinetic_energy", "total_energy", "scaled_momentum"]).to_csv(
+        "run.csv", index=False)
+    main(["temperature", "--directory", ".", "--dof", "2"])
+    out = capsys.readouterr().out
+    assert "configurational temperature" in out and "kinetic" not in out, out
+    assert list(pd.read_csv("temperature.csv").estimator) == ["configurational"]
 
 
 @pytest.mark.parametrize("command, extra, file, column", NEEDS, ids=[n[0] for n in NEEDS])
