@@ -1,7 +1,9 @@
 """A diagonal mass for the Langevin samplers (SGLD, GLA1, GLA2, BAOAB, CCAdL, SGHMC, SGNHT), adapted during burn-in.
 
 SGLD has no momenta: its metric scales its steps, q <- q - h s^2 grad U + sqrt(2 h / beta) s G
-(samplers/sgld.py), with the same adaptation below.
+(samplers/sgld.py), with the same adaptation below. pSGLD's metric is RMSprop's own, s = sqrt(G):
+it takes the noise mass's schedule of measurements (V started from the first one's gradients) and
+the width measured in it (`_set_noise_metric`, `_metric_vector`; samplers/psgld.py).
 
 The formulation is HMC's metric (samplers/hmc.py): the momentum is kept in whitened
 coordinates p' ~ N(0, I / beta), and each parameter has a scale s, the mass matrix being
