@@ -80,6 +80,12 @@ MIN_ROWS = 10  # a walker's loss rows after burn-in, fewer: not compared
 MIN_INDEPENDENT = 50  # a walker's independent kinetic energies after burn-in, fewer: not judged
 IQR_PER_SD = 1.349  # interquartile range of a normal distribution in standard deviations
 LOSS_RISE = 10.0  # typical-set widths above the warm start's best loss: the walker left the posterior
+# A walker blown up at a measured friction (friction_constant auto, the O step's): FRICTION_CURE times it,
+# rounded up, is the cure beside a larger batch, the gradient noise's heat falling as 1 / friction. A
+# 64-100-100-10 network on digits blew up at its measured 2.18 and at batch_size 128, and held at 10;
+# on wine-quality-red a larger batch held where 4 times the friction did not, or overdamped a split
+# whose summary then said "not converged" (doc/benchmarks.md).
+FRICTION_CURE = 4.0
 
 
 class Outlier(NamedTuple):
@@ -278,7 +284,23 @@ def walker_outliers(result, simulation, false_alarms=FALSE_ALARMS):
                   if outlier.walker not in {x.walker for x in far}]
     warm = report is not None
     noted = data_noted(simulation)
-    return [outlier._replace(fix=_fix(outlier, o, outlier.walker in off, warm, noted)) for outlier in found]
+    friction = friction_cure(simulation)
+    return [outlier._replace(fix=_fix(outlier, o, outlier.walker in off, warm, noted, friction)) for outlier in found]
+
+
+def friction_cure(simulation):
+    """'friction_constant F' where the run measured its friction (friction_constant auto, on mini-batches)
+    and it is its O step's (the sampler's fixed_friction: GLA1, GLA2, BAOAB, SGHMC): F = FRICTION_CURE
+    times the friction it ended with, rounded up to 1, 2 or 5 times a power of 10; else None."""
+    o, sampler = simulation.options, getattr(simulation, "_sampler", None)
+    if o.get("friction_constant") != "auto" or o.get("batch_size") is None or not getattr(sampler, "fixed_friction",
+                                                                                           False):
+        return None  # without mini-batches no noise heats the walkers: the width alone is at fault
+    wanted = FRICTION_CURE * float(np.asarray(sampler.friction_constant))
+    if not wanted > 0 or not math.isfinite(wanted):
+        return None
+    power = 10.0 ** math.floor(math.log10(wanted))
+    return f"friction_constant {next(m * power for m in (1, 2, 5, 10) if m * power >= wanted * (1 - 1e-12)):g}"
 
 
 def noise_estimator_helps(o):
@@ -289,20 +311,20 @@ def noise_estimator_helps(o):
             and o.get("gradient_noise_estimator", "none") == "none")
 
 
-def _fix(outlier, o, off, warm, noted=False):
+def _fix(outlier, o, off, warm, noted=False, friction=None):
     """The likely cause's remedy: a walker hot, cold or far out at the wrong temperature moves
     with too large a step, as does one far out that left the others (a Langevin sampler's: a kick
     too large where it went); one far out at the right temperature is stuck where it started (or
     in a minor mode): for the adapting samplers the warm start, else another start or a longer
     burn-in. A measured width (measure_step_width) did not hold: the cure keeps it measured
     (data_scale.measured_cure), unless a note on the data (diagnostics/data_scale.py) names what
-    made it too large."""
+    made it too large; `friction` (friction_cure) is a second cure where the run measured its friction."""
     lower = "lower step_width"
     if outlier.kind == "left the mode":  # measured at a mode sharper than where the walkers went
-        return ("warm_start false (the width and mass were measured at its mode), or a smaller step_width"
-                if o.get("measure_step_width") is True else lower)
+        return ("warm_start false (the width and mass were measured at its mode), or "
+                f"{friction or 'a smaller step_width'}" if o.get("measure_step_width") is True else lower)
     if o.get("measure_step_width") is True:  # the user gave none: a measured width was too large here
-        lower = did_not_hold(measured_cure(o), NOTE_ABOVE if noted else None)
+        lower = did_not_hold(measured_cure(o, *([friction] if friction else [])), NOTE_ABOVE if noted else None)
     elif noise_estimator_helps(o):
         lower += ", or set gradient_noise_estimator"  # mini-batch gradients heat it; with one set, only the step
     left = outlier.kind == "far out" and outlier.step and spec_of(o["sampler"]).persistent_momenta

@@ -246,6 +246,39 @@ def test_a_walker_thrown_out_once_blew_up():
     assert [o.walker for o in peak_outliers(table(kinetic, loss), D, BETA)] == [2]
 
 
+def test_a_measured_friction_adds_a_cure_four_times_it():
+    """Where the run measured its friction (friction_constant auto, mini-batches) and it is the O step's,
+    the cure of a blown-up walker names FRICTION_CURE (4) times it, rounded up (digits' 64-100-100-10
+    network blew up at the measured 2.18 and at batch_size 128, held at 10), beside a larger batch,
+    and beside warm_start false for a walker that left the mode; not for a thermostat's friction
+    (CCAdL, SGNHT: not fixed_friction), a given one, or the whole dataset."""
+    from tati.diagnostics.outliers import friction_cure
+    kinetic, loss = healthy(np.random.default_rng(8))
+    kinetic[1, 200:300] += 500.0 * 0.97 ** np.arange(100)
+    result, simulation = run(kinetic, loss, sampler="BAOAB", batch_size=10, measure_step_width=True,
+                             friction_constant="auto")
+    simulation._sampler = SimpleNamespace(fixed_friction=True, friction_constant=2.18)
+    [blew] = walker_outliers(result, simulation)
+    assert blew.fix == "the measured step_width did not hold here: raise batch_size, or friction_constant 10"
+    for measured, named in ((11.7, "friction_constant 50"), (0.5, "friction_constant 2"), (1.0, "friction_constant 5")):
+        simulation._sampler.friction_constant = measured
+        assert friction_cure(simulation) == named
+    simulation._sampler.friction_constant = 2.18
+    simulation.warm_start = SimpleNamespace(losses=np.zeros(4))
+    blown = loss.copy()
+    blown[:, 30:] += 7e9
+    found = walker_outliers(SimpleNamespace(run_info=table(kinetic, blown)), simulation)
+    assert {x.fix for x in found if x.kind == "left the mode"} == {
+        "warm_start false (the width and mass were measured at its mode), or friction_constant 10"}
+    simulation._sampler.fixed_friction = False
+    assert friction_cure(simulation) is None
+    simulation._sampler.fixed_friction = True
+    for change in ({"friction_constant": 1.0}, {"batch_size": None}):
+        simulation.options.update(change)
+        assert friction_cure(simulation) is None
+        simulation.options.update(friction_constant="auto", batch_size=10)
+
+
 def test_the_typical_set_is_the_warm_starts():
     from tati.adaptation.warm_start import threshold
     assert typical_set_width(33, 2.0) == threshold(33, 2.0)
