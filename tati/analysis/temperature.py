@@ -87,8 +87,9 @@ def temperature(result, burn_in=None, inverse_temperature=None, dof=None, estima
                     f"too noisy to judge: its error bar is {error / expected:.0%} of 1/beta")
         else:
             word = f"too {'hot' if z > 0 else 'cold'} by {abs(z):.1f} standard errors"
-            if 0.0 < mean / expected - 1.0 <= EXCESS:  # the run's summary reads it "warm" where it measured
-                word += f" ({mean / expected - 1.0:.1%} above: within the {EXCESS:.0%} a measured step_width allows)"
+            above = mean / expected - 1.0
+            if 0.0 < above <= EXCESS:  # the run's summary reads it "warm" where it measured
+                word += f" ({above:.1%} above: within the {EXCESS:.0%} a measured step_width allows)"
         rows.append([name, column, mean, error, mean - half, mean + half, level, batches, expected, z, word])
     return pd.DataFrame(rows, columns=COLUMNS)
 
