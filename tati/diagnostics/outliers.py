@@ -254,8 +254,12 @@ def mode_outliers(run_info, dimension, best, inverse_temperature=1.0, burn_in=0)
 
 
 def _above_from(series, bound):
-    """The first step of the last stretch of rows in which the series stays above bound."""
+    """The first step of the last stretch of rows in which the series stays above bound; 0 where
+    its last row is below it (a walker whose median is above came back at the end: sample() ended
+    in an IndexError there, its run lost, on standardised digits)."""
     below = np.flatnonzero(~(series.to_numpy() > bound))
+    if len(below) and below[-1] == len(series) - 1:
+        return 0
     return int(series.index[below[-1] + 1 if len(below) else 0])
 
 

@@ -80,6 +80,20 @@ def test_a_walker_stuck_at_the_right_temperature_is_told_how_to_restart():
     assert walker_outliers(result, simulation)[0].fix.endswith("or raise burn_in_steps")
 
 
+def test_a_walker_above_the_mode_that_came_back_at_the_last_row_is_named_without_a_step():
+    """A walker whose median loss after burn-in is far above the warm start's mode but whose last row
+    is below the bound has no last stretch above it: named, with no step (sample() ended in an
+    IndexError there, after the run)."""
+    kinetic, loss = healthy(np.random.default_rng(8))
+    blown = loss.copy()
+    blown[:, 30:-1] += 7e9
+    result, simulation = run(kinetic, blown, sampler="BAOAB", measure_step_width=True)
+    simulation.warm_start = SimpleNamespace(losses=np.zeros(4))
+    found = walker_outliers(result, simulation)
+    assert [(x.walker, x.kind, x.step) for x in found] == [(w, "left the mode", 0) for w in range(4)]
+    assert "rose above" not in found[0].line()
+
+
 def test_walkers_far_above_the_warm_starts_mode_blew_up_whatever_their_number():
     """Every walker alike at loss 7e9 after a warm start to a mode of loss 0 (a 784-100-10 network on
     20,000 points, its softmax saturated at a memorising mode: nothing else said more than 6% hot),
