@@ -48,7 +48,7 @@ start point, with temperature T = 1 / beta and mass M (the samplers' scalar mass
    momentum test; BAOAB read 1.7%).
 3. the walker's width min(h_s, h_n); the run's (one width: the sampler's step_width) the least
    over the walkers. With adapt_mass noise the metric changes at each of the mass's measurements
-   (the first at step 0, then after each of Stan's windows) and the width is measured again in
+   (at step 0, one epoch later, then after each of Stan's windows) and the width is measured again in
    the new one, in the compiled loop (`graph_width`, on the batches of that step): as the walkers
    leave a sharp start the mass falls and the width grows (bostonHousing split 0: 0.0014 at the
    start, 0.0050 after the last window).

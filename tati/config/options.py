@@ -246,7 +246,7 @@ OPTIONS = [
            "covariance_blending the ensemble preconditioner takes its place. noise (SGLD, GLA1, GLA2, BAOAB, "
            "CCAdL, SGHMC without gradient_noise_estimator, SGNHT, with batch_size): the mass from the "
            "gradient noise, M_i = max(V_i batch_size / data size, 1 / prior_standard_deviation^2), V_i the "
-           "variance of a batch's gradient, measured at the start and after each window, frozen after "
+           "variance of a batch's gradient, measured at the start, an epoch later and after each window, frozen after "
            "burn-in; every parameter then heats alike under the mini-batch noise (doc/samplers.md). pSGLD "
            "(noise or false): its metric is RMSprop's G = 1 / (rmsprop_epsilon + sqrt(V)); noise starts V "
            "from the measured gradients' mean square and measures step_width in G's metric."),

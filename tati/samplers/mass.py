@@ -34,7 +34,11 @@ these samplers have no acceptance to adapt it to.
 
 adapt_mass "noise" (`estimate_noise`): M_i = max(V_i B / N, mass_floor) from V_i, the variance of
 the gradients of batches that cover the data (at least NOISE_BATCHES) at the walkers' positions,
-at step 0 and at the first epoch start after each window's end, then frozen. With
+at step 0, at the first epoch start after it (the start is often a mode fitted closely, whose
+noise is the least the walkers meet: on standardised digits, a 64-50-10 network, the friction
+measured there was 1, one epoch later 13.9; measured only at the windows, the walkers blew up
+within the first one, doc/benchmarks.md), and at the first epoch start after
+each window's end, then frozen. With
 measure_step_width (the Simulation sets `follows_width`) each measurement also measures the step
 width again in the new metric (tati/adaptation/measured_width.py graph_width: the largest
 curvature of s H_b s over one epoch's batches, by power iteration, and the noise heat of s^2 V),
@@ -82,6 +86,10 @@ class AdaptedMass:
     # Whether the Simulation measured the width at the walkers' start (measured_width.measure) in the
     # first mass's metric: the compiled loop then does not measure it again at the first measurement.
     measured_at_start = False
+    # Whether the mass (and width, and friction) is measured again at the first epoch start after step 0,
+    # besides after each window: the start is often a mode fitted closely, whose noise is the least the
+    # walkers meet, and they leave it within the first window (module docstring).
+    measures_an_epoch_in = True
 
     def _init_mass(self, adapt_mass, adaptation_steps, noise_mass_sizes=(1.0, 1.0)):
         """adapt_mass: true, false, "auto" (off here: the dynamics is what these samplers'
@@ -112,12 +120,12 @@ class AdaptedMass:
                                                          initializer="zeros")
             self._noise_evaluations = self.add_variable((), dtype="float64", name="noise_evaluations",
                                                         initializer="zeros")
-            # the step width each of the mass's measurements left (measured again with follows_width), in the
-            # slot of the windows closed by then; 0 where none was made
-            self._followed_widths = self.add_variable((1 + len(self.metric_ends),), dtype="float64",
+            # the step width each of the mass's measurements left (measured again with follows_width), in its
+            # slot (the start's, an epoch in, then by the windows closed by then); 0 where none was made
+            self._followed_widths = self.add_variable((2 + len(self.metric_ends),), dtype="float64",
                                                       name="measured_step_widths", initializer="zeros")
             # and the friction measured with it (follows_friction; else zeros)
-            self._followed_frictions = self.add_variable((1 + len(self.metric_ends),), dtype="float64",
+            self._followed_frictions = self.add_variable((2 + len(self.metric_ends),), dtype="float64",
                                                          name="measured_frictions", initializer="zeros")
         self._scales = [self.add_variable(self._walker_shape(v), dtype=v.dtype, name="metric_scale",
                                           initializer="ones") for v in variables]
@@ -184,28 +192,31 @@ class AdaptedMass:
         metric (`_follow_width`)."""
         step = tf.cast(self.iterations, tf.int64)
         closed = tf.reduce_sum(tf.cast(tf.constant(self.metric_ends, tf.int64) <= step, tf.int64))
-        due = self._noise_measurements < closed + 1
+        # one more at the first epoch start after step 0 (measures_an_epoch_in)
+        early = tf.cast(((step > 0) & (step < self.adaptation_steps)) | (closed > 0), tf.int64)
+        done = closed + early if self.measures_an_epoch_in else closed  # the measurements due after the start's
+        due = self._noise_measurements < done + 1
 
         def measure():
             means, variances = self._gradient_moments(gradients_of, count)
             self._set_noise_metric(means, variances, count)
             if self.follows_width and hessian_vector_on is not None:
                 def follow():
-                    self._follow_width(hessian_vector_on, curvature_batches, variances, closed)
+                    self._follow_width(hessian_vector_on, curvature_batches, variances, done)
                     return tf.constant(True)
                 if self.measured_at_start:  # the first at the same point, in the same metric, before the run
-                    tf.cond(closed > 0, follow, lambda: tf.constant(False))
+                    tf.cond(done > 0, follow, lambda: tf.constant(False))
                 else:
                     follow()
             # the width (and friction) each measurement leaves, at the windows closed by then: where two or
             # more close within an epoch (one measurement at its start), the slots between stay 0
             self._followed_widths.assign(tf.tensor_scatter_nd_update(
-                self._followed_widths, [[closed]], [tf.cast(self.learning_rate, tf.float64)]))
+                self._followed_widths, [[done]], [tf.cast(self.learning_rate, tf.float64)]))
             if self.follows_friction:
                 self._followed_frictions.assign(tf.tensor_scatter_nd_update(
-                    self._followed_frictions, [[closed]],
+                    self._followed_frictions, [[done]],
                     [tf.cast(tf.convert_to_tensor(self._parameter_variables["friction_constant"]), tf.float64)]))
-            self._noise_measurements.assign(closed + 1)
+            self._noise_measurements.assign(done + 1)
             self._noise_evaluations.assign_add(tf.cast(count, tf.float64))
             return tf.constant(True)
 
@@ -332,7 +343,7 @@ class AdaptedMass:
 
     def metric_windows(self):
         """How many metric windows have closed so far (each updated the scales); with
-        adapt_mass "noise", the mass's measurements so far (the first at step 0)."""
+        adapt_mass "noise", the mass's measurements so far (at step 0, one epoch later, after the windows)."""
         if not self.adapt_mass:
             return 0
         if self.noise_mass:

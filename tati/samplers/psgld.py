@@ -36,7 +36,7 @@ SGLD): after the warm start, V starts from the mean square of the batch gradient
 data (per walker), not from 0, whose first steps take G = 1 / (lambda + sqrt(1 - alpha) |g|), 10
 times the settled one; and the step width is measured by SGLD's overdamped rules
 (tati/adaptation/measured_width.py, 5.) in the metric s = sqrt(G) of each walker: h lambda_max(s H s)
-= 0.1 and h mean(G V_noise) / (2 T) = 5%, at the start and again after each of Stan's windows in
+= 0.1 and h mean(G V_noise) / (2 T) = 5%, at the start, an epoch later and after each of Stan's windows in
 burn-in (samplers/mass.py), with the G of the V of then. After burn-in h is fixed; G moves on.
 A metric adapted from the draws (adapt_mass true) is not pSGLD's: refused.
 """

@@ -320,7 +320,7 @@ def test_sgld_measures_by_the_overdamped_rules():
     assert simulation.options["adapt_mass"] == "noise" and simulation.options["friction_constant"] != "auto"
     simulation.sample()
     assert simulation.measured_width.overdamped and simulation.sampler.follows_width
-    assert len(simulation.sampler.followed_widths()) == 2 and len(simulation.sampler.followed_frictions()) == 0
+    assert len(simulation.sampler.followed_widths()) == 3 and len(simulation.sampler.followed_frictions()) == 0
     assert "SGLD (step_width" in simulation.summary() and "measured)" in simulation.summary()
 
 
