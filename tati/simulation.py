@@ -33,7 +33,7 @@ import tensorflow as tf
 from tati.config import building, compilation
 from tati.config import options as option_table
 from tati.config import preflight
-from tati.diagnostics import data_scale
+from tati.diagnostics import data_scale, outliers
 from tati.engine import checkpoint
 from tati.adaptation import burn_in_notes, measured_width, warm_start
 from tati.analysis import select
@@ -474,7 +474,9 @@ class Simulation:
                                  "finite at initial_parameters: give a start where it is")
         if width == "step_width" and self.measured_width is not None:  # not the user's: say where it came from
             see = "see the warning on the data above" if self.notes else None
-            cure = data_scale.measured_cure(self.options)
+            # as a blown-up walker's line: where the run measured its friction, a larger one is the second cure
+            friction = outliers.friction_cure(self)
+            cure = data_scale.measured_cure(self.options, *([friction] if friction else []))
             cause = data_scale.did_not_hold(cure, see, _shown(self._width_used(width)))
         else:
             cause = f"{width} {_shown(self._width_used(width))} is probably too large for this potential"

@@ -227,6 +227,27 @@ def test_a_measured_width_that_blows_up_says_it_was_measured(monkeypatch):
         simulation.sample()
 
 
+def test_a_non_finite_loss_at_a_measured_friction_names_a_larger_friction_too():
+    """With mini-batches and friction_constant auto, the error of a non-finite loss names the blown-up
+    walker's two cures, as its summary line does (tati/diagnostics/outliers.py friction_cure): on
+    standardised digits with a 64-100-100-10 network, BAOAB's defaults ended non-finite at step 2,406
+    where raise batch_size, the one cure it named, read 51% hot and friction_constant 10 held (5.2%
+    above). With the friction given, only the batch (negative control)."""
+    from types import SimpleNamespace
+    from tati.diagnostics.outliers import friction_cure
+    row = {"nonfinite_step": 7, "nonfinite_walkers": np.array([False, True])}
+    measured = tati.Simulation(**regression(sampler="BAOAB", batch_size=10))
+    measured.sample()
+    cure = friction_cure(measured)
+    assert measured.options["friction_constant"] == "auto" and cure.startswith("friction_constant ")
+    error = str(measured._nonfinite(row, SimpleNamespace(is_sampler=True)))
+    assert error.startswith("non-finite loss or gradient at step 7 (walker 1): the measured step_width ")
+    assert f"did not hold here: raise batch_size, or {cure}; every row before is kept" in error
+    given = tati.Simulation(**regression(sampler="BAOAB", batch_size=10, friction_constant=1.0))
+    given.sample()
+    assert "did not hold here: raise batch_size; every row" in str(given._nonfinite(row, SimpleNamespace(is_sampler=True)))
+
+
 @pytest.mark.parametrize("sampler, choice", [("BAOAB", "auto"), ("SGHMC", True)])
 def test_option_sets_the_sampler_width_before_the_first_step(sampler, choice):
     """On (BAOAB: auto, with a likelihood, batch_size and no step_width; SGHMC only when asked):
