@@ -247,6 +247,11 @@ class Simulation:
         return self._sampler
 
     @property
+    def sampler_made(self):
+        """The sampler where a run made one, else None: for the summary's readers, which must not make one."""
+        return self._sampler
+
+    @property
     def optimizer(self):
         if self._optimizer is None:  # a full-batch optimizer (L-BFGS), made on the model
             self._optimizer = load_kernel(optimizer_spec(self.options["optimizer"]))(self.model)

@@ -296,7 +296,7 @@ def friction_cure(simulation):
     """'friction_constant F' where the run measured its friction (friction_constant auto, on mini-batches)
     and it is its O step's (the sampler's fixed_friction: GLA1, GLA2, BAOAB, SGHMC): F = FRICTION_CURE
     times the friction it ended with, rounded up to 1, 2 or 5 times a power of 10; else None."""
-    o, sampler = simulation.options, getattr(simulation, "_sampler", None)
+    o, sampler = simulation.options, getattr(simulation, "sampler_made", None)
     if o.get("friction_constant") != "auto" or o.get("batch_size") is None or not getattr(sampler, "fixed_friction",
                                                                                            False):
         return None  # without mini-batches no noise heats the walkers: the width alone is at fault

@@ -271,22 +271,22 @@ def test_a_measured_friction_adds_a_cure_four_times_it():
     kinetic[1, 200:300] += 500.0 * 0.97 ** np.arange(100)
     result, simulation = run(kinetic, loss, sampler="BAOAB", batch_size=10, measure_step_width=True,
                              friction_constant="auto")
-    simulation._sampler = SimpleNamespace(fixed_friction=True, friction_constant=2.18)
+    simulation.sampler_made = SimpleNamespace(fixed_friction=True, friction_constant=2.18)
     [blew] = walker_outliers(result, simulation)
     assert blew.fix == "the measured step_width did not hold here: raise batch_size, or friction_constant 10"
     for measured, named in ((11.7, "friction_constant 50"), (0.5, "friction_constant 2"), (1.0, "friction_constant 5")):
-        simulation._sampler.friction_constant = measured
+        simulation.sampler_made.friction_constant = measured
         assert friction_cure(simulation) == named
-    simulation._sampler.friction_constant = 2.18
+    simulation.sampler_made.friction_constant = 2.18
     simulation.warm_start = SimpleNamespace(losses=np.zeros(4))
     blown = loss.copy()
     blown[:, 30:] += 7e9
     found = walker_outliers(SimpleNamespace(run_info=table(kinetic, blown)), simulation)
     assert {x.fix for x in found if x.kind == "left the mode"} == {
         "warm_start false (the width and mass were measured at its mode), or friction_constant 10"}
-    simulation._sampler.fixed_friction = False
+    simulation.sampler_made.fixed_friction = False
     assert friction_cure(simulation) is None
-    simulation._sampler.fixed_friction = True
+    simulation.sampler_made.fixed_friction = True
     for change in ({"friction_constant": 1.0}, {"batch_size": None}):
         simulation.options.update(change)
         assert friction_cure(simulation) is None

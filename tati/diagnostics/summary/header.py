@@ -116,7 +116,7 @@ def listed(values):
 
 def followed_widths(simulation):
     """The widths measured with each of a noise mass's measurements (samplers/mass.py), if any."""
-    sampler = getattr(simulation, "_sampler", None)
+    sampler = getattr(simulation, "sampler_made", None)
     return sampler.followed_widths() if hasattr(sampler, "followed_widths") else ()
 
 
