@@ -208,8 +208,8 @@ class AdaptedMass:
                     tf.cond(done > 0, follow, lambda: tf.constant(False))
                 else:
                     follow()
-            # the width (and friction) each measurement leaves, at the windows closed by then: where two or
-            # more close within an epoch (one measurement at its start), the slots between stay 0
+            # the width (and friction) each measurement leaves, in its slot: where two or more windows close
+            # within an epoch (one measurement at its start), the slots between stay 0
             self._followed_widths.assign(tf.tensor_scatter_nd_update(
                 self._followed_widths, [[done]], [tf.cast(self.learning_rate, tf.float64)]))
             if self.follows_friction:
