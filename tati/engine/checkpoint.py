@@ -144,7 +144,11 @@ def _assign(path, meta, arrays, simulation, method, groups, stacklevel):
         for key, (_, variable) in zip(wanted, variables):
             value = arrays[key]
             if tuple(value.shape) != tuple(variable.shape) or value.dtype != tf.as_dtype(variable.dtype).as_numpy_dtype:
-                raise InputError(f"restore_model '{path}' was saved with other options ({group} state differs)")
+                # a run's own options and version give the same shapes: name the state, for a report
+                raise InputError(f"restore_model '{path}' was saved with other options or another version of tati "
+                                 f"({group} state differs: {key[len(group) + 1:]} holds {value.dtype} "
+                                 f"{tuple(value.shape)}, this run's {tf.as_dtype(variable.dtype).name} "
+                                 f"{tuple(variable.shape)})")
             pairs.append((variable, value))
     for variable, value in pairs:
         variable.assign(value)

@@ -120,6 +120,27 @@ def test_checkpoints_name_their_arrays_and_the_first_release_layout_restores(tmp
     pd.testing.assert_frame_equal(continued.trajectory, resumed.trajectory, check_exact=True)
 
 
+def test_a_checkpoint_whose_state_shapes_differ_is_refused_naming_the_state(tmp_path):
+    """A checkpoint whose state has the run's names in another shape (the noise mass's measured
+    widths, one slot more since the measurement an epoch in) is refused in one line naming it and
+    both shapes."""
+    checkpoint = str(tmp_path / "state.npz")
+    options = dict(potential=quartic, initial_parameters=[0.3, -0.2], sampler="BAOAB", seed=5)
+    tati.Simulation(max_steps=3, save_model=checkpoint, **options).sample()
+    with np.load(checkpoint) as file:
+        arrays = {key: file[key] for key in file.files}
+    momentum = next(key for key in arrays if key.startswith("optimizer/") and key.endswith("momentum"))
+    shape = arrays[momentum].shape
+    arrays[momentum] = np.zeros(shape[:-1] + (shape[-1] + 1,), arrays[momentum].dtype)
+    np.savez(checkpoint, **arrays)
+    with pytest.raises(InputError) as refused:
+        tati.Simulation(max_steps=6, restore_model=checkpoint, **options).sample()
+    assert str(refused.value) == (
+        f"restore_model '{checkpoint}' was saved with other options or another version of tati (optimizer state "
+        f"differs: {momentum[len('optimizer/'):]} holds {arrays[momentum].dtype} {arrays[momentum].shape}, this "
+        f"run's {arrays[momentum].dtype} {shape})")
+
+
 def test_a_checkpoint_whose_state_names_differ_is_refused_naming_them(tmp_path):
     """A checkpoint of another version (a variable renamed, as a new sampler state would look to
     an old one) is refused in one line naming what the run lacks and what the file holds."""
