@@ -480,8 +480,7 @@ class Simulation:
         if width == "step_width" and self.measured_width is not None:  # not the user's: say where it came from
             see = "see the warning on the data above" if self.notes else None
             # as a blown-up walker's line: where the run measured its friction, a larger one is the second cure
-            friction = outliers.friction_cure(self)
-            cure = data_scale.measured_cure(self.options, *([friction] if friction else []))
+            cure = data_scale.measured_cure(self.options, outliers.friction_cure(self))
             cause = data_scale.did_not_hold(cure, see, _shown(self._width_used(width)))
         else:
             cause = f"{width} {_shown(self._width_used(width))} is probably too large for this potential"

@@ -62,9 +62,9 @@ def measured_cure(options, *more):
     walkers ran hot or far out at batch 32, none was flagged at 128, one at 64, two with three
     times the burn-in), not a smaller step_width, which turns the run's self-tuning (warm start,
     noise mass, measured friction) off with it: at half the measured width the two tried blew up.
-    Without mini-batches, a smaller step_width. Then `more`, joined by ", or "."""
+    Without mini-batches, a smaller step_width. Then `more` (None left out), joined by ", or "."""
     first = "raise batch_size" if options.get("batch_size") is not None else "give a smaller step_width"
-    return ", or ".join((first,) + more)
+    return ", or ".join((first,) + tuple(cure for cure in more if cure))
 
 
 def did_not_hold(cure, see=None, width=None):

@@ -328,7 +328,7 @@ def _fix(outlier, o, off, warm, noted=False, friction=None):
         return ("warm_start false (the width and mass were measured at its mode), or "
                 f"{friction or 'a smaller step_width'}" if o.get("measure_step_width") is True else lower)
     if o.get("measure_step_width") is True:  # the user gave none: a measured width was too large here
-        lower = did_not_hold(measured_cure(o, *([friction] if friction else [])), NOTE_ABOVE if noted else None)
+        lower = did_not_hold(measured_cure(o, friction), NOTE_ABOVE if noted else None)
     elif noise_estimator_helps(o):
         lower += ", or set gradient_noise_estimator"  # mini-batch gradients heat it; with one set, only the step
     left = outlier.kind == "far out" and outlier.step and spec_of(o["sampler"]).persistent_momenta

@@ -182,7 +182,7 @@ class AdaptedMass:
         return tf.convert_to_tensor(self._noise_evaluations)
 
     def estimate_noise(self, gradients_of, count=NOISE_BATCHES, hessian_vector_on=None, curvature_batches=1):
-        """If a measurement is due (none yet, or a window closed since the last), the scales
+        """If a measurement is due (none yet, one epoch in, or a window closed since the last), the scales
         s_i = M_i^-1/2 from V_i, the sample variance of gradients_of(k), k < count (the engine's
         batches covering the data), at the current parameters, averaged over the walkers; else
         nothing. The whitened momenta p' keep their values, so the momenta p = p' / s stay
@@ -193,8 +193,8 @@ class AdaptedMass:
         step = tf.cast(self.iterations, tf.int64)
         closed = tf.reduce_sum(tf.cast(tf.constant(self.metric_ends, tf.int64) <= step, tf.int64))
         # one more at the first epoch start after step 0 (measures_an_epoch_in)
-        early = tf.cast(((step > 0) & (step < self.adaptation_steps)) | (closed > 0), tf.int64)
-        done = closed + early if self.measures_an_epoch_in else closed  # the measurements due after the start's
+        early = tf.cast(step > 0, tf.int64) if self.measures_an_epoch_in else 0
+        done = closed + early  # the measurements due after the start's
         due = self._noise_measurements < done + 1
 
         def measure():
@@ -236,7 +236,7 @@ class AdaptedMass:
         del rows
         return tf.concat([tf.reshape(tf.cast(scale, tf.float64), [-1]) for scale in self._scales], 0)
 
-    def _follow_width(self, hessian_vector_on, batches, variances, closed):
+    def _follow_width(self, hessian_vector_on, batches, variances, measurement):
         """The step width measured in the metric just set (measured_width.graph_width): the
         largest curvature of the batches' s H_b s by power iteration from a fixed start (keyed by
         the measurement), the walkers' mean of s^2 V. With follows_friction (friction_constant
@@ -252,8 +252,8 @@ class AdaptedMass:
         s = self._metric_vector(rows)
         noise = tf.concat([tf.reshape(v, [rows, -1]) for v in variances], 1)
         noise_variance = tf.reduce_mean(tf.square(s) * noise, axis=1)
-        start = tf.random.stateless_normal([rows, tf.shape(s)[-1]], seed=tf.stack([tf.constant(5, tf.int64), closed]),
-                                           dtype=tf.float64)
+        start = tf.random.stateless_normal([rows, tf.shape(s)[-1]],
+                                           seed=tf.stack([tf.constant(5, tf.int64), measurement]), dtype=tf.float64)
         temperature = 1.0 / self._parameter_variables["inverse_temperature"]
         if self.overdamped:  # SGLD: no friction to measure or keep
             width = measured_width.graph_overdamped_width(lambda b, v: s * hessian_vector_on(b, s * v), batches,
