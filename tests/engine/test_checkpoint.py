@@ -120,22 +120,34 @@ def test_checkpoints_name_their_arrays_and_the_first_release_layout_restores(tmp
     pd.testing.assert_frame_equal(continued.trajectory, resumed.trajectory, check_exact=True)
 
 
+BAOAB_OPTIONS = dict(potential=quartic, initial_parameters=[0.3, -0.2], sampler="BAOAB", seed=5)
+
+
+def saved_baoab_state(tmp_path):
+    """A 3-step BAOAB run's checkpoint: its path, its arrays by key, and the key of its momenta."""
+    checkpoint = str(tmp_path / "state.npz")
+    tati.Simulation(max_steps=3, save_model=checkpoint, **BAOAB_OPTIONS).sample()
+    with np.load(checkpoint) as file:
+        arrays = {key: file[key] for key in file.files}
+    return checkpoint, arrays, next(key for key in arrays if key.startswith("optimizer/") and key.endswith("momentum"))
+
+
+def refusal(checkpoint, arrays):
+    """The InputError's line refusing to continue from `arrays`, written over the checkpoint."""
+    np.savez(checkpoint, **arrays)
+    with pytest.raises(InputError) as refused:
+        tati.Simulation(max_steps=6, restore_model=checkpoint, **BAOAB_OPTIONS).sample()
+    return str(refused.value)
+
+
 def test_a_checkpoint_whose_state_shapes_differ_is_refused_naming_the_state(tmp_path):
     """A checkpoint whose state has the run's names in another shape (the noise mass's measured
     widths, one slot more since the measurement an epoch in) is refused in one line naming it and
     both shapes."""
-    checkpoint = str(tmp_path / "state.npz")
-    options = dict(potential=quartic, initial_parameters=[0.3, -0.2], sampler="BAOAB", seed=5)
-    tati.Simulation(max_steps=3, save_model=checkpoint, **options).sample()
-    with np.load(checkpoint) as file:
-        arrays = {key: file[key] for key in file.files}
-    momentum = next(key for key in arrays if key.startswith("optimizer/") and key.endswith("momentum"))
+    checkpoint, arrays, momentum = saved_baoab_state(tmp_path)
     shape = arrays[momentum].shape
     arrays[momentum] = np.zeros(shape[:-1] + (shape[-1] + 1,), arrays[momentum].dtype)
-    np.savez(checkpoint, **arrays)
-    with pytest.raises(InputError) as refused:
-        tati.Simulation(max_steps=6, restore_model=checkpoint, **options).sample()
-    assert str(refused.value) == (
+    assert refusal(checkpoint, arrays) == (
         f"restore_model '{checkpoint}' was saved with other options or another version of tati (optimizer state "
         f"differs: {momentum[len('optimizer/'):]} holds {arrays[momentum].dtype} {arrays[momentum].shape}, this "
         f"run's {arrays[momentum].dtype} {shape})")
@@ -144,19 +156,11 @@ def test_a_checkpoint_whose_state_shapes_differ_is_refused_naming_the_state(tmp_
 def test_a_checkpoint_whose_state_names_differ_is_refused_naming_them(tmp_path):
     """A checkpoint of another version (a variable renamed, as a new sampler state would look to
     an old one) is refused in one line naming what the run lacks and what the file holds."""
-    checkpoint = str(tmp_path / "state.npz")
-    options = dict(potential=quartic, initial_parameters=[0.3, -0.2], sampler="BAOAB", seed=5)
-    tati.Simulation(max_steps=3, save_model=checkpoint, **options).sample()
-    with np.load(checkpoint) as file:
-        arrays = {key: file[key] for key in file.files}
-    momentum = next(key for key in arrays if key.startswith("optimizer/") and key.endswith("momentum"))
+    checkpoint, arrays, momentum = saved_baoab_state(tmp_path)
     arrays["optimizer/renamed"] = arrays.pop(momentum)
-    np.savez(checkpoint, **arrays)
-    expected = (f"restore_model '{checkpoint}' was saved with other options or another version of tati "
-                f"(optimizer state differs: lacks {momentum[len('optimizer/'):]}; holds renamed)")
-    with pytest.raises(InputError) as refused:
-        tati.Simulation(max_steps=6, restore_model=checkpoint, **options).sample()
-    assert str(refused.value) == expected
+    assert refusal(checkpoint, arrays) == (
+        f"restore_model '{checkpoint}' was saved with other options or another version of tati "
+        f"(optimizer state differs: lacks {momentum[len('optimizer/'):]}; holds renamed)")
 
 
 def cli(options, extra=()):
