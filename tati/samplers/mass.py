@@ -52,9 +52,9 @@ a single walker has crossed it; and all walkers sample with the same dynamics, s
 averages (and the cross-walker diagnostics) compare like with like. If the walkers sit in
 different modes, s includes the spread between them.
 
-The state (the scales `metric_scale` and each variable's running count, mean and squared
-deviations `metric_draws`) lives in optimizer variables, so a checkpoint carries it and a run
-cut inside burn-in continues bitwise. Without adaptation (adapt_mass false or "auto", fewer
+The state (the scales `metric_scale` and, for the windows' draws, each variable's running count,
+mean and squared deviations `metric_draws`; the noise mass has no draws) lives in optimizer
+variables, so a checkpoint carries it and a run cut inside burn-in continues bitwise. Without adaptation (adapt_mass false or "auto", fewer
 than 20 burn-in steps, or the ensemble preconditioner, which already scales the moves) there
 are neither variables nor operations: the steps are exactly the unit-mass ones.
 """
@@ -129,8 +129,10 @@ class AdaptedMass:
                                                          name="measured_frictions", initializer="zeros")
         self._scales = [self.add_variable(self._walker_shape(v), dtype=v.dtype, name="metric_scale",
                                           initializer="ones") for v in variables]
-        self._metric_draws = [self.add_variable((1 + 2 * int(np.prod(self._walker_shape(v))),), dtype="float64",
-                                                name="metric_draws", initializer="zeros") for v in variables]
+        # the windows' draws (the noise mass measures, it collects none: 2 d + 1 float64 that would idle)
+        self._metric_draws = [] if self.noise_mass else [
+            self.add_variable((1 + 2 * int(np.prod(self._walker_shape(v))),), dtype="float64", name="metric_draws",
+                              initializer="zeros") for v in variables]
 
     def _walker_shape(self, variable):
         """The shape of one walker's part of the variable."""
