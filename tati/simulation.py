@@ -141,13 +141,15 @@ class Result:
         return layer_temperatures(self.momenta, self.trajectory, self.parameter_groups,
                                   self._beta(inverse_temperature), self._burn_in(burn_in), quantile, level)
 
-    def to_inference_data(self, burn_in=None, inverse_temperature=None):
+    def to_inference_data(self, burn_in=None, inverse_temperature=None, log_likelihood=None):
         """ArviZ's InferenceData: walkers as chains, rows after burn_in as draws, run info as
         sample_stats (tati/export/arviz.py; needs the extra: pip install tati[arviz]). None: the
         run's burn_in_steps (for a table read back the averages' start, else 0) and
-        inverse_temperature (none read back: no lp)."""
+        inverse_temperature (none read back: no lp). log_likelihood, the Simulation that ran (or one
+        of the same model and data), adds each draw's pointwise log-likelihood of its data (az.loo)."""
         from tati.export.arviz import to_inference_data
-        return to_inference_data(self, self._burn_in(burn_in), self._beta(inverse_temperature, unknown=None))
+        return to_inference_data(self, self._burn_in(burn_in), self._beta(inverse_temperature, unknown=None),
+                                 log_likelihood)
 
 
 class Simulation:

@@ -27,6 +27,8 @@ from tati.errors import InputError
 from tati.models.losses import mean_and_variance, point_nll
 from tati.recording.columns import check_parameter_columns
 
+BLOCK_VALUES = 2 ** 24  # network outputs computed at once by pointwise_log_likelihood (128 MiB of float64)
+
 
 def parameter_draws(trajectory, parameter_names, burn_in, draws):
     """[n, d] parameters of the rows after burn_in, all walkers, thinned evenly to <= draws."""
@@ -65,6 +67,27 @@ def _checked(simulation, features, labels, dtype):
                          f"data has {run_labels.shape[1]} label column(s), so [{len(features)}, "
                          f"{run_labels.shape[1]}]")
     return features, labels
+
+
+def pointwise_log_likelihood(simulation, draws):
+    """[n, points] float64: log p(y_j | x_j, theta_i) of each of the run's own data points (its network
+    inputs and labels) under each draw, a row of `draws` (a DataFrame with the model's parameter
+    columns, e.g. trajectory rows), by its likelihood: the pointwise log-likelihood that PSIS-LOO and
+    WAIC take (arviz.loo). The draws go through the network in blocks of at most BLOCK_VALUES outputs,
+    so a large dataset needs no more memory than the answer's."""
+    o, model = simulation.options, simulation.model
+    if not model.uses_data:
+        raise InputError("log_likelihood needs a network; this simulation samples a potential")
+    if o["likelihood"] == "none":
+        raise InputError("log_likelihood needs a likelihood (option likelihood): without one the loss is "
+                         "not a log-likelihood")
+    check_parameter_columns(draws.columns, model.parameter_names, "trajectory")
+    theta = tf.constant(draws[list(model.parameter_names)].to_numpy(np.float64), model.dtype)
+    features, labels = simulation.data.all()
+    nll = point_nll(o["likelihood"], o["noise_standard_deviation"])
+    block = max(1, BLOCK_VALUES // (int(features.shape[0]) * int(o["output_dimension"])))
+    return np.concatenate([-nll(labels, model.outputs(features, theta=theta[first:first + block])).numpy()
+                           for first in range(0, int(theta.shape[0]), block)]).astype(np.float64)
 
 
 def mixture_quantile(mu, sd, probability, halvings=60):

@@ -16,6 +16,10 @@
 * With `inverse_temperature` beta given, also `lp` = -beta loss, the log density up to a
   constant, and for NUTS `energy` = beta total_energy, the Hamiltonian in the units of Stan's
   energy (for az.bfmi and az.plot_energy). The tables do not record beta, so these need it.
+* With `log_likelihood` a Simulation (the one that ran, or one of the same model and data: a run
+  read back has none), log_likelihood: `y`, each draw's log p(y_j | x_j, theta) of every data
+  point j, dimensions (chain, draw, point), for az.loo and az.waic (PyMC's
+  compute_log_likelihood, Stan's log_lik); `tati.bayes.predictive.pointwise_log_likelihood`.
 
 The divergence count starts at 0 with the run, and NUTS starts it again after burn-in (at its
 first trajectory row); a Result of a later sample() call of a run begins with the earlier
@@ -47,9 +51,10 @@ def import_arviz(what="to_inference_data"):
     return arviz
 
 
-def to_inference_data(result, burn_in=0, inverse_temperature=None):
-    """An arviz.InferenceData with groups posterior and sample_stats; see the module docstring.
-    InputError if the result has no trajectory or too few rows after burn_in."""
+def to_inference_data(result, burn_in=0, inverse_temperature=None, log_likelihood=None):
+    """An arviz.InferenceData with groups posterior and sample_stats, and log_likelihood with a
+    Simulation given; see the module docstring. InputError if the result has no trajectory or too
+    few rows after burn_in."""
     az = import_arviz()
     from tati.diagnostics.convergence import equal_rows
     trajectory = result.trajectory
@@ -81,10 +86,25 @@ def to_inference_data(result, burn_in=0, inverse_temperature=None):
         stats["lp"] = -inverse_temperature * stats["loss"]
         if "tree_depth" in run_info and "total_energy" in run_info:  # NUTS
             stats["energy"] = inverse_temperature * stats["total_energy"]
-    idata = az.from_dict(posterior=posterior, sample_stats=stats, coords={"chain": walkers})
-    for group in (idata.posterior, idata.sample_stats):
-        group.attrs.update(inference_library="tati", inference_library_version=_version())
+    groups = {}
+    if log_likelihood is not None:
+        values = _pointwise(log_likelihood, draws)
+        groups = {"log_likelihood": {"y": values.reshape(shape + values.shape[1:])}, "dims": {"y": ["point"]}}
+    idata = az.from_dict(posterior=posterior, sample_stats=stats, coords={"chain": walkers}, **groups)
+    for group in idata.groups():
+        idata[group].attrs.update(inference_library="tati", inference_library_version=_version())
     return idata
+
+
+def _pointwise(simulation, draws):
+    """[draws, points]: each draw's log-likelihood of the simulation's data points (InputError where it
+    is not a Simulation with a network and a likelihood, or its model's parameters are not the
+    trajectory's columns)."""
+    from tati.bayes.predictive import pointwise_log_likelihood
+    if not all(hasattr(simulation, name) for name in ("options", "model", "data")):
+        raise InputError(f"log_likelihood takes the Simulation that ran (or one of the same model and data), "
+                         f"not {type(simulation).__name__}")
+    return pointwise_log_likelihood(simulation, draws)
 
 
 def _run_info_at(run_info, draws, trajectory):

@@ -1,7 +1,8 @@
 """Result.to_inference_data (tati/export/arviz.py): ArviZ's own diagnostics on the exported
 draws agree with tati's convergence figures, the draws and sample stats are the tables' rows,
-divergences become ArviZ's `diverging`, a run read back exports alike, and without arviz the
-call says which extra to install.
+divergences become ArviZ's `diverging`, a run read back exports alike, the pointwise
+log-likelihood gives a conjugate regression's exact leave-one-out density through az.loo, and
+without arviz the call says which extra to install.
 
 ArviZ and tati compute their statistics from the same numbers, so most checks are exact
 (equal up to rounding, or equal through a stated identity); the one estimator that the two
@@ -18,6 +19,7 @@ import tensorflow as tf
 
 import tati
 from stats import seed
+from tati.bayes import predictive
 from tati.errors import InputError
 from tati.export import MissingExtra
 from tati.export.arviz import _diverging
@@ -171,6 +173,104 @@ def test_by_default_a_sample_calls_export_leaves_out_its_burn_in(tmp_path):
     assert result.momentum_test() == result.momentum_test(2.0, 60)
     loaded = tati.load_run(trajectory_file=path).to_inference_data()
     assert loaded.sample_stats["step"].values.min() == 1 and "lp" not in loaded.sample_stats
+
+
+POINTS, PRIOR_SD = 40, 1.0  # Bayesian linear regression y = x . w + b + N(0, 1), prior N(0, 1) on w and b
+
+
+def regression(inverse_temperature=1.0):
+    """(Simulation, its NUTS Result, design [POINTS, 3] with the bias column, y): 4 walkers, 1000 draws each."""
+    rng = np.random.default_rng(seed(7))
+    x = rng.normal(size=(POINTS, 2))
+    y = 1.0 + x @ [2.0, -1.0] + rng.normal(size=POINTS)
+    sim = tati.Simulation(dataset=(x, y[:, None]), hidden_dimension=[], output_activation="linear",
+                          likelihood="gaussian", prior_standard_deviation=PRIOR_SD, dtype="float64",
+                          sampler="nuts", number_walkers=WALKERS, burn_in_steps=300, max_steps=1300,
+                          inverse_temperature=inverse_temperature, seed=seed(8))
+    return sim, sim.sample(), np.hstack([x, np.ones((POINTS, 1))]), y
+
+
+def exact_posterior(design, y):
+    """The conjugate posterior's mean and covariance (noise sd 1)."""
+    covariance = np.linalg.inv(design.T @ design + np.eye(design.shape[1]) / PRIOR_SD ** 2)
+    return covariance @ design.T @ y, covariance
+
+
+def exact_loo(design, y):
+    """sum_i log p(y_i | y_-i): the posterior without point i, predictive N(x_i m_-i, 1 + x_i S_-i x_i)."""
+    total = 0.0
+    for i in range(len(y)):
+        keep = np.arange(len(y)) != i
+        mean, covariance = exact_posterior(design[keep], y[keep])
+        variance = 1.0 + design[i] @ covariance @ design[i]
+        total += -0.5 * np.log(2.0 * np.pi * variance) - 0.5 * (y[i] - design[i] @ mean) ** 2 / variance
+    return total
+
+
+def loo_errors(idata, design, y):
+    """(az.loo's elpd - the exact, its tolerance; the draws' mean log-likelihood of the data - the exact
+    expectation, its tolerance). Tolerances: 4 Monte Carlo standard errors each (two checks, false
+    failure about 1.3e-4): of the data's log-likelihood per draw, sd / sqrt(ESS); of elpd_loo, the
+    per-point delta-method error of -log mean(1 / p) over the draws, summed linearly (a bound
+    whatever the points' errors' correlation)."""
+    values = idata.log_likelihood["y"].values  # [chain, draw, point]
+    mean, covariance = exact_posterior(design, y)
+    expected = np.sum(-0.5 * np.log(2.0 * np.pi) - 0.5 * ((y - design @ mean) ** 2
+                                                          + np.einsum("ij,jk,ik->i", design, covariance, design)))
+    total = values.sum(axis=-1)
+    total_error = 4.0 * total.std() / np.sqrt(float(az.ess(total)))
+    inverse = np.exp(-values.reshape(-1, len(y)))
+    point_errors = [inverse[:, i].std() / inverse[:, i].mean() / np.sqrt(float(az.ess(values[..., i])))
+                    for i in range(len(y))]
+    loo = az.loo(idata)
+    return (loo.elpd_loo - exact_loo(design, y), 4.0 * float(np.sum(point_errors)),
+            total.mean() - expected, total_error)
+
+
+@pytest.fixture(scope="module")
+def posterior():
+    return regression()
+
+
+def test_the_log_likelihood_is_each_draws_log_density_of_each_point(posterior, monkeypatch):
+    sim, result, design, y = posterior
+    idata = result.to_inference_data(log_likelihood=sim)
+    values = idata.log_likelihood["y"]
+    assert values.dims == ("chain", "draw", "point") and values.shape == (WALKERS, 1000, POINTS)
+    assert idata.log_likelihood.attrs["inference_library"] == "tati"
+    for walker in (0, WALKERS - 1):
+        rows = result.trajectory[(result.trajectory.id == walker) & (result.trajectory.step > 300)]
+        theta = rows[["weight0", "weight1", "bias0"]].to_numpy()
+        expected = -0.5 * np.log(2.0 * np.pi) - 0.5 * (y[None] - theta @ design.T) ** 2
+        np.testing.assert_allclose(values.sel(chain=walker).values, expected, rtol=1e-12, atol=1e-12)
+    # the draws go through the network in blocks: blocks of 3 draws give the same numbers
+    monkeypatch.setattr(predictive, "BLOCK_VALUES", 3 * POINTS)
+    np.testing.assert_array_equal(result.to_inference_data(log_likelihood=sim).log_likelihood["y"], values)
+
+
+@pytest.mark.statistical
+def test_loo_of_a_conjugate_regression_is_the_exact_leave_one_out(posterior):
+    sim, result, design, y = posterior
+    loo_error, loo_tolerance, mean_error, mean_tolerance = loo_errors(
+        result.to_inference_data(log_likelihood=sim), design, y)
+    assert abs(loo_error) < loo_tolerance and abs(mean_error) < mean_tolerance
+    # negative control: the posterior cooled to beta 4 (a quarter of its variance) fits the data closer
+    sim, result, design, y = regression(inverse_temperature=4.0)
+    loo_error, loo_tolerance, mean_error, mean_tolerance = loo_errors(
+        result.to_inference_data(log_likelihood=sim), design, y)
+    assert loo_error > loo_tolerance and mean_error > mean_tolerance
+
+
+def test_the_log_likelihood_takes_a_simulation_with_data_and_a_likelihood(baoab):
+    with pytest.raises(InputError, match="log_likelihood takes the Simulation that ran .*not DataFrame"):
+        baoab.to_inference_data(log_likelihood=baoab.trajectory)
+    potential = tati.Simulation(potential=gaussian, initial_parameters=[0.0, 0.0])
+    with pytest.raises(InputError, match="log_likelihood needs a network; this simulation samples a potential"):
+        baoab.to_inference_data(log_likelihood=potential)
+    network = tati.Simulation(hidden_dimension=[], max_steps=20, step_width=0.01)
+    result = network.sample()
+    with pytest.raises(InputError, match=r"log_likelihood needs a likelihood \(option likelihood\)"):
+        result.to_inference_data(log_likelihood=network)
 
 
 def test_bad_input_is_one_line(baoab):
