@@ -19,7 +19,8 @@
 * With `log_likelihood` a Simulation (the one that ran, or one of the same model and data: a run
   read back has none), log_likelihood: `y`, each draw's log p(y_j | x_j, theta) of every data
   point j, dimensions (chain, draw, point), for az.loo and az.waic (PyMC's
-  compute_log_likelihood, Stan's log_lik); `tati.bayes.predictive.pointwise_log_likelihood`.
+  compute_log_likelihood, Stan's log_lik; `tati.bayes.predictive.pointwise_log_likelihood`), and
+  observed_data: `y`, the labels (point; several label columns: point, y_dim_1).
 
 The divergence count starts at 0 with the run, and NUTS starts it again after burn-in (at its
 first trajectory row); a Result of a later sample() call of a run begins with the earlier
@@ -88,8 +89,9 @@ def to_inference_data(result, burn_in=0, inverse_temperature=None, log_likelihoo
             stats["energy"] = inverse_temperature * stats["total_energy"]
     groups = {}
     if log_likelihood is not None:
-        values = _pointwise(log_likelihood, draws)
-        groups = {"log_likelihood": {"y": values.reshape(shape + values.shape[1:])}, "dims": {"y": ["point"]}}
+        values, labels = _pointwise(log_likelihood, draws)
+        groups = {"log_likelihood": {"y": values.reshape(shape + values.shape[1:])},
+                  "observed_data": {"y": labels}, "dims": {"y": ["point"]}}
     idata = az.from_dict(posterior=posterior, sample_stats=stats, coords={"chain": walkers}, **groups)
     for group in idata.groups():
         idata[group].attrs.update(inference_library="tati", inference_library_version=_version())
@@ -97,14 +99,16 @@ def to_inference_data(result, burn_in=0, inverse_temperature=None, log_likelihoo
 
 
 def _pointwise(simulation, draws):
-    """[draws, points]: each draw's log-likelihood of the simulation's data points (InputError where it
-    is not a Simulation with a network and a likelihood, or its model's parameters are not the
-    trajectory's columns)."""
+    """([draws, points] each draw's log-likelihood of the simulation's data points, their labels: [points],
+    or [points, columns] for several), or InputError where it is not a Simulation with a network and a
+    likelihood, or its model's parameters are not the trajectory's columns."""
     from tati.bayes.predictive import pointwise_log_likelihood
     if not all(hasattr(simulation, name) for name in ("options", "model", "data")):
         raise InputError(f"log_likelihood takes the Simulation that ran (or one of the same model and data), "
                          f"not {type(simulation).__name__}")
-    return pointwise_log_likelihood(simulation, draws)
+    values = pointwise_log_likelihood(simulation, draws)
+    labels = simulation.data.all()[1].numpy()
+    return values, labels[:, 0] if labels.shape[1] == 1 else labels
 
 
 def _run_info_at(run_info, draws, trajectory):

@@ -238,6 +238,8 @@ def test_the_log_likelihood_is_each_draws_log_density_of_each_point(posterior, m
     values = idata.log_likelihood["y"]
     assert values.dims == ("chain", "draw", "point") and values.shape == (WALKERS, 1000, POINTS)
     assert idata.log_likelihood.attrs["inference_library"] == "tati"
+    np.testing.assert_array_equal(idata.observed_data["y"].values, y)
+    assert idata.observed_data["y"].dims == ("point",)
     for walker in (0, WALKERS - 1):
         rows = result.trajectory[(result.trajectory.id == walker) & (result.trajectory.step > 300)]
         theta = rows[["weight0", "weight1", "bias0"]].to_numpy()
