@@ -54,9 +54,10 @@ different modes, s includes the spread between them.
 
 The state (the scales `metric_scale` and, for the windows' draws, each variable's running count,
 mean and squared deviations `metric_draws`; the noise mass has no draws) lives in optimizer
-variables, so a checkpoint carries it and a run cut inside burn-in continues bitwise. Without adaptation (adapt_mass false or "auto", fewer
-than 20 burn-in steps, or the ensemble preconditioner, which already scales the moves) there
-are neither variables nor operations: the steps are exactly the unit-mass ones.
+variables, so a checkpoint carries it and a run cut inside burn-in continues bitwise. Without
+adaptation (adapt_mass false or "auto", fewer than 20 burn-in steps, or the ensemble
+preconditioner, which already scales the moves) there are neither variables nor operations: the
+steps are exactly the unit-mass ones.
 """
 
 import numpy as np
