@@ -69,25 +69,62 @@ def _checked(simulation, features, labels, dtype):
     return features, labels
 
 
+def _output_blocks(simulation, draws, what):
+    """(the run's labels, blocks of the network's outputs [block, points, outputs] under the rows of `draws`
+    (a DataFrame with the model's parameter columns), at most BLOCK_VALUES values each), or InputError
+    where the simulation has no network or no likelihood; `what` names the caller in the error."""
+    o, model = simulation.options, simulation.model
+    if not model.uses_data:
+        raise InputError(f"{what} needs a network; this simulation samples a potential")
+    if o["likelihood"] == "none":
+        raise InputError(f"{what} needs a likelihood (option likelihood): without one the loss is "
+                         "not a log-likelihood")
+    check_parameter_columns(draws.columns, model.parameter_names, "trajectory")
+    theta = tf.constant(draws[list(model.parameter_names)].to_numpy(np.float64), model.dtype)
+    features, labels = simulation.data.all()
+    block = max(1, BLOCK_VALUES // (int(features.shape[0]) * int(o["output_dimension"])))
+    return labels, (model.outputs(features, theta=theta[first:first + block])
+                    for first in range(0, int(theta.shape[0]), block))
+
+
 def pointwise_log_likelihood(simulation, draws):
     """[n, points] float64: log p(y_j | x_j, theta_i) of each of the run's own data points (its network
     inputs and labels) under each draw, a row of `draws` (a DataFrame with the model's parameter
     columns, e.g. trajectory rows), by its likelihood: the pointwise log-likelihood that PSIS-LOO and
     WAIC take (arviz.loo). The draws go through the network in blocks of at most BLOCK_VALUES outputs,
     so a large dataset needs no more memory than the answer's."""
-    o, model = simulation.options, simulation.model
-    if not model.uses_data:
-        raise InputError("log_likelihood needs a network; this simulation samples a potential")
-    if o["likelihood"] == "none":
-        raise InputError("log_likelihood needs a likelihood (option likelihood): without one the loss is "
-                         "not a log-likelihood")
-    check_parameter_columns(draws.columns, model.parameter_names, "trajectory")
-    theta = tf.constant(draws[list(model.parameter_names)].to_numpy(np.float64), model.dtype)
-    features, labels = simulation.data.all()
-    nll = point_nll(o["likelihood"], o["noise_standard_deviation"])
-    block = max(1, BLOCK_VALUES // (int(features.shape[0]) * int(o["output_dimension"])))
-    return np.concatenate([-nll(labels, model.outputs(features, theta=theta[first:first + block])).numpy()
-                           for first in range(0, int(theta.shape[0]), block)]).astype(np.float64)
+    labels, blocks = _output_blocks(simulation, draws, "log_likelihood")
+    nll = point_nll(simulation.options["likelihood"], simulation.options["noise_standard_deviation"])
+    return np.concatenate([-nll(labels, outputs).numpy() for outputs in blocks]).astype(np.float64)
+
+
+def posterior_predictive_draws(simulation, draws, seed):
+    """[n, points, label columns] float64: one replicate y~_ij ~ p(y | x_j, theta_i) of each of the run's
+    data points under each row of `draws`, by its likelihood (numpy's generator of `seed`): Gaussian
+    likelihoods mu + sigma z; bernoulli 1 with probability sigmoid(f), else 0 (-1 where the run's labels
+    are -1/+1); categorical a class drawn from softmax(f), as an index or one-hot as the labels are. The
+    replicated data of a posterior predictive check (arviz.plot_ppc), PyMC's sample_posterior_predictive."""
+    o = simulation.options
+    labels, blocks = _output_blocks(simulation, draws, "posterior_predictive")
+    labels = labels.numpy()
+    rng = np.random.default_rng(seed)
+    replicates = []
+    for outputs in blocks:
+        if o["likelihood"] in ("gaussian", "heteroscedastic_gaussian"):
+            mu, variance = (t.numpy().astype(np.float64)
+                            for t in mean_and_variance(o["likelihood"], outputs, o["noise_standard_deviation"]))
+            replicates.append(mu + np.sqrt(variance) * rng.standard_normal(mu.shape))
+        elif o["likelihood"] == "bernoulli":
+            p = special.expit(outputs.numpy().astype(np.float64))
+            ones = (rng.random(p.shape) < p).astype(np.float64)
+            replicates.append(2.0 * ones - 1.0 if (labels < 0).any() else ones)
+        else:  # categorical: the first class whose cumulative probability passes a uniform draw
+            p = special.softmax(outputs.numpy().astype(np.float64), axis=-1)
+            u = rng.random(p.shape[:-1] + (1,))
+            classes = np.minimum((np.cumsum(p, axis=-1) < u).sum(axis=-1), p.shape[-1] - 1)
+            replicates.append(classes[..., None].astype(np.float64) if labels.shape[-1] == 1
+                              else np.eye(p.shape[-1])[classes])
+    return np.concatenate(replicates)
 
 
 def mixture_quantile(mu, sd, probability, halvings=60):

@@ -21,6 +21,11 @@
   point j, dimensions (chain, draw, point), for az.loo and az.waic (PyMC's
   compute_log_likelihood, Stan's log_lik; `tati.bayes.predictive.pointwise_log_likelihood`), and
   observed_data: `y`, the labels (point; several label columns: point, y_dim_1).
+* With `posterior_predictive` a Simulation (as log_likelihood), posterior_predictive: `y`, one
+  replicate of the data per draw, y~_j ~ p(y | x_j, theta) at each data point j, drawn with the
+  simulation's `seed` (`tati.bayes.predictive.posterior_predictive_draws`), in the labels' shape and
+  coding, and observed_data, for the posterior predictive check az.plot_ppc (PyMC's
+  sample_posterior_predictive).
 
 The divergence count starts at 0 with the run, and NUTS starts it again after burn-in (at its
 first trajectory row); a Result of a later sample() call of a run begins with the earlier
@@ -52,9 +57,9 @@ def import_arviz(what="to_inference_data"):
     return arviz
 
 
-def to_inference_data(result, burn_in=0, inverse_temperature=None, log_likelihood=None):
-    """An arviz.InferenceData with groups posterior and sample_stats, and log_likelihood with a
-    Simulation given; see the module docstring. InputError if the result has no trajectory or too
+def to_inference_data(result, burn_in=0, inverse_temperature=None, log_likelihood=None, posterior_predictive=None):
+    """An arviz.InferenceData with groups posterior and sample_stats, and log_likelihood or
+    posterior_predictive (with observed_data) with a Simulation given; see the module docstring. InputError if the result has no trajectory or too
     few rows after burn_in."""
     az = import_arviz()
     from tati.diagnostics.convergence import equal_rows
@@ -88,26 +93,32 @@ def to_inference_data(result, burn_in=0, inverse_temperature=None, log_likelihoo
         if "tree_depth" in run_info and "total_energy" in run_info:  # NUTS
             stats["energy"] = inverse_temperature * stats["total_energy"]
     groups = {}
-    if log_likelihood is not None:
-        values, labels = _pointwise(log_likelihood, draws)
-        groups = {"log_likelihood": {"y": values.reshape(shape + values.shape[1:])},
-                  "observed_data": {"y": labels}, "dims": {"y": ["point"]}}
+    for name, simulation in (("log_likelihood", log_likelihood), ("posterior_predictive", posterior_predictive)):
+        if simulation is not None:
+            values, labels = _per_point(name, simulation, draws)
+            groups.update({name: {"y": values.reshape(shape + values.shape[1:])}, "observed_data": {"y": labels},
+                           "dims": {"y": ["point"]}})
     idata = az.from_dict(posterior=posterior, sample_stats=stats, coords={"chain": walkers}, **groups)
     for group in idata.groups():
         idata[group].attrs.update(inference_library="tati", inference_library_version=_version())
     return idata
 
 
-def _pointwise(simulation, draws):
-    """([draws, points] each draw's log-likelihood of the simulation's data points, their labels: [points],
-    or [points, columns] for several), or InputError where it is not a Simulation with a network and a
-    likelihood, or its model's parameters are not the trajectory's columns."""
-    from tati.bayes.predictive import pointwise_log_likelihood
+def _per_point(group, simulation, draws):
+    """([draws, points] or [draws, points, columns]: the group's values at each draw and data point of the
+    simulation, its labels: [points], or [points, columns] for several), or InputError where it is not a
+    Simulation with a network and a likelihood, or its model's parameters are not the trajectory's columns."""
+    from tati.bayes.predictive import pointwise_log_likelihood, posterior_predictive_draws
     if not all(hasattr(simulation, name) for name in ("options", "model", "data")):
-        raise InputError(f"log_likelihood takes the Simulation that ran (or one of the same model and data), "
+        raise InputError(f"{group} takes the Simulation that ran (or one of the same model and data), "
                          f"not {type(simulation).__name__}")
-    values = pointwise_log_likelihood(simulation, draws)
+    if group == "log_likelihood":
+        values = pointwise_log_likelihood(simulation, draws)
+    else:
+        values = posterior_predictive_draws(simulation, draws, simulation.options["seed"])
     labels = simulation.data.all()[1].numpy()
+    if group == "posterior_predictive" and labels.shape[1] == 1:
+        values = values[..., 0]
     return values, labels[:, 0] if labels.shape[1] == 1 else labels
 
 

@@ -1,8 +1,9 @@
 """Result.to_inference_data (tati/export/arviz.py): ArviZ's own diagnostics on the exported
 draws agree with tati's convergence figures, the draws and sample stats are the tables' rows,
 divergences become ArviZ's `diverging`, a run read back exports alike, the pointwise
-log-likelihood gives a conjugate regression's exact leave-one-out density through az.loo, and
-without arviz the call says which extra to install.
+log-likelihood gives a conjugate regression's exact leave-one-out density through az.loo, the
+posterior predictive replicates the data per draw for az.plot_ppc, and without arviz the call says
+which extra to install.
 
 ArviZ and tati compute their statistics from the same numbers, so most checks are exact
 (equal up to rounding, or equal through a stated identity); the one estimator that the two
@@ -263,9 +264,31 @@ def test_loo_of_a_conjugate_regression_is_the_exact_leave_one_out(posterior):
     assert loo_error > loo_tolerance and mean_error > mean_tolerance
 
 
+def test_the_posterior_predictive_replicates_the_data_per_draw(posterior, tmp_path):
+    sim, result, design, y = posterior
+    idata = result.to_inference_data(posterior_predictive=sim)
+    values = idata.posterior_predictive["y"]
+    assert values.dims == ("chain", "draw", "point") and values.shape == (WALKERS, 1000, POINTS)
+    assert "log_likelihood" not in idata.groups() and idata.posterior_predictive.attrs["inference_library"] == "tati"
+    np.testing.assert_array_equal(idata.observed_data["y"].values, y)
+    # the draws' replicates in the draws' order, by the simulation's seed (tests/bayes/test_predictive.py
+    # checks their distribution)
+    draws = result.trajectory[result.trajectory.step > 300].sort_values(["id", "step"], kind="stable")
+    expected = predictive.posterior_predictive_draws(sim, draws, sim.options["seed"])[..., 0]
+    np.testing.assert_array_equal(values.values.reshape(-1, POINTS), expected)
+    both = result.to_inference_data(log_likelihood=sim, posterior_predictive=sim)
+    assert {"log_likelihood", "posterior_predictive", "observed_data"} <= set(both.groups())
+    pytest.importorskip("matplotlib")
+    import matplotlib
+    matplotlib.use("Agg")
+    az.plot_ppc(idata, num_pp_samples=20).figure.savefig(tmp_path / "ppc.png")
+
+
 def test_the_log_likelihood_takes_a_simulation_with_data_and_a_likelihood(baoab):
     with pytest.raises(InputError, match="log_likelihood takes the Simulation that ran .*not DataFrame"):
         baoab.to_inference_data(log_likelihood=baoab.trajectory)
+    with pytest.raises(InputError, match="posterior_predictive takes the Simulation that ran .*not Result"):
+        baoab.to_inference_data(posterior_predictive=baoab)
     potential = tati.Simulation(potential=gaussian, initial_parameters=[0.0, 0.0])
     with pytest.raises(InputError, match="log_likelihood needs a network; this simulation samples a potential"):
         baoab.to_inference_data(log_likelihood=potential)

@@ -1,0 +1,96 @@
+"""tati/bayes/predictive.py's posterior_predictive_draws: each replicate is drawn from the run's
+likelihood at its draw's network outputs, in the labels' shape and coding.
+
+Checks against the exact distributions given the outputs (computed here with numpy from the same
+parameters), each with its false-failure budget: the Gaussian replicates' standardised residuals
+by the DKWM inequality (alpha 1e-6), the class frequencies by a z-test at 4.9 sd summed over the
+points (two-sided, Bonferroni over the classes: below 1e-5 together); each has a negative
+control: the noise's sd 25% off, the log-odds 0.2 off.
+"""
+
+import numpy as np
+import pandas as pd
+import pytest
+import tensorflow as tf
+from scipy import special, stats as scipy_stats
+
+import tati
+from stats import dkwm_bound, seed
+from tati.bayes import predictive
+from tati.errors import InputError
+
+POINTS, DRAWS, Z = 60, 400, 4.9
+
+
+def network(likelihood, labels, outputs, hidden=()):
+    """A Simulation of a network on POINTS inputs with these labels, and DRAWS parameter rows drawn
+    around 0 (their spread makes the outputs differ from draw to draw)."""
+    x = np.random.default_rng(seed(1)).normal(size=(POINTS, 2))
+    sim = tati.Simulation(dataset=(x, labels(x)), hidden_dimension=list(hidden), output_activation="linear",
+                          output_dimension=outputs, likelihood=likelihood, prior_standard_deviation=1.0,
+                          dtype="float64", seed=seed(2))
+    names = list(sim.model.parameter_names)
+    draws = pd.DataFrame(np.random.default_rng(seed(3)).normal(size=(DRAWS, len(names))), columns=names)
+    f = sim.model.outputs(sim.data.all()[0], theta=tf.constant(draws[names].to_numpy())).numpy()
+    return sim, draws, f  # f: [DRAWS, POINTS, outputs]
+
+
+def z_scores(hits, p):
+    """Per class: (observed - expected count) / sd, summed over draws and points."""
+    return (hits - p).sum(axis=(0, 1)) / np.sqrt((p * (1.0 - p)).sum(axis=(0, 1)))
+
+
+@pytest.mark.parametrize("likelihood, outputs", [("gaussian", 1), ("heteroscedastic_gaussian", 2)])
+def test_gaussian_replicates_are_the_likelihoods_draws(likelihood, outputs):
+    sim, draws, f = network(likelihood, lambda x: x[:, :1] + x[:, 1:], outputs, hidden=(3,))
+    replicates = predictive.posterior_predictive_draws(sim, draws, seed=seed(4))
+    assert replicates.shape == (DRAWS, POINTS, 1) and replicates.dtype == np.float64
+    sd = np.ones_like(f[..., :1]) if likelihood == "gaussian" else np.sqrt(special.softplus(f[..., 1:]) + 1e-6)
+    residuals = ((replicates - f[..., :1]) / sd).ravel()
+    bound = dkwm_bound(len(residuals))
+    assert scipy_stats.kstest(residuals, "norm").statistic < bound
+    # negative control: the noise's sd 25% off
+    assert scipy_stats.kstest(residuals / 1.25, "norm").statistic > bound
+    # the generator's seed gives the same replicates
+    np.testing.assert_array_equal(predictive.posterior_predictive_draws(sim, draws, seed=seed(4)), replicates)
+
+
+@pytest.mark.parametrize("coding", [(0.0, 1.0), (-1.0, 1.0)])
+def test_bernoulli_replicates_in_the_labels_coding(coding):
+    sim, draws, f = network("bernoulli", lambda x: np.where(x[:, :1] > 0, coding[1], coding[0]), 1)
+    replicates = predictive.posterior_predictive_draws(sim, draws, seed=seed(5))
+    assert set(np.unique(replicates)) == set(coding)
+    p = special.expit(f)
+    assert abs(z_scores(replicates == 1.0, p)[0]) < Z
+    # negative control: the log-odds 0.2 higher
+    assert abs(z_scores(replicates == 1.0, special.expit(f + 0.2))[0]) > Z
+
+
+@pytest.mark.parametrize("one_hot", [False, True])
+def test_categorical_replicates_as_index_or_one_hot(one_hot):
+    def labels(x):
+        classes = np.argmax(x @ [[1.0, -1.0, 0.0], [0.0, 1.0, -1.0]], axis=1)
+        return np.eye(3)[classes] if one_hot else classes[:, None].astype(float)
+    sim, draws, f = network("categorical", labels, 3)
+    replicates = predictive.posterior_predictive_draws(sim, draws, seed=seed(6))
+    if one_hot:
+        assert replicates.shape == (DRAWS, POINTS, 3) and (replicates.sum(axis=-1) == 1.0).all()
+        hits = replicates == 1.0
+    else:
+        assert replicates.shape == (DRAWS, POINTS, 1) and set(np.unique(replicates)) <= {0.0, 1.0, 2.0}
+        hits = replicates == np.arange(3)
+    p = special.softmax(f, axis=-1)
+    assert (np.abs(z_scores(hits, p)) < Z).all()
+    # negative control: the first class's log-odds 0.2 higher
+    assert (np.abs(z_scores(hits, special.softmax(f + [0.2, 0.0, 0.0], axis=-1))) > Z).any()
+
+
+def test_replicates_need_a_network_with_a_likelihood():
+    potential = tati.Simulation(potential=lambda x: 0.5 * tf.reduce_sum(x * x), initial_parameters=[0.0])
+    draws = pd.DataFrame({"param0": [0.0]})
+    with pytest.raises(InputError, match="posterior_predictive needs a network; this simulation samples"):
+        predictive.posterior_predictive_draws(potential, draws, seed=0)
+    sim = tati.Simulation(hidden_dimension=[])
+    draws = pd.DataFrame(np.zeros((1, sim.num_parameters)), columns=list(sim.model.parameter_names))
+    with pytest.raises(InputError, match=r"posterior_predictive needs a likelihood \(option likelihood\)"):
+        predictive.posterior_predictive_draws(sim, draws, seed=0)
