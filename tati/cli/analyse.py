@@ -1,5 +1,6 @@
 """tati-analyse: read a run's CSV files back and write one analysis as a CSV file, and with
---plot a PNG figure. One subcommand per analysis (tati/analysis/, doc/analysis.md):
+--plot a PNG figure. One subcommand per analysis (tati/analysis/, doc/analysis.md), and
+inference_data, the run as ArviZ's InferenceData in a NetCDF file:
 
     tati-analyse autocorrelation --trajectory_file trajectory.csv --burn_in_steps 1000 --plot acf.png
 
@@ -105,10 +106,20 @@ COMMANDS = {
         PARAMETERS,
         ("eigen_output", Text(), "diffusion_eigenvalues.csv", "the CSV file of the eigenvalues"),
     ]),
+    "inference_data": ("the run as ArviZ's InferenceData (posterior, sample_stats) in a NetCDF file, for "
+                       "arviz.from_netcdf (needs arviz: pip install tati[arviz])", ("trajectory",), [
+        ("inverse_temperature", Optional(POSITIVE), None, "beta of the run, for ArviZ's log density lp = "
+         "-beta loss and NUTS's energy", "none: no lp"),
+    ]),
 }
+# The output's suffix and help where it is not a CSV file; such a command draws no figure (no --plot).
+NOT_CSV = {"inference_data": (".nc", "the NetCDF file to write")}
 
 
 def _options(command):
+    if command in NOT_CSV:
+        return [(option, kind, default, NOT_CSV[command][1] if option == "output" else text, *shown)
+                for option, kind, default, text, *shown in COMMON if option != "plot"] + COMMANDS[command][2]
     return COMMON + COMMANDS[command][2]
 
 
@@ -122,7 +133,7 @@ def make_parser():
         sub = commands.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".",
                                   allow_abbrev=False, aliases=aliases_of(name), epilog=EPILOG)
         for option, kind, default, help_text, *shown in _options(name):
-            shown = shown[0] if shown else f"{name}.csv" if option == "output" else default
+            shown = shown[0] if shown else _output(name) if option == "output" else default
             shown = "none" if shown is None else str(shown).lower() if isinstance(shown, bool) else shown
             add_option(sub, option, kind, f"{help_text} (default: {shown})".replace("%", "%%"), default=default)
     return parser
@@ -135,10 +146,14 @@ def convert(command, values):
         value = values.get(option, default)
         options[option] = value if value is default and not isinstance(value, str) else kind(option, value)
     if options["output"] is None:
-        options["output"] = f"{command}.csv"
+        options["output"] = _output(command)
     if command == "temperature" and not options["level"] < 1:
         raise InputError(f"level must be below 1, got {options['level']:g}")
     return options
+
+
+def _output(command):
+    return command + NOT_CSV.get(command, (".csv",))[0]
 
 
 def _default(command, name):
@@ -159,6 +174,10 @@ def run(command, o):
     from tati.analysis import figures
     from tati.analysis.output import check_inputs_not_outputs, check_outputs, write_csv
     from tati.analysis.runs import read_paths, run_paths
+    if command == "inference_data":
+        from tati.export.arviz import import_arviz
+        import_arviz(f"{PROG} inference_data")
+    o.setdefault("plot", None)
     if o["plot"] is not None:
         figures.check("--plot", o["plot"])
     outputs = {"output": o["output"], "plot": o["plot"]}
@@ -180,7 +199,7 @@ def run(command, o):
     frames, draw, found = ANALYSES[command](module, tables, o, burn_in)
     written = []
     for option, frame in frames.items():
-        write_csv(frame, o[option])
+        getattr(module, "write", write_csv)(frame, o[option])
         written.append(o[option])
     if o["plot"] is not None:
         draw(o["plot"])
@@ -235,9 +254,14 @@ def _diffusion_map(module, tables, o, burn_in):
             found)
 
 
+def _inference_data(module, tables, o, burn_in):
+    idata = module.inference_data(tables, burn_in, o["inverse_temperature"])
+    return {"output": idata}, None, idata
+
+
 ANALYSES = {"traces": _traces, "moments": _moments, "covariance": _covariance,
             "autocorrelation": _autocorrelation, "temperature": _temperature, "free_energy": _free_energy,
-            "diffusion_map": _diffusion_map}
+            "diffusion_map": _diffusion_map, "inference_data": _inference_data}
 
 
 def _header(command, tables, burn_in, defaulted, shown):

@@ -89,6 +89,10 @@ class Parser(argparse.ArgumentParser):
                             if isinstance(action, argparse._SubParsersAction) for parser in action.choices.values()]
         known = sorted({o[2:] for parser in parsers for a in parser._actions for o in a.option_strings
                         if o.startswith("--") and a.help != argparse.SUPPRESS and o != "--help"})
+        if flag in known:  # a subcommand's option given to another (tati-analyse moments --bins)
+            metavar = next((action.metavar for action in self._actions
+                            if isinstance(action, argparse._SubParsersAction)), None) or "COMMAND"
+            return f"--{flag} is an option of another {metavar.lower()}: {self.prog} {metavar} --help lists each one's"
         parts = [k for k in known if flag in k.split("_")]  # --seed for --dataset_seed
         part = f"did you mean --{parts[0]}?" if len(parts) == 1 else ""
         group = next((o.group for o in OPTIONS if o.name == flag and o.on_command_line), None)

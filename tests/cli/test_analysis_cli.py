@@ -257,7 +257,7 @@ def test_no_tensorflow_before_the_inputs_are_checked(run_dir):
         "    main(['autocorrelation', '--trajectory_file', 'bad.csv'])\n"
         "except SystemExit as stop:\n"
         "    print(stop.code, 'tensorflow' in sys.modules)\n"
-        "for command in ('traces', 'moments', 'covariance', 'temperature', 'free_energy'):\n"
+        "for command in ('traces', 'moments', 'covariance', 'temperature', 'free_energy', 'inference_data'):\n"
         "    main([command, '--directory', '.'])\n"
         "print('tensorflow' in sys.modules)\n")
     pd.read_csv(run_dir / "trajectory.csv").drop(columns="loss").to_csv(run_dir / "bad.csv", index=False)
@@ -267,3 +267,50 @@ def test_no_tensorflow_before_the_inputs_are_checked(run_dir):
     assert lines[0] == "2 False" and lines[-1] == "False", done.stdout
     assert done.stderr.splitlines() == ["tati-analyse: error: trajectory_file 'bad.csv' has no column 'loss' "
                                         "(needed by autocorrelation)"], done.stderr
+
+
+def test_inference_data_writes_a_netcdf_file_that_arviz_reads(run_dir, capsys, monkeypatch):
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # ArviZ's notice of its coming refactor
+        az = pytest.importorskip("arviz")
+    monkeypatch.chdir(run_dir)
+    main(["inference_data", "--directory", ".", "--inverse_temperature", "2"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == (f"  groups posterior, sample_stats: {WALKERS} chains (walkers) of {ROWS} draws, "
+                        "2 parameters; 11 sample stats"), lines
+    assert lines[-1] == "  wrote inference_data.nc" and sorted(os.listdir(".")) == [
+        "averages.csv", "inference_data.nc", "run.csv", "trajectory.csv"]  # no partial file left
+    idata = az.from_netcdf("inference_data.nc")
+    trajectory = pd.read_csv("trajectory.csv")
+    first = trajectory[trajectory.id == 1]
+    np.testing.assert_array_equal(idata.posterior["param1"].sel(chain=1), first["param1"])
+    np.testing.assert_array_equal(idata.sample_stats["lp"].sel(chain=1), -2.0 * first["loss"])
+    # the burn-in given leaves out its rows; the file is replaced only when asked
+    one_error_line(capsys, ["inference_data", "--directory", "."])
+    main(["inference_data", "--directory", ".", "--burn_in_steps", "2000", "--overwrite", "true"])
+    assert az.from_netcdf("inference_data.nc").posterior.sizes["draw"] == ROWS - 200
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--plot", "trace.png"], "--plot is an option of another analysis"),
+    (["--burn_in_steps", "4000"], "burn_in_steps 4000 leaves no row of"),
+    (["--inverse_temperature", "0"], "inverse_temperature"),
+])
+def test_inference_data_bad_input_is_one_line(argv, message, run_dir, capsys, monkeypatch):
+    pytest.importorskip("arviz")
+    monkeypatch.chdir(run_dir)
+    assert message in one_error_line(capsys, ["inference_data", "--directory", ".", *argv])
+    pd.read_csv("trajectory.csv").drop(columns="loss").to_csv("trajectory.csv", index=False)
+    line = one_error_line(capsys, ["inference_data", "--directory", "."])
+    assert line.endswith("trajectory.csv' has no column 'loss' (needed by inference_data)"), line
+    assert not os.path.exists("inference_data.nc")
+
+
+def test_inference_data_without_arviz_names_the_extra(run_dir, capsys, monkeypatch):
+    import importlib.util
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *args: None if name == "arviz" else find_spec(name, *args))
+    line = one_error_line(capsys, ["inference_data", "--directory", str(run_dir)])
+    assert line == "tati-analyse: error: tati-analyse inference_data needs arviz: pip install tati[arviz]"

@@ -22,6 +22,9 @@ def tool(name):
     (dataset_writer.make_parser, ["--train_file", "a.csv", "--max_steps", "3"],
      "(--max_steps is an option of tati-sample and tati-optimize)"),
     (analyse.make_parser, ["covariance", "--trajectroy_file", "t.csv"], "(did you mean --trajectory_file?)"),
+    (analyse.make_parser, ["moments", "--bins", "3"],
+     "(--bins is an option of another analysis: tati-analyse ANALYSIS --help lists each one's)"),
+    (analyse.make_parser, ["inference_data", "--plot", "trace.png"], "(--plot is an option of another analysis"),
     (lambda: tool("tati-sample"), ["--frobnicate", "1"], "unrecognized arguments: --frobnicate 1\n"),
 ])
 def test_unknown_flag_gets_its_hint(parser, argv, hint, capsys):
