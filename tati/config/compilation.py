@@ -18,7 +18,7 @@ TARGETS = ("potential", "network", "Keras model")
 # step, per kernel kind, on each of TARGETS: tools/benchmark_jit_auto.py's break-even rounded
 # up (doc/benchmarks.md); a spec's xla_steps replaces its kind's (RWMH: one evaluation a step).
 BREAK_EVEN = {
-    PROPOSAL: (1000, 1000, 1000),  # NUTS: graph mode 7-20 times slower per transition
+    PROPOSAL: (1000, 400, 1000),  # NUTS: graph mode 7-20 times slower per transition; a network's trees are deep
     LEGS: (300000, 50000, 100000),  # HMC: graph mode is lean already (20-40 us a step on a potential)
     GRADIENT: (20000, 10000, 100000),  # Langevin and optimizers: graph mode is 100-1000 us a step
 }

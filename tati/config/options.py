@@ -14,8 +14,9 @@ import numbers
 from tati.config.option_kinds import (NONNEGATIVE, NONNEGATIVE_INT, POSITIVE, POSITIVE_INT,  # noqa: F401 (re-exported)
                                       Boolean, BooleanOrAuto, Kind, ListOf, Number, Option, Optional, OrAuto,
                                       Parameters, PythonObject, RateOrSchedule, Text, TextOrCallable)
-from tati.config.compilation import UNROLLED_WALKERS
+from tati.config.compilation import BREAK_EVEN, UNROLLED_WALKERS
 from tati.engine import registry
+from tati.engine.contract import GRADIENT, LEGS, PROPOSAL
 from tati.errors import InputError
 
 
@@ -338,9 +339,11 @@ OPTIONS = [
            f"with more than {UNROLLED_WALKERS} walkers must be potential_batched (up to {UNROLLED_WALKERS}, "
            "XLA calls it once per walker). auto: XLA where the loop compiles and "
            "max_steps repays a cold compile, as measured per sampler kind and target "
-           "(doc/benchmarks.md): NUTS from 1000 steps; RWMH from 50000; HMC1 and HMC2 from "
-           "300000 on a potential, 50000 on the built-in network, 100000 on a Keras model; the "
-           "Langevin samplers from 20000 on a potential, 10000 on the network, 100000 on a Keras "
+           f"(doc/benchmarks.md): NUTS from {BREAK_EVEN[PROPOSAL][0]} steps on a potential or a Keras model, "
+           f"{BREAK_EVEN[PROPOSAL][1]} on the built-in network; RWMH from 50000; HMC1 and HMC2 from "
+           f"{BREAK_EVEN[LEGS][0]} on a potential, {BREAK_EVEN[LEGS][1]} on the built-in network, "
+           f"{BREAK_EVEN[LEGS][2]} on a Keras model; the Langevin samplers from {BREAK_EVEN[GRADIENT][0]} on a "
+           f"potential, {BREAK_EVEN[GRADIENT][1]} on the network, {BREAK_EVEN[GRADIENT][2]} on a Keras "
            "model; graph mode with distribution. Decided once per Simulation, for its sampler "
            "(fit() runs as decided), so a run split into shorter calls may run in graph mode: "
            "give true or false to compare runs bitwise. The tools' summary and Result.compilation "

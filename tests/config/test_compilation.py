@@ -33,6 +33,10 @@ def test_nuts_on_a_potential_long_enough_to_repay_the_compile_runs_under_xla():
 
 def test_the_break_even_is_the_kinds_and_the_targets():
     assert TARGETS == ("potential", "network", "Keras model")
+    # NUTS on a network repays XLA's compile sooner than on a potential (its trees are deeper)
+    assert BREAK_EVEN[PROPOSAL][1] < BREAK_EVEN[PROPOSAL][0]
+    assert decided(sampler="NUTS", max_steps=BREAK_EVEN[PROPOSAL][1], dataset="two_clusters").xla
+    assert not decided(sampler="NUTS", max_steps=BREAK_EVEN[PROPOSAL][1] - 1, dataset="two_clusters").xla
     assert decided(sampler="HMC2", max_steps=BREAK_EVEN[LEGS][0]).xla
     assert not decided(sampler="HMC2", max_steps=BREAK_EVEN[LEGS][0] - 1).xla
     assert decided(sampler="BAOAB", max_steps=BREAK_EVEN[GRADIENT][1], dataset="two_clusters").xla
