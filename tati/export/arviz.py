@@ -59,8 +59,8 @@ def import_arviz(what="to_inference_data"):
 
 def to_inference_data(result, burn_in=0, inverse_temperature=None, log_likelihood=None, posterior_predictive=None):
     """An arviz.InferenceData with groups posterior and sample_stats, and log_likelihood or
-    posterior_predictive (with observed_data) with a Simulation given; see the module docstring. InputError if the result has no trajectory or too
-    few rows after burn_in."""
+    posterior_predictive (with observed_data) with a Simulation given; see the module docstring.
+    InputError if the result has no trajectory or too few rows after burn_in."""
     az = import_arviz()
     from tati.diagnostics.convergence import equal_rows
     trajectory = result.trajectory
