@@ -58,7 +58,7 @@ def run_model(options, train, test, seed, quick):
     start = time.time()
     sim = tati.Simulation(dataset=train, output_activation="linear", prior_standard_deviation=1.0,
                           dtype="float64", sampler="nuts", number_walkers=4, seed=seed,
-                          burn_in_steps=500, max_steps=800 if quick else 1500, **options)
+                          burn_in_steps=300 if quick else 500, max_steps=600 if quick else 1500, **options)
     result = sim.sample()
     idata = result.to_inference_data(log_likelihood=sim, posterior_predictive=sim)
     table, _ = sim.predictive(test[0], test[1], trajectory=result.trajectory)
@@ -89,7 +89,7 @@ def draw_ppc(idatas, path):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="500 + 300 NUTS steps instead of 500 + 1000")
+    parser.add_argument("--quick", action="store_true", help="300 + 300 NUTS steps instead of 500 + 1000")
     parser.add_argument("--seed", type=int, default=1, help="seed of the samplers")
     parser.add_argument("--split-seed", type=int, default=0, help="seed of the train/test split")
     parser.add_argument("--plot", default=None, help="write the posterior predictive checks to this PNG file")

@@ -293,7 +293,7 @@ def test_bayesian_diabetes_without_scikit_learn():
 
 @pytest.mark.statistical
 def test_model_comparison(tmp_path):
-    """Reduced run (--quick: 500 + 300 NUTS steps, 4 walkers) of PSIS-LOO on three models of the diabetes
+    """Reduced run (--quick: 300 + 300 NUTS steps, 4 walkers) of PSIS-LOO on three models of the diabetes
     data. LOO's elpd per point estimates what the 88 held-out points measure: each model's difference
     within 4 combined standard errors (LOO's, and the held-out mean's over its points; three models,
     false failure about 2e-4; measured differences 0.011-0.048 against tolerances 0.15-0.32); both
