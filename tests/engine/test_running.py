@@ -9,9 +9,9 @@ from tati.engine.running import StopSignals
 
 
 def test_a_second_signal_interrupts_at_once():
-    # raise_signal delivers to this (the main) thread before it returns; os.kill to the process may land
-    # on one of TensorFlow's threads, whose note the main thread reads a few instructions later (under
-    # load, after pytest.raises had closed: "DID NOT RAISE" in CI)
+    # As in a user's Python, SIGINT raises KeyboardInterrupt before tati's handler: a process started in
+    # the background by a non-interactive shell inherits SIGINT ignored, which tati keeps (as it should)
+    outer = signal.signal(signal.SIGINT, signal.default_int_handler)
     stop = StopSignals()
     try:
         signal.raise_signal(signal.SIGINT)
@@ -21,3 +21,17 @@ def test_a_second_signal_interrupts_at_once():
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # tati's handler is gone
     finally:
         stop.release()
+        signal.signal(signal.SIGINT, outer)
+
+
+def test_an_ignored_signal_stays_ignored():
+    """Where SIGINT was ignored before tati (a background job), a second one is ignored too."""
+    outer = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    stop = StopSignals()
+    try:
+        signal.raise_signal(signal.SIGINT)
+        signal.raise_signal(signal.SIGINT)  # no KeyboardInterrupt, the process goes on
+        assert stop.signal == signal.SIGINT and signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    finally:
+        stop.release()
+        signal.signal(signal.SIGINT, outer)
