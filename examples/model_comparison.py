@@ -42,7 +42,7 @@ except ImportError:
     sys.exit("model_comparison.py needs arviz: pip install tati[arviz]")
 
 import tati
-from bayesian_diabetes import data, shrink
+from bayesian_diabetes import data, matplotlib_or_hint, shrink
 
 MODELS = {
     "linear, noise sd 1": dict(hidden_dimension=[], likelihood="gaussian"),
@@ -67,13 +67,9 @@ def run_model(options, train, test, seed, quick):
 
 
 def draw_ppc(idatas, path):
-    try:
-        import matplotlib
-    except ImportError:
-        print("install tati[plots] (matplotlib) for the figure")
+    plt = matplotlib_or_hint()
+    if plt is None:
         return
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     figure, axes = plt.subplots(1, len(idatas), figsize=(4.5 * len(idatas), 3.6), sharey=True)
     for ax, (name, idata) in zip(axes, idatas.items()):
         az.plot_ppc(idata, ax=ax, num_pp_samples=100, random_seed=0, legend=ax is axes[0])
