@@ -274,6 +274,17 @@ def test_summary_timing_and_files():
                                      "checkpoint to state.npz")
 
 
+def longer(verdict, hint, need):
+    """The hint's words after "run at least N times longer", where N is `need` over the ESS the
+    verdict line prints, rounded up to two digits: a run as many times longer reaches the ESS asked
+    for, if its draws are as independent as these."""
+    ess = float(re.search(r"ESS min ([0-9]+)", verdict).group(1))
+    found = re.fullmatch(r"    run at least ([0-9.]+) times longer(.*)", hint)
+    assert found, hint
+    assert need / (ess + 0.5) <= float(found.group(1)) <= 1.1 * need / max(ess - 0.5, 1.0), (verdict, hint)
+    return found.group(2)
+
+
 @pytest.mark.statistical
 def test_summary_convergence_verdict():
     """Two walkers at different levels disagree (R-hat far above 1.01); two that sample the same
@@ -292,12 +303,17 @@ def test_summary_convergence_verdict():
     check_layout(text)
     lines = text.splitlines()
     index = lines.index("    not converged: R-hat > 1.01 (walkers disagree), ESS < 200 (too few independent draws)")
-    assert lines[index + 1] == "    run longer (max_steps), or raise step_width"
-    assert lines[index - 1].startswith("  R-hat max ")
-    # a measured width is the largest its heat bound allows: only a longer run helps
+    assert longer(lines[index - 1], lines[index + 1], 200) == " (max_steps), or raise step_width"
+    # a measured width is the largest its heat bound allows: only a longer run helps, or with mini-batches
+    # (whose noise slows the walkers) the full data's gradient
     simulation, result = fake_run(apart, apart, potential=lambda x: x, number_walkers=2, measure_step_width=True)
     measured = summarise("tati-sample", simulation, result, True).splitlines()
-    assert measured[measured.index(lines[index]) + 1] == "    run longer (max_steps, burn_in_steps)"
+    assert longer(lines[index - 1], measured[measured.index(lines[index]) + 1], 200) == " (max_steps, burn_in_steps)"
+    simulation, result = fake_run(apart, apart, number_walkers=2, measure_step_width=True, batch_size=32,
+                                  likelihood="gaussian")
+    batches = summarise("tati-sample", simulation, result, True).splitlines()
+    assert longer(lines[index - 1], batches[batches.index(lines[index]) + 1], 200) == (
+        " (max_steps, burn_in_steps), or NUTS without batch_size")
     at = lines.index(line_with(text, "  average virial"))
     assert re.fullmatch(r"    off by [0-9.]+ standard errors:", lines[at + 1]), text
     assert lines[at + 2] == "    step_width may be too large, or the run too short (burn_in_steps), or U not confining"
@@ -625,12 +641,13 @@ def test_walkers_that_disagree_after_hmc_adapted_its_width_are_told_to_run_longe
     check_layout(text)
     line = line_with(text, "    not converged: R-hat > 1.01")
     lines = text.splitlines()
-    assert lines[lines.index(line) + 1] == "    run longer (max_steps, burn_in_steps)", text
+    assert longer(line_with(text, "  R-hat max"), lines[lines.index(line) + 1], 200) == " (max_steps, burn_in_steps)"
     sim = gaussian(sampler="HMC2", burn_in_steps=0, step_width=0.05, hamiltonian_dynamics_time=0.5, **options)
     with pytest.warns(UserWarning, match="nothing adapts"):
-        lines = summarise("tati-sample", sim, sim.sample(), sampler=True).splitlines()
-    assert lines[lines.index(line_with("\n".join(lines), "    not converged")) + 1] == (
-        "    run longer (max_steps), or raise step_width")
+        text = summarise("tati-sample", sim, sim.sample(), sampler=True)
+    lines = text.splitlines()
+    hint = lines[lines.index(line_with(text, "    not converged")) + 1]
+    assert longer(line_with(text, "  R-hat max"), hint, 200) == " (max_steps), or raise step_width"
 
 def test_a_leg_length_adapted_to_one_step_gets_a_hint():
     """One walker on a 1-D Gaussian: ChEES's gradient is one noisy number per leg, whose drift
@@ -810,7 +827,11 @@ def test_walkers_that_disagree_after_divergences_are_told_to_reparameterise():
         result.run_info = result.run_info.assign(step_width=0.1, tree_depth=3)
         text = summarise("tati-sample", simulation, result, sampler=True)
         lines = check_layout(text)
-        assert lines[lines.index(line_with(text, "    not converged")) + 1] == hint, text
+        hinted = lines[lines.index(line_with(text, "    not converged")) + 1]
+        if divergent:
+            assert hinted == hint, text
+        else:
+            assert longer(line_with(text, "  R-hat max"), hinted, 200) == hint.split("run longer")[1], text
 
 
 def test_nuts_without_burn_in_warns_once_and_judges_no_momenta(capsys):

@@ -29,7 +29,7 @@ from tati.diagnostics.summary.kernels import (NO_METRIC_HINT, disagreement_after
                                               hmc_lines, kernel_lines, metric_missing)
 from tati.diagnostics.summary.lines import wrapped
 from tati.diagnostics.summary.temperature import temperature_lines
-from tati.diagnostics.summary.walkers import convergence_lines, identified, outlier_lines
+from tati.diagnostics.summary.walkers import FULL_BATCH, LONGER, convergence_lines, identified, outlier_lines
 from tati.diagnostics.outliers import walker_outliers
 from tati.engine.contract import LEGS
 from tati.engine.registry import spec_of
@@ -106,7 +106,8 @@ def summarise(prog, simulation, result, sampler, seconds=None):
             measured = o.get("measure_step_width") is True
             diverged = disagreement_after_divergences(o, run_info) if proposal else None
             hint = (NO_METRIC_HINT if no_metric else diverged if diverged else
-                    "run longer (max_steps, burn_in_steps)" if proposal or measured or adapted else None)
+                    LONGER + FULL_BATCH if measured and o["batch_size"] is not None and o["likelihood"] != "none"
+                    else LONGER if proposal or measured or adapted else None)
             report = getattr(simulation, "warm_start", None)
             if report is not None and report.ridge is not None:  # a longer run drifts further
                 hint = report.ridge_hint()
