@@ -137,8 +137,9 @@ class WarmStart(NamedTuple):
         done = (f"warm start: L-BFGS took {walkers} from U {_range(self.start_losses)} "
                 f"to {_range(kept)} in {self.iterations} iterations")
         if len(self.no_mode):
-            done += (f"; {_walkers(self.no_mode)} found no mode (U fell without bound, as in a funnel: the "
-                     f"Hessian indefinite) and start where their path entered the typical set")
+            # a funnel's neck (U falls without bound) and a network still descending at the cap look alike
+            done += (f"; {_walkers(self.no_mode)} found no mode (the Hessian indefinite where L-BFGS stopped: a "
+                     f"funnel's neck, a saddle or a slope) and start where their path entered the typical set")
         if len(self.narrow):
             done += (f"; {_walkers(self.narrow)} found a mode too narrow to hold the mass (its curvature "
                      f"outweighs its depth, as in a funnel's neck) and start where their path entered the "
