@@ -142,16 +142,17 @@ class Result:
                                   self._beta(inverse_temperature), self._burn_in(burn_in), quantile, level)
 
     def to_inference_data(self, burn_in=None, inverse_temperature=None, log_likelihood=None,
-                          posterior_predictive=None):
+                          posterior_predictive=None, predictions=None):
         """ArviZ's InferenceData: walkers as chains, rows after burn_in as draws, run info as
         sample_stats (tati/export/arviz.py; needs the extra: pip install tati[arviz]). None: the
         run's burn_in_steps (for a table read back the averages' start, else 0) and
         inverse_temperature (none read back: no lp). log_likelihood, the Simulation that ran (or one
         of the same model and data), adds each draw's pointwise log-likelihood of its data (az.loo);
-        posterior_predictive, the same, a replicate of its data per draw (az.plot_ppc)."""
+        posterior_predictive, the same, a replicate of its data per draw (az.plot_ppc); predictions,
+        new points' features, with posterior_predictive a replicate per draw at each of them."""
         from tati.export.arviz import to_inference_data
         return to_inference_data(self, self._burn_in(burn_in), self._beta(inverse_temperature, unknown=None),
-                                 log_likelihood, posterior_predictive)
+                                 log_likelihood, posterior_predictive, predictions)
 
 
 class Simulation:

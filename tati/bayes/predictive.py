@@ -69,10 +69,11 @@ def _checked(simulation, features, labels, dtype):
     return features, labels
 
 
-def _output_blocks(simulation, draws, what):
+def _output_blocks(simulation, draws, what, features=None):
     """(the run's labels, blocks of the network's outputs [block, points, outputs] under the rows of `draws`
-    (a DataFrame with the model's parameter columns), at most BLOCK_VALUES values each), or InputError
-    where the simulation has no network or no likelihood; `what` names the caller in the error."""
+    (a DataFrame with the model's parameter columns), at most BLOCK_VALUES values each), at the run's data
+    points or at `features` (new points, the run's feature columns), or InputError where the simulation
+    has no network or no likelihood; `what` names the caller in the error."""
     o, model = simulation.options, simulation.model
     if not model.uses_data:
         raise InputError(f"{what} needs a network; this simulation samples a potential")
@@ -81,7 +82,12 @@ def _output_blocks(simulation, draws, what):
                          "not a log-likelihood")
     check_parameter_columns(draws.columns, model.parameter_names, "trajectory")
     theta = tf.constant(draws[list(model.parameter_names)].to_numpy(np.float64), model.dtype)
-    features, labels = simulation.data.all()
+    run_features, labels = simulation.data.all()
+    if features is None:
+        features = run_features
+    else:
+        features = tf.constant(simulation.inputs(_checked(simulation, features, None,
+                                                          tf.as_dtype(model.dtype).as_numpy_dtype)[0]))
     block = max(1, BLOCK_VALUES // (int(features.shape[0]) * int(o["output_dimension"])))
     return labels, (model.outputs(features, theta=theta[first:first + block])
                     for first in range(0, int(theta.shape[0]), block))
@@ -98,14 +104,16 @@ def pointwise_log_likelihood(simulation, draws):
     return np.concatenate([-nll(labels, outputs).numpy() for outputs in blocks]).astype(np.float64)
 
 
-def posterior_predictive_draws(simulation, draws, seed):
+def posterior_predictive_draws(simulation, draws, seed, features=None):
     """[n, points, label columns] float64: one replicate y~_ij ~ p(y | x_j, theta_i) of each of the run's
     data points under each row of `draws`, by its likelihood (numpy's generator of `seed`): Gaussian
     likelihoods mu + sigma z; bernoulli 1 with probability sigmoid(f), else 0 (-1 where the run's labels
     are -1/+1); categorical a class drawn from softmax(f), as an index or one-hot as the labels are. The
-    replicated data of a posterior predictive check (arviz.plot_ppc), PyMC's sample_posterior_predictive."""
+    replicated data of a posterior predictive check (arviz.plot_ppc), PyMC's sample_posterior_predictive.
+    With `features` (new points [points, the run's feature columns]) the points are those: predictions,
+    in the run's labels' coding."""
     o = simulation.options
-    labels, blocks = _output_blocks(simulation, draws, "posterior_predictive")
+    labels, blocks = _output_blocks(simulation, draws, "posterior_predictive", features)
     labels = labels.numpy()
     rng = np.random.default_rng(seed)
     replicates = []

@@ -26,6 +26,11 @@
   simulation's `seed` (`tati.bayes.predictive.posterior_predictive_draws`), in the labels' shape and
   coding, and observed_data, for the posterior predictive check az.plot_ppc (PyMC's
   sample_posterior_predictive).
+* With `predictions` the features of new points [points, the run's feature columns] (and
+  posterior_predictive's Simulation, whose model and labels' coding draw them), predictions: `y`,
+  a replicate per draw at each new point, drawn with a generator of the seed apart from
+  posterior_predictive's, and predictions_constant_data: `x`, the features (PyMC's
+  sample_posterior_predictive with predictions=True; held-out labels have no group of their own).
 
 The divergence count starts at 0 with the run, and NUTS starts it again after burn-in (at its
 first trajectory row); a Result of a later sample() call of a run begins with the earlier
@@ -57,10 +62,12 @@ def import_arviz(what="to_inference_data"):
     return arviz
 
 
-def to_inference_data(result, burn_in=0, inverse_temperature=None, log_likelihood=None, posterior_predictive=None):
+def to_inference_data(result, burn_in=0, inverse_temperature=None, log_likelihood=None, posterior_predictive=None,
+                      predictions=None):
     """An arviz.InferenceData with groups posterior and sample_stats, and log_likelihood or
-    posterior_predictive (with observed_data) with a Simulation given; see the module docstring.
-    InputError if the result has no trajectory or too few rows after burn_in."""
+    posterior_predictive (with observed_data) with a Simulation given, and predictions (with
+    predictions_constant_data) at new points' features; see the module docstring. InputError if
+    the result has no trajectory or too few rows after burn_in."""
     az = import_arviz()
     from tati.diagnostics.convergence import equal_rows
     trajectory = result.trajectory
@@ -98,6 +105,8 @@ def to_inference_data(result, burn_in=0, inverse_temperature=None, log_likelihoo
             values, labels = _per_point(name, simulation, draws)
             groups.update({name: {"y": values.reshape(shape + values.shape[1:])}, "observed_data": {"y": labels},
                            "dims": {"y": ["point"]}})
+    if predictions is not None:
+        groups.update(_predictions(posterior_predictive, predictions, draws, shape))
     idata = az.from_dict(posterior=posterior, sample_stats=stats, coords={"chain": walkers}, **groups)
     for group in idata.groups():
         idata[group].attrs.update(inference_library="tati", inference_library_version=_version())
@@ -120,6 +129,22 @@ def _per_point(group, simulation, draws):
     if group == "posterior_predictive" and labels.shape[1] == 1:
         values = values[..., 0]
     return values, labels[:, 0] if labels.shape[1] == 1 else labels
+
+
+def _predictions(simulation, features, draws, shape):
+    """The groups predictions (`y`: a replicate per draw at each new point, drawn by the simulation's
+    model in its labels' coding, with a generator of its seed apart from posterior_predictive's) and
+    predictions_constant_data (`x`: the features), with their dims."""
+    from tati.bayes.predictive import posterior_predictive_draws
+    if simulation is None:
+        raise InputError("predictions are drawn with posterior_predictive's Simulation (its model and its labels' "
+                         "coding): give posterior_predictive=sim too")
+    values = posterior_predictive_draws(simulation, draws, (simulation.options["seed"], 1), features=features)
+    values = values[..., 0] if values.shape[-1] == 1 else values
+    return {"predictions": {"y": values.reshape(shape + values.shape[1:])},
+            "predictions_constant_data": {"x": np.asarray(features, dtype=np.float64)},
+            # ArviZ 0.23 names predictions_constant_data's dims by `dims`, not `pred_dims`: both
+            "pred_dims": {"y": ["point"], "x": ["point"]}, "dims": {"y": ["point"], "x": ["point"]}}
 
 
 def _run_info_at(run_info, draws, trajectory):

@@ -94,3 +94,32 @@ def test_replicates_need_a_network_with_a_likelihood():
     draws = pd.DataFrame(np.zeros((1, sim.num_parameters)), columns=list(sim.model.parameter_names))
     with pytest.raises(InputError, match=r"posterior_predictive needs a likelihood \(option likelihood\)"):
         predictive.posterior_predictive_draws(sim, draws, seed=0)
+
+
+def test_replicates_at_new_points_take_the_runs_coding():
+    """With features given the replicates are drawn at those points (predictions), by the same
+    likelihood in the run's labels' coding: one-hot classes at 30 new points, each point's class
+    frequencies over the draws against softmax of the outputs there (z-test at 5.3 sd, two-sided,
+    Bonferroni over 90 points and classes: below 1e-5; negative control: the outputs at the run's
+    own first 30 points instead). Features of another width: one line."""
+    def labels(x):
+        return np.eye(3)[np.argmax(x @ [[1.0, -1.0, 0.0], [0.0, 1.0, -1.0]], axis=1)]
+    sim, draws, _ = network("categorical", labels, 3)
+    rng = np.random.default_rng(seed(7))
+    names = list(sim.model.parameter_names)
+    # draws close to one parameter vector, so that each point has its own class probabilities
+    draws = pd.DataFrame(rng.normal(scale=2.0, size=len(names)) + 0.1 * draws.to_numpy(), columns=names)
+    new = rng.normal(size=(30, 2))
+    replicates = predictive.posterior_predictive_draws(sim, draws, seed=seed(8), features=new)
+    assert replicates.shape == (DRAWS, 30, 3) and (replicates.sum(axis=-1) == 1.0).all()
+    theta = tf.constant(draws.to_numpy())
+    f = sim.model.outputs(tf.constant(new), theta=theta).numpy()
+    f_run = sim.model.outputs(sim.data.all()[0], theta=theta).numpy()
+    hits = replicates == 1.0
+
+    def z(p):  # per point and class, over the draws
+        return (hits - p).sum(axis=0) / np.sqrt((p * (1.0 - p)).sum(axis=0))
+    assert (np.abs(z(special.softmax(f, axis=-1))) < 5.3).all()
+    assert (np.abs(z(special.softmax(f_run[:, :30], axis=-1))) > 5.3).any()
+    with pytest.raises(InputError, match=r"features of shape \(30, 3\); the network takes \[points, 2\]"):
+        predictive.posterior_predictive_draws(sim, draws, seed=0, features=np.zeros((30, 3)))

@@ -284,6 +284,35 @@ def test_the_posterior_predictive_replicates_the_data_per_draw(posterior, tmp_pa
     az.plot_ppc(idata, num_pp_samples=20).figure.savefig(tmp_path / "ppc.png")
 
 
+def test_predictions_replicate_new_points_per_draw(posterior):
+    """predictions: a replicate per draw at each new point, by the draws' outputs there (their
+    distribution: tests/bayes/test_predictive.py), from a generator apart from posterior_predictive's
+    (at the run's own points the two groups' replicates differ, in distribution alike: the
+    standardised residuals' KS distance between them under the DKWM bound of two samples at
+    alpha 1e-6); the features in predictions_constant_data. Without posterior_predictive: one line."""
+    from scipy import stats as scipy_stats
+    from stats import dkwm_bound
+    sim, result, design, y = posterior
+    new = np.array([[0.0, 0.0], [1.0, -1.0], [-2.0, 0.5]])
+    idata = result.to_inference_data(posterior_predictive=sim, predictions=new)
+    values = idata.predictions["y"]
+    assert values.dims == ("chain", "draw", "point") and values.shape == (WALKERS, 1000, 3)
+    np.testing.assert_array_equal(idata.predictions_constant_data["x"].values, new)
+    assert idata.predictions_constant_data["x"].dims[0] == "point"
+    draws = result.trajectory[result.trajectory.step > 300].sort_values(["id", "step"], kind="stable")
+    expected = predictive.posterior_predictive_draws(sim, draws, (sim.options["seed"], 1), features=new)[..., 0]
+    np.testing.assert_array_equal(values.values.reshape(-1, 3), expected)
+    theta = draws[["weight0", "weight1", "bias0"]].to_numpy()
+    at_run = result.to_inference_data(posterior_predictive=sim, predictions=design[:, :2])
+    mean = theta @ design.T
+    residuals = [(at_run[group]["y"].values.reshape(-1, POINTS) - mean).ravel()
+                 for group in ("posterior_predictive", "predictions")]
+    assert not np.array_equal(*residuals)
+    assert scipy_stats.ks_2samp(*residuals).statistic < 2.0 * dkwm_bound(len(residuals[0]))
+    with pytest.raises(InputError, match="predictions are drawn with posterior_predictive's Simulation"):
+        result.to_inference_data(log_likelihood=sim, predictions=new)
+
+
 def test_the_log_likelihood_takes_a_simulation_with_data_and_a_likelihood(baoab):
     with pytest.raises(InputError, match="log_likelihood takes the Simulation that ran .*not DataFrame"):
         baoab.to_inference_data(log_likelihood=baoab.trajectory)
