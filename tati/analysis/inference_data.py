@@ -7,7 +7,8 @@ ArviZ's summaries and plots outside Python's session that ran it:
 The groups are tati/export/arviz.py's: posterior (walkers as chains, the trajectory's rows after
 burn-in as draws) and sample_stats (the run-info columns at the draws' steps; with the run's
 inverse_temperature also lp and NUTS's energy). The pointwise log-likelihood and the posterior
-predictive need the model and its data, which the files do not hold: Result.to_inference_data.
+predictive need the model and its data, which the files do not hold: Result.to_inference_data, or
+tati-predictive --inference_data with the run's options.
 """
 
 import os

@@ -107,7 +107,8 @@ COMMANDS = {
         ("eigen_output", Text(), "diffusion_eigenvalues.csv", "the CSV file of the eigenvalues"),
     ]),
     "inference_data": ("the run as ArviZ's InferenceData (posterior, sample_stats) in a NetCDF file, for "
-                       "arviz.from_netcdf (needs arviz: pip install tati[arviz])", ("trajectory",), [
+                       "arviz.from_netcdf (needs arviz: pip install tati[arviz]); with the log-likelihood "
+                       "for az.loo: tati-predictive --inference_data", ("trajectory",), [
         ("inverse_temperature", Optional(POSITIVE), None, "beta of the run, for ArviZ's log density lp = "
          "-beta loss and NUTS's energy", "none: no lp"),
     ]),

@@ -41,7 +41,13 @@ OWN = [
      "upper_k and log_predictive_density"),
     ("plot", Optional(Text()), None, "also draw the band into this PNG file (.pdf, .svg: that format), "
      "for 1-D inputs (needs matplotlib: pip install tati[plots])"),
-    ("seed", Number(integer=True, minimum=0), 0, "seed of SWAG's draws (--swag_rank)"),
+    ("inference_data", Optional(Text()), None, "also write ArviZ's InferenceData to this NetCDF file "
+     "(arviz.from_netcdf): the posterior (every trajectory row after burn-in, walkers as chains), the "
+     "pointwise log-likelihood of the run's data and a replicate of it per draw (az.loo, az.plot_ppc; "
+     "needs the run's batch_data_files), and a replicate per draw at the held-out points (predictions); "
+     "needs arviz: pip install tati[arviz]"),
+    ("seed", Number(integer=True, minimum=0), 0, "seed of SWAG's draws (--swag_rank) and of inference_data's "
+     "replicates"),
     ("overwrite", Boolean(), False, "replace output files that exist"),
 ]
 OWN_NAMES = [name for name, *_ in OWN]
@@ -66,6 +72,8 @@ def main(argv=None):
     try:
         own = {name: kind(name, given[name]) if name in given else default for name, kind, default, _ in OWN}
         trajectory, test = check_inputs(own)
+        if own["inference_data"] is not None:
+            check_inference_data(own, sim_options)
         points = None
         if "dataset" not in sim_options and "batch_data_files" not in sim_options:
             points = read_points(own["test_data_files"], sim_options.get("input_dimension"))
@@ -100,7 +108,7 @@ def check_inputs(own):
         raise InputError(str(error).replace("batch_data_files:", "test_data_files:", 1)) from None
     if own["plot"] is not None:
         figures.check("--plot", own["plot"])
-    outputs = {"output": own["output"], "plot": own["plot"]}
+    outputs = {"output": own["output"], "plot": own["plot"], "inference_data": own["inference_data"]}
     check_outputs(outputs, own["overwrite"])
     check_inputs_not_outputs({"trajectory_file": own["trajectory_file"],
                               "test_data_files": own["test_data_files"]}, outputs)
@@ -109,6 +117,32 @@ def check_inputs(own):
         raise InputError(f"trajectory_file '{own['trajectory_file']}' has no row after burn_in_steps "
                          f"{own['burn_in_steps']}")
     return trajectory, own["test_data_files"]
+
+
+def check_inference_data(own, sim_options):
+    """InputError where --inference_data cannot be written: no arviz, SWAG's draws (the file holds the
+    trajectory's rows), or no run data (its log-likelihood is of the run's points)."""
+    import importlib.util
+    if importlib.util.find_spec("arviz") is None:
+        raise InputError("inference_data needs arviz: pip install tati[arviz]")
+    if own["swag_rank"] is not None:
+        raise InputError("inference_data holds the trajectory's rows, not SWAG's draws: leave out swag_rank")
+    if sim_options.get("likelihood", "none") == "none":
+        raise InputError("inference_data needs the run's likelihood (--likelihood): without one the loss is not "
+                         "a log-likelihood")
+    if "batch_data_files" not in sim_options and "dataset" not in sim_options:
+        raise InputError("inference_data needs the run's data (batch_data_files): its log-likelihood and "
+                         "replicates are of the run's points")
+
+
+def write_inference_data(sim, trajectory, burn_in, features, path):
+    """The run's posterior, the log-likelihood and replicates of its data, and predictions at `features`,
+    as a NetCDF file (tati/export/arviz.py; written whole or not at all)."""
+    from tati.analysis.inference_data import write
+    from tati.analysis.runs import RunTables
+    from tati.export.arviz import to_inference_data
+    write(to_inference_data(RunTables(trajectory=trajectory), burn_in, log_likelihood=sim, posterior_predictive=sim,
+                            predictions=features), path)
 
 
 def read_points(path, input_dimension, dtype="float64"):
@@ -155,7 +189,7 @@ def predict(sim_options, own, trajectory, points):
     from tati.recording.columns import check_parameter_columns
     from tati.simulation import Simulation
     import pandas as pd
-    sim = Simulation(**sim_options)
+    sim = Simulation(**sim_options, seed=own["seed"])  # the seed of inference_data's replicates
     o = sim.options
     if points is None:  # the run's data gave the network's shapes; now read the held-out file
         points = read_points(own["test_data_files"], o["input_dimension"])
@@ -192,6 +226,9 @@ def predict(sim_options, own, trajectory, points):
     frame = pd.concat([pd.DataFrame(columns), table], axis=1)
     write_csv(frame, own["output"])
     written = [own["output"]]
+    if own["inference_data"] is not None:
+        write_inference_data(sim, trajectory, asked, features, own["inference_data"])
+        written.append(own["inference_data"])
     if own["plot"] is not None:
         training = None if "dataset" in sim_options and isinstance(sim_options["dataset"], tuple) else sim.data.all()
         plot(frame, feature_names[0], label_names if labels is not None else [], training, own, o["likelihood"])

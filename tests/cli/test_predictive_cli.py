@@ -13,7 +13,9 @@ import tati
 from stats import read_csv, seed
 from tati.cli.predictive import main
 from tati.data.csv import write_csv_file
+from tati.analysis.runs import RunTables
 from tati.bayes.swag import swag
+from tati.export.arviz import to_inference_data
 
 NETWORK = dict(hidden_dimension=[], output_activation="linear", likelihood="gaussian",
                noise_standard_deviation=0.3, dtype="float64")
@@ -123,6 +125,11 @@ def test_the_runs_command_line_serves_with_its_prior(run, capsys):
     (["--trajectory_file", "{d}/info.csv"], "trajectory_file '{d}/info.csv' is a run-info table, not a "
                                             "trajectory table: give it as run_file (--run_file)"),
     (["--swag_rank", "1"], "error: swag_rank must be 0 (the diagonal alone) or at least 2"),
+    (["--inference_data", "{d}/run.nc", "--swag_rank", "2"], "inference_data holds the trajectory's rows, not "
+                                                             "SWAG's draws: leave out swag_rank"),
+    (["--inference_data", "{d}/run.nc", "--input_dimension", "1"], "inference_data needs the run's data "
+                                                                   "(batch_data_files)"),
+    (["--inference_data", "{d}/out.csv"], "'{d}/out.csv' exists"),
     (["--test_data_files", "{d}/test2d.csv"], "file '{d}/test2d.csv' has 3 columns: 1 feature and 2 label "
                                               "columns; the run's data has 1 label column(s)"),
     (["--test_data_files", "{d}/bad.csv"], "tati-predictive: error: test_data_files: file '{d}/bad.csv' line 3, "
@@ -143,6 +150,29 @@ def test_bad_input_is_one_line_and_status_2(run, capsys, extra, message):
     status, out, err = tool(capsys, directory, options, *(e.format(d=directory) for e in extra))
     assert status == 2 and err.count("\n") == 1 and err.startswith("tati-predictive: error: ")
     assert message.format(d=directory) in err, err
+
+
+def test_inference_data_is_the_python_export(run, capsys):
+    """--inference_data writes what Result.to_inference_data gives with the run's Simulation as
+    log_likelihood and posterior_predictive and the held-out features as predictions (--seed the
+    replicates' seed), through NetCDF bit for bit; the summary line names the file."""
+    az = pytest.importorskip("arviz")
+    directory, options, sim, trajectory, x_test, y_test = run
+    path = directory / "run.nc"
+    status, out, err = tool(capsys, directory, options, "--burn_in_steps", 100, "--output", directory / "id.csv",
+                            "--inference_data", path, "--seed", sim.options["seed"])
+    assert status == 0, err
+    assert out.rstrip().endswith(f"wrote {directory / 'id.csv'}, {path}") and not (directory / "run.nc.partial").exists()
+    written = az.from_netcdf(path)
+    expected = to_inference_data(RunTables(trajectory=trajectory), 100, log_likelihood=sim, posterior_predictive=sim,
+                                 predictions=x_test)
+    assert set(written.groups()) == set(expected.groups()) >= {
+        "posterior", "log_likelihood", "posterior_predictive", "observed_data", "predictions",
+        "predictions_constant_data"}
+    for group in expected.groups():
+        for name in expected[group].data_vars:
+            np.testing.assert_array_equal(written[group][name].values, expected[group][name].values)
+    assert written.posterior.sizes["chain"] == 3 and written.predictions["y"].shape[-1] == len(x_test)
 
 
 def test_the_module_runs_as_a_tool(run):
