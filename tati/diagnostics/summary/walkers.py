@@ -16,8 +16,9 @@ ESS_PER_WALKER = 100
 # The hint where only a longer run helps; convergence_lines puts in how much longer the ESS asks.
 LONGER = "run longer (max_steps, burn_in_steps)"
 # Added where mini-batches measured the width: their noise's heat asks for a mass and a friction that
-# slow the walkers (breast cancer's 31-weight logistic regression: R-hat 1.18 after 6,400 epochs of
-# BAOAB, where NUTS on the full data gives 1.003 in 2,000 steps; doc/benchmarks.md).
+# slow the walkers, per epoch alike for every batch size (breast cancer's 31-weight logistic
+# regression: R-hat 1.18 after 6,400 epochs of BAOAB, where NUTS on the full data gives 1.003 in
+# 2,000 steps; batches of 8, 32, 128 all R-hat 3.1-3.3 at 400 epochs; doc/benchmarks.md).
 FULL_BATCH = ", or NUTS without batch_size"
 # Walker means of a parameter further apart than this many of the walkers' largest own sd: modes.
 SEPARATION = 6.0
