@@ -137,12 +137,14 @@ def check_inference_data(own, sim_options):
 
 def write_inference_data(sim, trajectory, burn_in, features, path):
     """The run's posterior, the log-likelihood and replicates of its data, and predictions at `features`,
-    as a NetCDF file (tati/export/arviz.py; written whole or not at all)."""
+    as a NetCDF file (tati/export/arviz.py; written whole or not at all); the number of draws it holds."""
     from tati.analysis.inference_data import write
     from tati.analysis.runs import RunTables
     from tati.export.arviz import to_inference_data
-    write(to_inference_data(RunTables(trajectory=trajectory), burn_in, log_likelihood=sim, posterior_predictive=sim,
-                            predictions=features), path)
+    idata = to_inference_data(RunTables(trajectory=trajectory), burn_in, log_likelihood=sim, posterior_predictive=sim,
+                              predictions=features)
+    write(idata, path)
+    return idata.posterior.sizes["chain"] * idata.posterior.sizes["draw"]
 
 
 def read_points(path, input_dimension, dtype="float64"):
@@ -227,8 +229,8 @@ def predict(sim_options, own, trajectory, points):
     write_csv(frame, own["output"])
     written = [own["output"]]
     if own["inference_data"] is not None:
-        write_inference_data(sim, trajectory, asked, features, own["inference_data"])
-        written.append(own["inference_data"])
+        every = write_inference_data(sim, trajectory, asked, features, own["inference_data"])
+        written.append(f"{own['inference_data']} (all {every} draws)")
     if own["plot"] is not None:
         training = None if "dataset" in sim_options and isinstance(sim_options["dataset"], tuple) else sim.data.all()
         plot(frame, feature_names[0], label_names if labels is not None else [], training, own, o["likelihood"])

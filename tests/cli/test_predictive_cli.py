@@ -162,7 +162,9 @@ def test_inference_data_is_the_python_export(run, capsys):
     status, out, err = tool(capsys, directory, options, "--burn_in_steps", 100, "--output", directory / "id.csv",
                             "--inference_data", path, "--seed", sim.options["seed"])
     assert status == 0, err
-    assert out.rstrip().endswith(f"wrote {directory / 'id.csv'}, {path}") and not (directory / "run.nc.partial").exists()
+    rows = int((trajectory["step"] > 100).sum())  # every walker's rows after burn-in: the fit's are equally many
+    assert out.rstrip().endswith(f"wrote {directory / 'id.csv'}, {path} (all {rows} draws)"), out
+    assert not (directory / "run.nc.partial").exists()
     written = az.from_netcdf(path)
     expected = to_inference_data(RunTables(trajectory=trajectory), 100, log_likelihood=sim, posterior_predictive=sim,
                                  predictions=x_test)
