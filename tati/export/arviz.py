@@ -79,6 +79,9 @@ def to_inference_data(result, burn_in=0, inverse_temperature=None, log_likelihoo
     if inverse_temperature is not None and not (isinstance(inverse_temperature, (int, float, np.number))
                                                 and inverse_temperature > 0):
         raise InputError(f"inverse_temperature must be a positive number, got {inverse_temperature!r}")
+    if predictions is not None and posterior_predictive is None:
+        raise InputError("predictions are drawn with posterior_predictive's Simulation (its model and its labels' "
+                         "coding): give posterior_predictive=sim too")
     draws = equal_rows(trajectory, burn_in).sort_values(["id", "step"], kind="stable")
     if draws.empty:
         raise InputError(f"to_inference_data: no trajectory rows with step > burn_in {burn_in}")
@@ -136,9 +139,6 @@ def _predictions(simulation, features, draws, shape):
     model in its labels' coding, with a generator of its seed apart from posterior_predictive's) and
     predictions_constant_data (`x`: the features), with their dims."""
     from tati.bayes.predictive import posterior_predictive_draws
-    if simulation is None:
-        raise InputError("predictions are drawn with posterior_predictive's Simulation (its model and its labels' "
-                         "coding): give posterior_predictive=sim too")
     values = posterior_predictive_draws(simulation, draws, (simulation.options["seed"], 1), features=features)
     values = values[..., 0] if values.shape[-1] == 1 else values
     return {"predictions": {"y": values.reshape(shape + values.shape[1:])},
