@@ -59,7 +59,9 @@ def build(o):
     scale = None
     if model.uses_data and (o["model"] is None or _dense_on_inputs(o["model"])) and data.all()[0].shape.rank == 2:
         scale = input_scale_line(data.all()[0].numpy())
-    return Parts(data, model, make_ensemble(o, model), has_accuracy, implied, () if scale is None else (scale,))
+    unseen = first_class_line(o, data.all()[1].numpy()) if model.uses_data else None
+    notes = tuple(line for line in (scale, unseen) if line is not None)
+    return Parts(data, model, make_ensemble(o, model), has_accuracy, implied, notes)
 
 
 def _dense_on_inputs(keras_model):
@@ -117,6 +119,8 @@ def make_data(o, implied):
             raise InputError(f"likelihood bernoulli takes labels 0/1 or -1/+1; these have {len(values)} values "
                              f"({shown}): for more classes use likelihood categorical")
     width = int(labels.max()) + 1 if classes else labels.shape[1]
+    if classes and o["output_dimension"] is not None and width > o["output_dimension"]:
+        check_classes(o, labels, o["output_dimension"])
     if o["likelihood"] == "heteroscedastic_gaussian":  # a mean and a variance per label column
         width = 2 * labels.shape[1]
     implied["output_dimension"] = o["output_dimension"] or width
@@ -128,6 +132,31 @@ def make_data(o, implied):
                          f"{labels.shape[1]} label column(s) of the data")
     inputs = features.shape[1] if features.ndim == 2 else features.shape[1:]  # a point's columns, or its shape
     return Batches(features, labels, o["batch_size"], o["seed"]), inputs
+
+
+def check_classes(o, labels, outputs):
+    """InputError where class-index labels reach past the network's `outputs` classes (TensorFlow's own
+    error is a traceback): often classes counted from 1, as many datasets store them."""
+    top = int(labels.max())
+    if top < outputs:
+        return
+    name = "likelihood categorical" if o["likelihood"] == "categorical" else "loss softmax_cross_entropy"
+    cure = ("classes counted from 1? subtract 1 from the labels" if labels.min() >= 1 and top == outputs
+            else f"give output_dimension {top + 1}")
+    raise InputError(f"{name} with {outputs} outputs takes class indices 0 to {outputs - 1}; these labels reach "
+                     f"{top}: {cure}")
+
+
+def first_class_line(o, labels):
+    """One line where the built-in network's classes come from class-index labels (no output_dimension
+    given) that start at 1: class 0 then gets a logit and no point, as where classes are counted from 1;
+    else None."""
+    indices = (o["likelihood"] == "categorical" or o["loss"] == "softmax_cross_entropy") and labels.shape[1] == 1
+    if o["model"] is not None or o["output_dimension"] is not None or not indices or labels.min() < 1:
+        return None
+    top = int(labels.max())
+    return (f"the labels are classes 1 to {top}, so the network has {top + 1} outputs and class 0 none of the data: "
+            "classes counted from 1? subtract 1 from the labels")
 
 
 def _csv_input_dimension(o):
@@ -213,6 +242,8 @@ def check_model_outputs(likelihood, model, data, width):
     what = what.get(likelihood, "one per label column")
     if indices and outputs == 1:
         what += "; one logit for two classes is likelihood bernoulli"
+    elif indices and outputs == need - 1 and np.min(labels) >= 1:
+        what += "; classes counted from 1? subtract 1 from the labels"
     raise InputError(f"likelihood {likelihood}: the model has {outputs} output(s), it needs {need} ({what})")
 
 

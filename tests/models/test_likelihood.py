@@ -99,6 +99,33 @@ def test_a_keras_models_outputs_must_be_what_its_likelihood_reads(likelihood, ou
         dataset=(features, labels), likelihood=likelihood)  # the right width builds
 
 
+def test_classes_counted_from_1_are_named_with_the_cure():
+    """Many datasets store classes as 1, 2, 3 (wine's). With the outputs given (output_dimension, a
+    Keras model's width), labels reaching past them were TensorFlow's traceback at the first step:
+    now one line before any step. With the outputs implied by the labels, class 0 would get a logit
+    and no point: a warning. Classes 0, 1, 2 say nothing."""
+    import keras
+    import warnings
+    features = np.linspace(-1.0, 1.0, 30)[:, None]
+    from_one = np.arange(30)[:, None] % 3 + 1.0
+    network = dict(hidden_dimension=[], output_activation="linear", likelihood="categorical")
+    with pytest.raises(tati.InputError, match=r"^likelihood categorical with 3 outputs takes class indices 0 to 2; "
+                                              r"these labels reach 3: classes counted from 1\? subtract 1"):
+        tati.Simulation(dataset=(features, from_one), output_dimension=3, **network)
+    with pytest.raises(tati.InputError, match=r"these labels reach 3: give output_dimension 4$"):
+        tati.Simulation(dataset=(features, from_one - 1.0 + (features > 0.9)), output_dimension=3, **network)
+    with pytest.raises(tati.InputError, match=r"the model has 3 output\(s\), it needs 4 \(a logit per class; "
+                                              r"classes counted from 1\? subtract 1 from the labels\)"):
+        tati.Simulation(model=keras.Sequential([keras.Input((1,)), keras.layers.Dense(3)]),
+                        dataset=(features, from_one), likelihood="categorical")
+    with pytest.warns(UserWarning, match=r"^the labels are classes 1 to 3, so the network has 4 outputs and class 0 "
+                                         r"none of the data: classes counted from 1\? subtract 1 from the labels$"):
+        tati.Simulation(dataset=(features, from_one), max_steps=1, **network).sample()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tati.Simulation(dataset=(features, from_one - 1.0), max_steps=1, **network).sample()
+
+
 @pytest.mark.parametrize("taking, last, squashing", [
     (dict(likelihood="categorical"), lambda layers: [layers.Dense(3, activation="softmax")], "softmax"),
     (dict(likelihood="bernoulli"), lambda layers: [layers.Dense(1), layers.Activation("sigmoid")], "sigmoid"),
