@@ -119,7 +119,7 @@ def make_data(o, implied):
             raise InputError(f"likelihood bernoulli takes labels 0/1 or -1/+1; these have {len(values)} values "
                              f"({shown}): for more classes use likelihood categorical")
     width = int(labels.max()) + 1 if classes else labels.shape[1]
-    if classes and o["output_dimension"] is not None and width > o["output_dimension"]:
+    if classes and o["output_dimension"] is not None:
         check_classes(o, labels, o["output_dimension"])
     if o["likelihood"] == "heteroscedastic_gaussian":  # a mean and a variance per label column
         width = 2 * labels.shape[1]
