@@ -177,6 +177,22 @@ def test_inference_data_is_the_python_export(run, capsys):
     assert written.posterior.sizes["chain"] == 3 and written.predictions["y"].shape[-1] == len(x_test)
 
 
+def test_inference_data_needs_a_likelihood_and_arviz(run, capsys, monkeypatch):
+    """Without a likelihood the loss is no log-likelihood, and without arviz nothing writes the file:
+    each one line and exit status 2, before TensorFlow builds anything."""
+    import importlib.util
+    directory, options, *_ = run
+    plain = {k: v for k, v in options.items() if k not in ("likelihood", "noise_standard_deviation")}
+    status, out, err = tool(capsys, directory, plain, "--inference_data", directory / "none.nc")
+    assert status == 2 and err.count("\n") == 1, err
+    assert "inference_data needs the run's likelihood (--likelihood)" in err
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "arviz" else find_spec(name, *a))
+    status, out, err = tool(capsys, directory, options, "--inference_data", directory / "none.nc")
+    assert status == 2 and err == "tati-predictive: error: inference_data needs arviz: pip install tati[arviz]\n", err
+    assert not (directory / "none.nc").exists()
+
+
 def test_the_module_runs_as_a_tool(run):
     """As a process: features only (no labels), the held-out file alone describing the network."""
     directory, *_ = run
