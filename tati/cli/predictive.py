@@ -122,9 +122,8 @@ def check_inputs(own):
 def check_inference_data(own, sim_options):
     """InputError where --inference_data cannot be written: no arviz, SWAG's draws (the file holds the
     trajectory's rows), or no run data (its log-likelihood is of the run's points)."""
-    import importlib.util
-    if importlib.util.find_spec("arviz") is None:
-        raise InputError("inference_data needs arviz: pip install tati[arviz]")
+    from tati.export.arviz import import_arviz
+    import_arviz("inference_data")  # or one line naming the extra
     if own["swag_rank"] is not None:
         raise InputError("inference_data holds the trajectory's rows, not SWAG's draws: leave out swag_rank")
     if sim_options.get("likelihood", "none") == "none":

@@ -107,7 +107,7 @@ def make_data(o, implied):
             raise InputError(f"input_dimension {o['input_dimension']} does not match the "
                              f"{features.shape[1]} feature columns of the data")
     features = network_inputs(o, features)
-    classes = (o["loss"] == "softmax_cross_entropy" or o["likelihood"] == "categorical") and labels.shape[1] == 1
+    classes = class_indices(o, labels)
     if classes and not (np.all(labels >= 0) and np.all(labels == np.round(labels))):
         raise InputError("loss softmax_cross_entropy with one label column takes class indices 0, 1, ...; "
                          "these labels are not (e.g. the built-in datasets' -1/+1: use another loss, "
@@ -134,6 +134,16 @@ def make_data(o, implied):
     return Batches(features, labels, o["batch_size"], o["seed"]), inputs
 
 
+# The cure where class-index labels look counted from 1 (as many datasets store them).
+FROM_ONE = "classes counted from 1? subtract 1 from the labels"
+
+
+def class_indices(o, labels):
+    """Whether the labels are read as class indices 0, 1, ...: one label column, with likelihood
+    categorical or loss softmax_cross_entropy."""
+    return (o["loss"] == "softmax_cross_entropy" or o["likelihood"] == "categorical") and labels.shape[1] == 1
+
+
 def check_classes(o, labels, outputs):
     """InputError where class-index labels reach past the network's `outputs` classes (TensorFlow's own
     error is a traceback): often classes counted from 1, as many datasets store them."""
@@ -141,8 +151,7 @@ def check_classes(o, labels, outputs):
     if top < outputs:
         return
     name = "likelihood categorical" if o["likelihood"] == "categorical" else "loss softmax_cross_entropy"
-    cure = ("classes counted from 1? subtract 1 from the labels" if labels.min() >= 1 and top == outputs
-            else f"give output_dimension {top + 1}")
+    cure = FROM_ONE if labels.min() >= 1 and top == outputs else f"give output_dimension {top + 1}"
     raise InputError(f"{name} with {outputs} outputs takes class indices 0 to {outputs - 1}; these labels reach "
                      f"{top}: {cure}")
 
@@ -151,12 +160,11 @@ def first_class_line(o, labels):
     """One line where the built-in network's classes come from class-index labels (no output_dimension
     given) that start at 1: class 0 then gets a logit and no point, as where classes are counted from 1;
     else None."""
-    indices = (o["likelihood"] == "categorical" or o["loss"] == "softmax_cross_entropy") and labels.shape[1] == 1
-    if o["model"] is not None or o["output_dimension"] is not None or not indices or labels.min() < 1:
+    if o["model"] is not None or o["output_dimension"] is not None or not class_indices(o, labels) or labels.min() < 1:
         return None
     top = int(labels.max())
     return (f"the labels are classes 1 to {top}, so the network has {top + 1} outputs and class 0 none of the data: "
-            "classes counted from 1? subtract 1 from the labels")
+            f"{FROM_ONE}")
 
 
 def _csv_input_dimension(o):
@@ -243,7 +251,7 @@ def check_model_outputs(likelihood, model, data, width):
     if indices and outputs == 1:
         what += "; one logit for two classes is likelihood bernoulli"
     elif indices and outputs == need - 1 and np.min(labels) >= 1:
-        what += "; classes counted from 1? subtract 1 from the labels"
+        what += f"; {FROM_ONE}"
     raise InputError(f"likelihood {likelihood}: the model has {outputs} output(s), it needs {need} ({what})")
 
 
