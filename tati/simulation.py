@@ -357,7 +357,7 @@ class Simulation:
         report = self.warm_start
         if len(report.restarted) or len(report.no_mode) or len(report.narrow) or report.ridge is not None:
             warnings.warn(self.warm_start.line(), stacklevel=3)
-        if self.options["likelihood"] == "gaussian":
+        if self.options["likelihood"] in ("gaussian", "poisson"):
             self._check_noise(self.warm_start.best)
 
     def _check_start(self):
@@ -373,11 +373,16 @@ class Simulation:
 
     def _check_noise(self, walker):
         """likelihood gaussian: its noise against the residuals of `walker` at its start (the warm
-        start's best), a warning and a summary line where it is far below them (diagnostics/data_scale.py)."""
+        start's best); poisson: the counts' spread about its rates. A warning and a summary line where the
+        data vary far more than the likelihood allows (diagnostics/data_scale.py)."""
         features, labels = self.data.all()
-        residuals = labels.numpy() - self.model.outputs(features).numpy()[walker]
-        line = data_scale.noise_misfit_line(float(np.sqrt(np.mean(np.square(residuals)))),
-                                            self.options["noise_standard_deviation"])
+        outputs = self.model.outputs(features).numpy()[walker]
+        if self.options["likelihood"] == "poisson":
+            line = data_scale.overdispersion_line(labels.numpy(), np.exp(outputs.astype(np.float64)))
+        else:
+            residuals = labels.numpy() - outputs
+            line = data_scale.noise_misfit_line(float(np.sqrt(np.mean(np.square(residuals)))),
+                                                self.options["noise_standard_deviation"])
         if line is not None:
             self.notes.append(line)
             warnings.warn(line, stacklevel=4)

@@ -3,11 +3,12 @@
 Given n parameter draws theta_i (a trajectory's rows after burn-in, all walkers, thinned evenly
 to at most `draws`), and the Simulation's `likelihood`:
 
-    mean:    (1/n) sum_i E[y | x, theta_i]            (the Gaussian's mean; a class probability)
+    mean:    (1/n) sum_i E[y | x, theta_i]            (the Gaussian's mean; a class probability; a rate)
     bands:   Gaussian likelihoods: the quantiles of y~ under the mixture (1/n) sum_i N(mu_i, v_i),
              computed exactly by bisection of its CDF, so the band holds both the parameters'
-             and the noise's spread (also for a single network, n = 1); classifiers: quantiles of
-             the class probabilities over the draws
+             and the noise's spread (also for a single network, n = 1); poisson and
+             negative_binomial: likewise the counts' quantiles under the mixture of the draws'
+             distributions; classifiers: quantiles of the class probabilities over the draws
     log predictive density of held-out (x, y):
              lpd(x, y) = log (1/n) sum_i p(y | x, theta_i) = LogSumExp_i log p(y | x, theta_i) - log n
 
@@ -21,10 +22,11 @@ import math
 import numpy as np
 import pandas as pd
 import tensorflow as tf
-from scipy import special
+from scipy import special, stats
 
 from tati.errors import InputError
-from tati.models.losses import mean_and_variance, point_nll
+from tati.config.options import COUNTS
+from tati.models.losses import mean_and_variance, negative_binomial_parameters, point_nll
 from tati.recording.columns import check_parameter_columns
 
 BLOCK_VALUES = 2 ** 24  # network outputs computed at once by pointwise_log_likelihood (128 MiB of float64)
@@ -107,9 +109,10 @@ def pointwise_log_likelihood(simulation, draws):
 def posterior_predictive_draws(simulation, draws, seed, features=None):
     """[n, points, label columns] float64: one replicate y~_ij ~ p(y | x_j, theta_i) of each of the run's
     data points under each row of `draws`, by its likelihood (numpy's generator of `seed`): Gaussian
-    likelihoods mu + sigma z; bernoulli 1 with probability sigmoid(f), else 0 (-1 where the run's labels
-    are -1/+1); categorical a class drawn from softmax(f), as an index or one-hot as the labels are. The
-    replicated data of a posterior predictive check (arviz.plot_ppc), PyMC's sample_posterior_predictive.
+    likelihoods mu + sigma z; poisson and negative_binomial a count of mean exp(f); bernoulli 1 with
+    probability sigmoid(f), else 0 (-1 where the run's labels are -1/+1); categorical a class drawn from
+    softmax(f), as an index or one-hot as the labels are. The replicated data of a posterior predictive
+    check (arviz.plot_ppc), PyMC's sample_posterior_predictive.
     With `features` (new points [points, the run's feature columns]) the points are those: predictions,
     in the run's labels' coding."""
     o = simulation.options
@@ -122,6 +125,8 @@ def posterior_predictive_draws(simulation, draws, seed, features=None):
             mu, variance = (t.numpy().astype(np.float64)
                             for t in mean_and_variance(o["likelihood"], outputs, o["noise_standard_deviation"]))
             replicates.append(mu + np.sqrt(variance) * rng.standard_normal(mu.shape))
+        elif o["likelihood"] in COUNTS:
+            replicates.append(count_distribution(o["likelihood"], outputs).rvs(random_state=rng).astype(np.float64))
         elif o["likelihood"] == "bernoulli":
             p = special.expit(outputs.numpy().astype(np.float64))
             ones = (rng.random(p.shape) < p).astype(np.float64)
@@ -148,6 +153,32 @@ def mixture_quantile(mu, sd, probability, halvings=60):
     return 0.5 * (a + b)
 
 
+def count_distribution(name, outputs):
+    """scipy's frozen Poisson (rate exp f) or negative binomial (r and p = r / (r + mean)) of each output's
+    counts, float64 [n, points, label columns]."""
+    f = tf.cast(outputs, tf.float64)
+    if name == "poisson":
+        return stats.poisson(np.exp(f.numpy()))
+    log_mean, r = (t.numpy() for t in negative_binomial_parameters(f))
+    return stats.nbinom(r, 1.0 / (1.0 + np.exp(log_mean) / r))
+
+
+def count_mixture_quantile(distribution, probability):
+    """The `probability` quantile of the counts under the equal mixture of `distribution`'s components
+    over axis 0 (a frozen scipy distribution of counts): the least m whose mixture CDF reaches
+    `probability`, by bisection over the integers between the components' own quantiles (the mixture's
+    lies between them), also for one draw."""
+    own = distribution.ppf(probability)
+    low, high = own.min(axis=0), own.max(axis=0)
+    for _ in range(64):  # 2^64 counts: any finite rate's bracket
+        if not np.any(high > low):
+            break
+        middle = np.floor(0.5 * (low + high))
+        enough = distribution.cdf(middle).mean(axis=0) >= probability
+        low, high = np.where(enough, low, middle + 1.0), np.where(enough, middle, high)
+    return high
+
+
 def predictive(simulation, features, labels=None, trajectory=None, burn_in=None, draws=1000, level=0.95):
     """(table, lpd): a DataFrame with one row per point and output column k: `mean_k`,
     `lower_k` and `upper_k` (the central `level` band), and with `labels` the point's
@@ -171,6 +202,10 @@ def predictive(simulation, features, labels=None, trajectory=None, burn_in=None,
         mu, variance = (t.numpy().astype(np.float64) for t in mean_and_variance(name, outputs, noise))
         mean = mu.mean(axis=0)
         lower, upper = (mixture_quantile(mu, np.sqrt(variance), p) for p in (low, high))
+    elif name in COUNTS:
+        counts = count_distribution(name, outputs)
+        mean = counts.mean().mean(axis=0)
+        lower, upper = (count_mixture_quantile(counts, p) for p in (low, high))
     else:
         f = outputs.numpy().astype(np.float64)
         if name == "bernoulli":

@@ -19,7 +19,7 @@ import sys
 
 from tati.cli.common import TOOL_GROUPS, add_option, fail, make_parser, parse, run_tool
 from tati.errors import InputError
-from tati.config.options import Boolean, Number, Optional, Text
+from tati.config.options import TWO_OUTPUTS, Boolean, Number, Optional, Text
 
 PROG = "tati-predictive"
 GROUPS = TOOL_GROUPS["tati-predictive"]
@@ -177,7 +177,7 @@ def placeholder_labels(n, o):
     import numpy as np
     likelihood = o.get("likelihood", "none")
     width = int(o.get("output_dimension") or 1)
-    if likelihood == "heteroscedastic_gaussian":
+    if likelihood in TWO_OUTPUTS:
         width = max(1, width // 2)
     elif likelihood == "categorical" or o.get("loss") == "softmax_cross_entropy":
         width = 1  # class indices 0

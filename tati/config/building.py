@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import tensorflow as tf
 
+from tati.config.options import COUNTS, TWO_OUTPUTS
 from tati.data.pipeline import Batches, NoData, check_arrays
 from tati.diagnostics.data_scale import input_scale_line
 from tati.engine.contract import load_kernel
@@ -118,16 +119,20 @@ def make_data(o, implied):
             shown = ", ".join(f"{v:g}" for v in values[:4]) + (", ..." if len(values) > 4 else "")
             raise InputError(f"likelihood bernoulli takes labels 0/1 or -1/+1; these have {len(values)} values "
                              f"({shown}): for more classes use likelihood categorical")
+    if o["likelihood"] in COUNTS and not (np.all(labels >= 0) and np.all(labels == np.round(labels))):
+        bad = labels[(labels < 0) | (labels != np.round(labels))][0]
+        raise InputError(f"likelihood {o['likelihood']} takes counts 0, 1, 2, ... as labels; these include "
+                         f"{bad:g}: for real-valued labels use likelihood gaussian")
     width = int(labels.max()) + 1 if classes else labels.shape[1]
     if classes and o["output_dimension"] is not None:
         check_classes(o, labels, o["output_dimension"])
-    if o["likelihood"] == "heteroscedastic_gaussian":  # a mean and a variance per label column
+    if o["likelihood"] in TWO_OUTPUTS:
         width = 2 * labels.shape[1]
     implied["output_dimension"] = o["output_dimension"] or width
     if o["output_dimension"] is not None and o["output_dimension"] != width and not classes:
-        if o["likelihood"] == "heteroscedastic_gaussian":
+        if o["likelihood"] in TWO_OUTPUTS:
             raise InputError(f"output_dimension {o['output_dimension']} must be {width} with likelihood "
-                             "heteroscedastic_gaussian (a mean and a variance per label column)")
+                             f"{o['likelihood']} ({TWO_OUTPUTS[o['likelihood']]} per label column)")
         raise InputError(f"output_dimension {o['output_dimension']} does not match the "
                          f"{labels.shape[1]} label column(s) of the data")
     inputs = features.shape[1] if features.ndim == 2 else features.shape[1:]  # a point's columns, or its shape
@@ -219,19 +224,25 @@ def set_likelihood(o, model, data, implied):
 
 
 def _check_logits(o):
-    """The classification likelihoods and losses read a Keras model's outputs as logits: a last
-    layer with softmax or sigmoid (as Keras' own examples end) would give a wrong posterior."""
+    """The classification likelihoods and losses read a Keras model's outputs as logits, the count
+    likelihoods as the log of the mean: a last layer with softmax or sigmoid (as Keras' own examples end), or with a
+    positive rate's activation, would give a wrong posterior."""
+    takes, names = "logits", ("softmax", "sigmoid")
     if o["likelihood"] in ("bernoulli", "categorical"):
         reader = f"likelihood {o['likelihood']}"
+    elif o["likelihood"] in COUNTS:
+        reader, names = f"likelihood {o['likelihood']}", ("exponential", "softplus", "relu")
+        takes = "the log of the rate" if o["likelihood"] == "poisson" else "the log of the mean"
     elif o["likelihood"] == "none" and o["loss"] in ("sigmoid_cross_entropy", "softmax_cross_entropy"):
         reader = f"loss {o['loss']}"
     else:
         return
-    squashing = output_squashing(o["model"])
+    squashing = output_squashing(o["model"], names)
     if squashing:
         layer, name = squashing
-        raise InputError(f"{reader} takes logits, and the model's last layer '{layer.name}' applies {name}: "
-                         f"drop that activation ({reader} applies it)")
+        applies = "it" if takes == "logits" else "exp"
+        raise InputError(f"{reader} takes {takes}, and the model's last layer '{layer.name}' applies {name}: "
+                         f"drop that activation ({reader} applies {applies})")
 
 
 def check_model_outputs(likelihood, model, data, width):
@@ -245,8 +256,8 @@ def check_model_outputs(likelihood, model, data, width):
     need = max(2, width) if indices else width
     if outputs == need or (indices and outputs > need):
         return
-    what = {"heteroscedastic_gaussian": f"a mean and a raw variance for each of the {width // 2} label column(s)",
-            "categorical": "a logit per class" if indices else "a logit per one-hot label column"}
+    what = {name: f"{pair} for each of the {width // 2} label column(s)" for name, pair in TWO_OUTPUTS.items()}
+    what["categorical"] = "a logit per class" if indices else "a logit per one-hot label column"
     what = what.get(likelihood, "one per label column")
     if indices and outputs == 1:
         what += "; one logit for two classes is likelihood bernoulli"

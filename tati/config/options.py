@@ -63,6 +63,12 @@ class SamplerName(Kind):
 
 LOSS_NAMES = ("mean_squared", "sigmoid_cross_entropy", "softmax_cross_entropy", "log_loss",
               "hinge_loss", "absolute_difference", "cosine_distance")
+LIKELIHOODS = ("none", "gaussian", "heteroscedastic_gaussian", "bernoulli", "categorical", "poisson",
+               "negative_binomial")
+# The likelihoods with two outputs per label column, and what the two are; those whose labels are counts.
+TWO_OUTPUTS = {"heteroscedastic_gaussian": "a mean and a raw variance",
+               "negative_binomial": "a log mean and a raw dispersion"}
+COUNTS = ("poisson", "negative_binomial")
 ACTIVATION_NAMES = ("tanh", "sigmoid", "softplus", "softsign", "elu", "relu6", "relu", "linear")
 
 
@@ -104,14 +110,15 @@ OPTIONS = [
     Option("loss", "mean_squared", TextOrCallable(LOSS_NAMES), "network",
            "Loss of the network: " + ", ".join(LOSS_NAMES) + "; in Python also a callable "
            "(labels, outputs) -> scalar for a user's Keras model."),
-    Option("likelihood", "none", Text(("none", "gaussian", "heteroscedastic_gaussian", "bernoulli", "categorical")),
-           "network",
+    Option("likelihood", "none", Text(LIKELIHOODS), "network",
            "Bayesian units: U = the data's negative log-likelihood (N / n times a mini-batch's sum) + the "
            "prior's, replacing the mean loss, so inverse_temperature 1 samples the posterior and "
            "prior_standard_deviation is in the parameters' units (on biases too): gaussian with "
            "noise_standard_deviation, heteroscedastic_gaussian (outputs a mean and a raw variance v per "
-           "label, variance softplus(v)), bernoulli (logits, labels 0/1 or -1/+1), categorical (logits); "
-           "none keeps loss."),
+           "label, variance softplus(v)), bernoulli (logits, labels 0/1 or -1/+1), categorical (logits), "
+           "poisson (the log of the rate per label column, labels counts 0, 1, 2, ...), negative_binomial (counts "
+           "varying more than Poisson's: a log mean m and a raw dispersion a per label column, variance "
+           "e^m + softplus(a) e^2m); none keeps loss."),
     Option("noise_standard_deviation", 1.0, POSITIVE, "network",
            "likelihood gaussian: the noise sigma of y = f(x) + N(0, sigma^2)."),
     Option("dtype", "float32", Text(("float32", "float64")), "network",

@@ -1,4 +1,5 @@
-"""Two checks of a network's data against what the defaults assume, each one line with its cure.
+"""Three checks of a network's data against what the defaults and the likelihood assume, each one line
+with its cure.
 
 Found on UCI's concrete data (1,030 points, 8 features, a 50-unit relu network, batch_size 32,
 4 walkers, nothing tuned; doc/benchmarks.md): every such run blew up, with a non-finite loss
@@ -21,12 +22,20 @@ within 60 steps or a walker at 1e7 times equipartition.
   or tanh units, the same run held its temperature over the 12 steps in which it had blown up.
   At a mode a network's training residuals have an rms of at most about the noise's sigma
   (fitting lowers it), so NOISE_MISFIT times sigma is misfit, not chance.
+* **Counts that vary more than Poisson's** (overdispersion, the rule in count data: statsmodels' RAND
+  health insurance visits, 16,000 points, vary 6.3 times as much about a Poisson regression's rates):
+  likelihood poisson then gives a posterior too narrow by about the square root (NUTS's sds equal
+  the Poisson fit's standard errors there, sd / SE 0.99-1.03, where a negative binomial's are wider),
+  and the summary has no other sign of it. Pearson's chi^2 / N, mean (y - rate)^2 / rate at the warm
+  start's end, is 1 for Poisson counts, each term of variance 2 + 1 / rate: above OVERDISPERSED with a
+  z-score above OVERDISPERSED_Z it is not chance (a fitted network lowers it).
 """
 
 import numpy as np
 
 INPUT_SCALE = 10.0  # a column's |mean| or standard deviation above this is not of order one
 NOISE_MISFIT = 3.0  # the residuals' rms above this many noise_standard_deviation
+OVERDISPERSED, OVERDISPERSED_Z = 2.0, 5.0  # Pearson's chi^2 / N above this, and this many sd above 1
 
 
 def input_scale_line(inputs):
@@ -51,6 +60,20 @@ def noise_misfit_line(residual_rms, noise):
             f"{residual_rms / noise:.2g} times noise_standard_deviation {noise:g}, so the posterior is far too narrow "
             f"(and a relu network may blow up): set noise_standard_deviation near {residual_rms:.3g} or use "
             "likelihood heteroscedastic_gaussian")
+
+
+def overdispersion_line(counts, rate):
+    """One line where likelihood poisson's counts vary OVERDISPERSED times as much about the fitted
+    `rate` (of the warm start's best walker) as Poisson's, beyond chance, or None."""
+    counts, rate = np.asarray(counts, dtype=np.float64), np.asarray(rate, dtype=np.float64)
+    terms = np.square(counts - rate) / rate
+    dispersion = float(np.mean(terms))
+    z = np.sum(terms - 1.0) / np.sqrt(np.sum(2.0 + 1.0 / rate))
+    if not (dispersion > OVERDISPERSED and z > OVERDISPERSED_Z):
+        return None
+    return (f"likelihood poisson: the counts vary {dispersion:.3g} times as much about the warm start's fitted rates "
+            f"as Poisson's (Pearson's chi^2 / N), so the posterior is about {np.sqrt(dispersion):.2g} times too narrow: "
+            "use likelihood negative_binomial")
 
 
 NOTE_ABOVE = "see the note on the data above"

@@ -57,17 +57,18 @@ def _forward_over_reverse(model):
     return all(isinstance(layer, kinds) for layer in model._flatten_layers(include_self=False))
 
 
-def output_squashing(model):
-    """(the model's last layer, "softmax" or "sigmoid") where that layer squashes the outputs into
-    probabilities (an activation, or a Softmax or Activation layer), else None: the likelihoods
-    bernoulli and categorical, and the cross-entropy losses, take logits."""
+def output_squashing(model, names=("softmax", "sigmoid")):
+    """(the model's last layer, its activation's name) where that layer applies one of `names` (an
+    activation, or a Softmax or Activation layer), else None: the likelihoods bernoulli and
+    categorical, and the cross-entropy losses, take logits, not softmax's or sigmoid's
+    probabilities; poisson takes the log of the rate, not exponential's, softplus' or relu's rate."""
     layer = model
     while isinstance(layer, keras.Model) and layer.layers:  # a nested model's own last layer
         layer = layer.layers[-1]
-    if isinstance(layer, keras.layers.Softmax):
+    if isinstance(layer, keras.layers.Softmax) and "softmax" in names:
         return layer, "softmax"
     activation = getattr(layer, "activation", None)
-    for name in ("softmax", "sigmoid"):
+    for name in names:
         if activation is getattr(keras.activations, name):
             return layer, name
     return None

@@ -57,6 +57,13 @@ def mean_and_variance(name, f, noise=1.0):
     return f[..., :columns], tf.nn.softplus(f[..., columns:]) + 1e-6
 
 
+def negative_binomial_parameters(f):
+    """(log mean, r) of the negative binomial from its outputs (log mean, raw dispersion) per label column:
+    the dispersion alpha = softplus(raw) + 1e-6 makes the variance mean + alpha mean^2, r = 1 / alpha."""
+    columns = tf.shape(f)[-1] // 2
+    return f[..., :columns], 1.0 / (tf.nn.softplus(f[..., columns:]) + 1e-6)
+
+
 def point_nll(name, noise=1.0):
     """(labels, outputs [W, batch, outputs]) -> [W, batch]: each point's negative log-likelihood."""
     if name in ("gaussian", "heteroscedastic_gaussian"):
@@ -68,6 +75,17 @@ def point_nll(name, noise=1.0):
         def nll(y, f):
             y = tf.broadcast_to(_as01(y), tf.shape(f))
             return tf.reduce_sum(tf.nn.sigmoid_cross_entropy_with_logits(y, f), axis=-1)
+    elif name == "poisson":  # f = log rate; exact log k! (tf.nn.log_poisson_loss approximates it by Stirling)
+        def nll(y, f):
+            return tf.reduce_sum(tf.exp(f) - y * f + tf.math.lgamma(y + 1.0), axis=-1)
+    elif name == "negative_binomial":
+        def nll(y, f):
+            log_mean, r = negative_binomial_parameters(f)
+            log_r = tf.math.log(r)
+            log_total = tf.math.reduce_logsumexp(tf.stack([log_r, log_mean]), axis=0)  # log(r + mean), no overflow
+            terms = (tf.math.lgamma(y + 1.0) + tf.math.lgamma(r) - tf.math.lgamma(y + r)
+                     - r * (log_r - log_total) - y * (log_mean - log_total))
+            return tf.reduce_sum(terms, axis=-1)
     else:  # categorical
         def nll(y, f):
             y = tf.broadcast_to(y, tf.concat([tf.shape(f)[:1], tf.shape(y)], 0))
@@ -85,7 +103,7 @@ def likelihood_loss(name, size, noise=1.0):
 
 # The rule of `accuracy` for each likelihood (None: a regression, no accuracy column).
 LIKELIHOOD_ACCURACY = {"gaussian": None, "heteroscedastic_gaussian": None, "bernoulli": "sigmoid_cross_entropy",
-                       "categorical": "softmax_cross_entropy"}
+                       "categorical": "softmax_cross_entropy", "poisson": None, "negative_binomial": None}
 
 ACTIVATIONS = {
     "tanh": tf.tanh, "sigmoid": tf.sigmoid, "softplus": tf.nn.softplus,

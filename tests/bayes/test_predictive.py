@@ -3,9 +3,10 @@ likelihood at its draw's network outputs, in the labels' shape and coding.
 
 Checks against the exact distributions given the outputs (computed here with numpy from the same
 parameters), each with its false-failure budget: the Gaussian replicates' standardised residuals
-by the DKWM inequality (alpha 1e-6), the class frequencies by a z-test at 4.9 sd summed over the
-points (two-sided, Bonferroni over the classes: below 1e-5 together); each has a negative
-control: the noise's sd 25% off, the log-odds 0.2 off.
+and the counts' randomised probability integral transforms by the DKWM inequality (alpha 1e-6), the
+class frequencies by a z-test at 4.9 sd summed over the points (two-sided, Bonferroni over the classes:
+below 1e-5 together); each has a negative control: the noise's sd 25% off, the log-odds (the log mean)
+0.2 off.
 """
 
 import numpy as np
@@ -83,6 +84,31 @@ def test_categorical_replicates_as_index_or_one_hot(one_hot):
     assert (np.abs(z_scores(hits, p)) < Z).all()
     # negative control: the first class's log-odds 0.2 higher
     assert (np.abs(z_scores(hits, special.softmax(f + [0.2, 0.0, 0.0], axis=-1))) > Z).any()
+
+
+@pytest.mark.parametrize("likelihood, outputs", [("poisson", 1), ("negative_binomial", 2)])
+def test_count_replicates_are_the_likelihoods_draws(likelihood, outputs):
+    """Counts drawn at mean exp(f) (the negative binomial's r = 1 / (softplus(raw) + 1e-6)): their randomised
+    probability integral transform F(y - 1) + v (F(y) - F(y - 1)), v uniform, is uniform exactly where y ~ F,
+    within the DKWM bound; negative control: the log mean 0.2 higher."""
+    sim, draws, f = network(likelihood, lambda x: np.round(np.exp(x[:, :1])), outputs)
+    replicates = predictive.posterior_predictive_draws(sim, draws, seed=seed(8))
+    assert replicates.shape == (DRAWS, POINTS, 1) and replicates.min() == 0
+    assert (replicates == np.round(replicates)).all()
+    v = np.random.default_rng(seed(9)).random(replicates.shape)
+
+    def transform(shift):
+        mean = np.exp(f[..., :1] + shift)
+        if likelihood == "poisson":
+            counts = scipy_stats.poisson(mean)
+        else:
+            r = 1.0 / (special.softplus(f[..., 1:]) + 1e-6)
+            counts = scipy_stats.nbinom(r, r / (r + mean))
+        below = counts.cdf(replicates - 1.0)
+        return (below + v * (counts.cdf(replicates) - below)).ravel()
+    bound = dkwm_bound(replicates.size)
+    assert scipy_stats.kstest(transform(0.0), "uniform").statistic < bound
+    assert scipy_stats.kstest(transform(0.2), "uniform").statistic > bound
 
 
 def test_replicates_need_a_network_with_a_likelihood():

@@ -4,6 +4,7 @@ so that inverse_temperature 1 samples the posterior with the prior in the parame
 False-failure budget: 1e-3 split (Bonferroni) over each test's moment assertions."""
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -84,6 +85,7 @@ def test_likelihood_needs_a_network():
     ("heteroscedastic_gaussian", 1, "has 1 output.*needs 2 .a mean and a raw variance"),
     ("categorical", 1, "has 1 output.*needs 3 .a logit per class; one logit for two classes is likelihood bernoulli"),
     ("gaussian", 2, "has 2 output.*needs 1 .one per label column"),
+    ("negative_binomial", 1, "has 1 output.*needs 2 .a log mean and a raw dispersion for each of the 1 label"),
     ("gaussian", 3, "has 3 output.*needs 1")])
 def test_a_keras_models_outputs_must_be_what_its_likelihood_reads(likelihood, outputs, message):
     """One line, before any step: a width that would broadcast into a wrong posterior."""
@@ -95,7 +97,7 @@ def test_a_keras_models_outputs_must_be_what_its_likelihood_reads(likelihood, ou
     with pytest.raises(InputError, match=f"^likelihood {likelihood}: the model {message}"):
         tati.Simulation(model=model, dataset=(features, labels), likelihood=likelihood)
     tati.Simulation(model=keras.Sequential([keras.Input((1,)), keras.layers.Dense(
-        {"heteroscedastic_gaussian": 2, "categorical": 3}.get(likelihood, 1))]),
+        {"heteroscedastic_gaussian": 2, "categorical": 3, "negative_binomial": 2}.get(likelihood, 1))]),
         dataset=(features, labels), likelihood=likelihood)  # the right width builds
 
 
@@ -244,3 +246,139 @@ def test_mixture_quantile_is_exact():
     for p in (0.025, 0.975):
         q = mixture_quantile(mu, sd, p)
         np.testing.assert_allclose(special.ndtr((q - mu) / sd).mean(axis=0), p, rtol=0, atol=1e-12)
+
+
+def poisson_regression():
+    """Counts y ~ Poisson(exp(w x + b)), prior N(0, s^2) on w and b: (features, labels, s, posterior
+    mean, posterior covariance, the grid's weights and points), the moments by quadrature on a grid of
+    401^2 points over 12 sd each side of the mode (Newton's, the sd Laplace's), whose edges hold less
+    than 1e-12 of the peak's density (the skewed tail reaches further than a Gaussian's)."""
+    rng = np.random.default_rng(seed(4700))
+    n, s = 50, 1.0
+    x = rng.normal(size=n)
+    y = rng.poisson(np.exp(0.5 * x + 1.0)).astype(float)
+    design = np.stack([x, np.ones(n)], axis=1)
+    mode = np.zeros(2)
+    for _ in range(50):
+        rate = np.exp(design @ mode)
+        hessian = design.T @ (rate[:, None] * design) + np.eye(2) / s ** 2
+        mode -= np.linalg.solve(hessian, design.T @ (rate - y) + mode / s ** 2)
+    half = 12.0 * np.sqrt(np.diag(np.linalg.inv(hessian)))
+    w, b = np.meshgrid(*(np.linspace(m - h, m + h, 401) for m, h in zip(mode, half)), indexing="ij")
+    log_f = w[..., None] * x + b[..., None]
+    log_post = (y * log_f - np.exp(log_f)).sum(axis=-1) - (w ** 2 + b ** 2) / (2 * s ** 2)
+    weight = np.exp(log_post - log_post.max())
+    edges = np.concatenate([weight[0], weight[-1], weight[:, 0], weight[:, -1]])
+    assert edges.max() < 1e-12
+    weight /= weight.sum()
+    grid = np.stack([w.ravel(), b.ravel()], axis=1)
+    mean = weight.ravel() @ grid
+    covariance = (weight.ravel()[:, None] * (grid - mean)).T @ (grid - mean)
+    return x[:, None], y[:, None], s, mean, covariance, weight, grid
+
+
+@pytest.mark.statistical
+def test_poisson_likelihood_samples_the_exact_posterior():
+    """NUTS, 4 walkers: the means and covariance of (w, b) within the MCSE bound of the quadrature's
+    (Bonferroni over the 5 statistics, budget 1e-3); negative control: the posterior tempered to
+    inverse_temperature 2 (whose covariance is about half) fails the same bound."""
+    features, labels, s, mean, covariance, weight, grid = poisson_regression()
+    sim = tati.Simulation(dataset=(features, labels), hidden_dimension=[], likelihood="poisson",
+                          prior_standard_deviation=s, sampler="NUTS", number_walkers=4, burn_in_steps=500,
+                          max_steps=2500, dtype="float64", seed=seed(47))
+    moments, (i, j) = first_and_second_moments(sim.sample().trajectory, ["weight0", "bias0"], 500)
+    bound = sps.norm.ppf(1 - 1e-3 / (2 * 5))
+
+    def deviations(mean, covariance):
+        x = moments[..., :2]
+        centred = np.concatenate([x, (x - mean)[..., i] * (x - mean)[..., j]], axis=-1)
+        return mcse_deviations(centred, np.concatenate([mean, covariance[i, j]]))
+    assert np.all(deviations(mean, covariance) < bound), deviations(mean, covariance)
+    cooled = weight ** 2 / np.sum(weight ** 2)  # exp(-2 U), normalised
+    cooled_mean = cooled.ravel() @ grid
+    cooled_covariance = (cooled.ravel()[:, None] * (grid - cooled_mean)).T @ (grid - cooled_mean)
+    assert np.any(deviations(cooled_mean, cooled_covariance) > bound)
+
+
+def test_count_likelihoods_loss_labels_and_keras_outputs():
+    """U equals minus scipy's Poisson (log k! exact, not Stirling's) and negative binomial log-probabilities
+    plus the prior; labels that are not counts are refused in one line, as is a Keras model whose last
+    layer already makes a rate (exponential, softplus, relu), where poisson takes its log."""
+    import keras
+    features, labels, s, *_ = poisson_regression()
+    sim = tati.Simulation(dataset=(features, labels), hidden_dimension=[], likelihood="poisson",
+                          prior_standard_deviation=s, dtype="float64")
+    theta = np.array([0.4, 0.9])
+    sim.parameters = theta
+    expected = -np.sum(sps.poisson.logpmf(labels[:, 0], np.exp(features[:, 0] * theta[0] + theta[1]))) + \
+        np.sum(theta ** 2) / (2 * s ** 2)
+    assert sim.loss() == pytest.approx(expected, rel=1e-12)
+    assert sim.options["output_activation"] == "linear"
+
+    spread = tati.Simulation(dataset=(features, labels), hidden_dimension=[], likelihood="negative_binomial",
+                             prior_standard_deviation=s, dtype="float64")
+    assert spread.num_parameters == 4  # a log mean and a raw dispersion per label column
+    theta = np.array([0.4, 0.2, 0.9, -1.0])  # weights [1, 2], then biases
+    spread.parameters = theta
+    log_mean, raw = features[:, 0] * theta[0] + theta[2], features[:, 0] * theta[1] + theta[3]
+    r = 1.0 / (np.log1p(np.exp(raw)) + 1e-6)
+    expected = -np.sum(sps.nbinom.logpmf(labels[:, 0], r, r / (r + np.exp(log_mean)))) + np.sum(theta ** 2) / (2 * s ** 2)
+    assert spread.loss() == pytest.approx(expected, rel=1e-12)
+    with pytest.raises(tati.InputError, match=r"^output_dimension 1 must be 2 with likelihood negative_binomial "
+                                              r"\(a log mean and a raw dispersion per label column\)$"):
+        tati.Simulation(dataset=(features, labels), likelihood="negative_binomial", output_dimension=1)
+
+    for likelihood in ("poisson", "negative_binomial"):
+        for bad, shown in ((labels - 10.0, "-"), (labels + 0.5, r"\d+\.5")):
+            with pytest.raises(tati.InputError, match=rf"^likelihood {likelihood} takes counts 0, 1, 2, ... as labels; "
+                                                      rf"these include {shown}.*: for real-valued labels use likelihood "
+                                                      "gaussian$"):
+                tati.Simulation(dataset=(features, bad), likelihood=likelihood)
+    for activation in ("exponential", "softplus", "relu"):
+        model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1, activation=activation)])
+        with pytest.raises(tati.InputError, match=rf"^likelihood poisson takes the log of the rate, and the model's "
+                                                  rf"last layer '.*' applies {activation}: drop that activation "
+                                                  r"\(likelihood poisson applies exp\)$"):
+            tati.Simulation(model=model, dataset=(features, labels), likelihood="poisson")
+    tati.Simulation(model=keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)]), dataset=(features, labels),
+                    likelihood="poisson")
+
+
+@pytest.mark.parametrize("generated, likelihood, noted", [("nbinom", "poisson", True), ("poisson", "poisson", False),
+                                                          ("nbinom", "negative_binomial", False)])
+def test_counts_varying_more_than_poissons_are_said(generated, likelihood, noted):
+    """Counts of a negative binomial (dispersion 1: variance 5 times Poisson's at mean 4) under likelihood
+    poisson: a warning at the warm start's end and a summary line naming negative_binomial; Poisson
+    counts, or the negative binomial likelihood, none."""
+    rng = np.random.default_rng(seed(4701))
+    x = rng.normal(size=(400, 1))
+    mean = np.exp(0.3 * x[:, 0] + 1.4)
+    y = rng.poisson(mean) if generated == "poisson" else rng.negative_binomial(1.0, 1.0 / (1.0 + mean))
+    sim = tati.Simulation(dataset=(x, y[:, None].astype(float)), hidden_dimension=[], likelihood=likelihood,
+                          prior_standard_deviation=1.0, sampler="NUTS", warm_start=True, burn_in_steps=1, max_steps=2,
+                          dtype="float64", seed=1)
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sim.sample()
+    said = [str(w.message) for w in caught if "Pearson" in str(w.message)]
+    line = r"likelihood poisson: the counts vary [\d.]+ times as much .*: use likelihood negative_binomial"
+    assert bool(said) == noted and all(re.match(line, message) for message in said)
+    assert bool(re.search(line, " ".join(sim.summary().split()))) == noted
+
+
+def test_count_bands_are_the_mixtures_quantile():
+    """The counts' band: one rate gives scipy's Poisson quantile; a mixture's q, of Poisson or negative
+    binomial components, is the least count whose mixture CDF reaches p (the CDF at q - 1 falls short)."""
+    from tati.bayes.predictive import count_distribution, count_mixture_quantile
+    outputs = np.log([[[0.3], [4.0], [250.0]]])
+    for p in (0.025, 0.5, 0.975):
+        np.testing.assert_array_equal(count_mixture_quantile(count_distribution("poisson", outputs), p),
+                                      sps.poisson.ppf(p, np.exp(outputs[0])))
+    rng = np.random.default_rng(5)
+    for name, width in (("poisson", 1), ("negative_binomial", 2)):
+        counts = count_distribution(name, rng.normal(1.0, 1.5, size=(50, 7, width)))
+        for p in (0.025, 0.5, 0.975):
+            q = count_mixture_quantile(counts, p)
+            assert np.all(counts.cdf(q).mean(axis=0) >= p)
+            assert np.all(counts.cdf(q - 1).mean(axis=0) < p)
