@@ -288,7 +288,10 @@ class Simulation:
                 self._measure_width()
             if starts and self.options["measure_step_width"] is True:
                 self._follow_width()
-            return self._go("sample", self.sampler, began)
+            result = self._go("sample", self.sampler, began)
+            if fresh and self.warm_start is None:  # no warm start checked the data: the run's end does
+                self._check_noise(None, "at the run's end", stacklevel=3)
+            return result
 
     @contextlib.contextmanager
     def _traced_user_code(self):
@@ -357,8 +360,7 @@ class Simulation:
         report = self.warm_start
         if len(report.restarted) or len(report.no_mode) or len(report.narrow) or report.ridge is not None:
             warnings.warn(self.warm_start.line(), stacklevel=3)
-        if self.options["likelihood"] in ("gaussian", "poisson"):
-            self._check_noise(self.warm_start.best)
+        self._check_noise(self.warm_start.best, "at the warm start's end", stacklevel=4)
 
     def _check_start(self):
         """A Metropolis sampler's start without the warm start (which checks it): where U or its gradient is
@@ -371,21 +373,28 @@ class Simulation:
             raise InputError(f"U or its gradient is not finite at {which}: give initial_parameters where it is "
                              f"({self.options['sampler']} cannot leave a start where it is not)")
 
-    def _check_noise(self, walker):
-        """likelihood gaussian: its noise against the residuals of `walker` at its start (the warm
-        start's best); poisson: the counts' spread about its rates. A warning and a summary line where the
-        data vary far more than the likelihood allows (diagnostics/data_scale.py)."""
+    def _check_noise(self, walker, where, stacklevel):
+        """likelihood gaussian: its noise against the residuals of `walker` (None: the walker that fits
+        best) `where` it stands (the warm start's end, or the run's); poisson: the counts' spread about its
+        rates. A warning and a summary line where the data vary far more than the likelihood allows
+        (diagnostics/data_scale.py)."""
+        likelihood = self.options["likelihood"]
+        if likelihood not in ("gaussian", "poisson") or not self.model.uses_data:
+            return
         features, labels = self.data.all()
-        outputs = self.model.outputs(features).numpy()[walker]
-        if self.options["likelihood"] == "poisson":
-            line = data_scale.overdispersion_line(labels.numpy(), np.exp(outputs.astype(np.float64)))
+        outputs, labels = self.model.outputs(features).numpy().astype(np.float64), labels.numpy()
+        if likelihood == "poisson":
+            rates = np.exp(outputs)
+            spread = np.mean(np.square(labels - rates) / rates, axis=(1, 2))  # Pearson's chi^2 / N per walker
+            best = int(np.argmin(spread)) if walker is None else walker
+            line = data_scale.overdispersion_line(labels, rates[best], where)
         else:
-            residuals = labels.numpy() - outputs
-            line = data_scale.noise_misfit_line(float(np.sqrt(np.mean(np.square(residuals)))),
-                                                self.options["noise_standard_deviation"])
+            rms = np.sqrt(np.mean(np.square(labels - outputs), axis=(1, 2)))
+            best = int(np.argmin(rms)) if walker is None else walker
+            line = data_scale.noise_misfit_line(float(rms[best]), self.options["noise_standard_deviation"], where)
         if line is not None:
             self.notes.append(line)
-            warnings.warn(line, stacklevel=4)
+            warnings.warn(line, stacklevel=stacklevel)
 
     def fit(self):
         """Run max_steps optimizer steps; returns a Result with this call's table rows."""

@@ -27,8 +27,9 @@ within 60 steps or a walker at 1e7 times equipartition.
   likelihood poisson then gives a posterior too narrow by about the square root (NUTS's sds equal
   the Poisson fit's standard errors there, sd / SE 0.99-1.03, where a negative binomial's are wider),
   and the summary has no other sign of it. Pearson's chi^2 / N, mean (y - rate)^2 / rate at the warm
-  start's end, is 1 for Poisson counts, each term of variance 2 + 1 / rate: above OVERDISPERSED with a
-  z-score above OVERDISPERSED_Z it is not chance (a fitted network lowers it).
+  start's end (at the run's end where none started it), is 1 for Poisson counts, each term of variance
+  2 + 1 / rate: above OVERDISPERSED with a z-score above OVERDISPERSED_Z it is not chance (a fitted
+  network lowers it).
 """
 
 import numpy as np
@@ -51,28 +52,29 @@ def input_scale_line(inputs):
             "standardise each column (subtract its mean, divide by its sd) or the samplers may blow up")
 
 
-def noise_misfit_line(residual_rms, noise):
-    """One line where the residuals' rms (of the best walker at the warm start's end) exceeds
-    NOISE_MISFIT times likelihood gaussian's noise_standard_deviation, or None."""
+def noise_misfit_line(residual_rms, noise, where="at the warm start's end"):
+    """One line where the residuals' rms (of the best walker `where` it stands: at the warm start's end,
+    or at a run's end where none started it) exceeds NOISE_MISFIT times likelihood gaussian's
+    noise_standard_deviation, or None."""
     if not residual_rms > NOISE_MISFIT * noise:
         return None
-    return (f"likelihood gaussian: the residuals' rms at the warm start's end is {residual_rms:.3g}, "
+    return (f"likelihood gaussian: the residuals' rms {where} is {residual_rms:.3g}, "
             f"{residual_rms / noise:.2g} times noise_standard_deviation {noise:g}, so the posterior is far too narrow "
             f"(and a relu network may blow up): set noise_standard_deviation near {residual_rms:.3g} or use "
             "likelihood heteroscedastic_gaussian")
 
 
-def overdispersion_line(counts, rate):
+def overdispersion_line(counts, rate, where="at the warm start's end"):
     """One line where likelihood poisson's counts vary OVERDISPERSED times as much about the fitted
-    `rate` (of the warm start's best walker) as Poisson's, beyond chance, or None."""
+    `rate` (of the best walker `where` it stands) as Poisson's, beyond chance, or None."""
     counts, rate = np.asarray(counts, dtype=np.float64), np.asarray(rate, dtype=np.float64)
     terms = np.square(counts - rate) / rate
     dispersion = float(np.mean(terms))
     z = np.sum(terms - 1.0) / np.sqrt(np.sum(2.0 + 1.0 / rate))
     if not (dispersion > OVERDISPERSED and z > OVERDISPERSED_Z):
         return None
-    return (f"likelihood poisson: the counts vary {dispersion:.3g} times as much about the warm start's fitted rates "
-            f"as Poisson's (Pearson's chi^2 / N), so the posterior is about {np.sqrt(dispersion):.2g} times too narrow: "
+    return (f"likelihood poisson: the counts vary {dispersion:.3g} times as much about the fitted rates {where} as "
+            f"Poisson's (Pearson's chi^2 / N), so the posterior is about {np.sqrt(dispersion):.2g} times too narrow: "
             "use likelihood negative_binomial")
 
 

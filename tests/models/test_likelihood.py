@@ -324,6 +324,14 @@ def test_count_likelihoods_loss_labels_and_keras_outputs():
     r = 1.0 / (np.log1p(np.exp(raw)) + 1e-6)
     expected = -np.sum(sps.nbinom.logpmf(labels[:, 0], r, r / (r + np.exp(log_mean)))) + np.sum(theta ** 2) / (2 * s ** 2)
     assert spread.loss() == pytest.approx(expected, rel=1e-12)
+    # near Poisson's limit (r = 1 / softplus(-12) = 1.6e5) float32 keeps each point's term within 1e-4
+    # (lgamma(y + r) - lgamma(r) computed directly is off by 0.1)
+    from tati.models.losses import point_nll
+    f = np.stack([np.full(len(labels), 1.5), np.full(len(labels), -12.0)], axis=-1)[None]
+    r = 1.0 / (np.log1p(np.exp(-12.0)) + 1e-6)
+    exact = -sps.nbinom.logpmf(labels[:, 0], r, r / (r + np.exp(1.5)))
+    single = point_nll("negative_binomial")(tf.constant(labels, tf.float32), tf.constant(f, tf.float32)).numpy()[0]
+    np.testing.assert_allclose(single, exact, rtol=0, atol=1e-4)
     with pytest.raises(tati.InputError, match=r"^output_dimension 1 must be 2 with likelihood negative_binomial "
                                               r"\(a log mean and a raw dispersion per label column\)$"):
         tati.Simulation(dataset=(features, labels), likelihood="negative_binomial", output_dimension=1)
@@ -344,25 +352,28 @@ def test_count_likelihoods_loss_labels_and_keras_outputs():
                     likelihood="poisson")
 
 
-@pytest.mark.parametrize("generated, likelihood, noted", [("nbinom", "poisson", True), ("poisson", "poisson", False),
-                                                          ("nbinom", "negative_binomial", False)])
-def test_counts_varying_more_than_poissons_are_said(generated, likelihood, noted):
+@pytest.mark.parametrize("generated, likelihood, warm, noted", [
+    ("nbinom", "poisson", True, True), ("nbinom", "poisson", False, True), ("poisson", "poisson", True, False),
+    ("poisson", "poisson", False, False), ("nbinom", "negative_binomial", True, False)])
+def test_counts_varying_more_than_poissons_are_said(generated, likelihood, warm, noted):
     """Counts of a negative binomial (dispersion 1: variance 5 times Poisson's at mean 4) under likelihood
-    poisson: a warning at the warm start's end and a summary line naming negative_binomial; Poisson
-    counts, or the negative binomial likelihood, none."""
+    poisson: a warning at the warm start's end, or at the run's end where no warm start ran, and a summary
+    line naming negative_binomial; Poisson counts, or the negative binomial likelihood, none."""
     rng = np.random.default_rng(seed(4701))
     x = rng.normal(size=(400, 1))
     mean = np.exp(0.3 * x[:, 0] + 1.4)
     y = rng.poisson(mean) if generated == "poisson" else rng.negative_binomial(1.0, 1.0 / (1.0 + mean))
     sim = tati.Simulation(dataset=(x, y[:, None].astype(float)), hidden_dimension=[], likelihood=likelihood,
-                          prior_standard_deviation=1.0, sampler="NUTS", warm_start=True, burn_in_steps=1, max_steps=2,
-                          dtype="float64", seed=1)
+                          prior_standard_deviation=1.0, sampler="NUTS", warm_start=warm, burn_in_steps=100,
+                          max_steps=150, dtype="float64", seed=1)
     import warnings
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         sim.sample()
     said = [str(w.message) for w in caught if "Pearson" in str(w.message)]
-    line = r"likelihood poisson: the counts vary [\d.]+ times as much .*: use likelihood negative_binomial"
+    where = "the warm start's end" if warm else "the run's end"
+    line = rf"likelihood poisson: the counts vary [\d.]+ times as much about the fitted rates at {where} as .*: use " \
+        "likelihood negative_binomial"
     assert bool(said) == noted and all(re.match(line, message) for message in said)
     assert bool(re.search(line, " ".join(sim.summary().split()))) == noted
 
