@@ -74,6 +74,8 @@ PYTHON_ONLY = [
     ("unknown option", {"step_widht": 0.1}, "step_widht"),
     ("data under Keras' name", {"x": np.zeros((4, 2)), "y": np.zeros(4)}, "dataset=(X, Y)"),
     ("unknown dataset", {"dataset": "two_cluster"}, "two_cluster"),
+    ("a tf.data pipeline as the data", {"dataset": tf.data.Dataset.from_tensor_slices((np.zeros((4, 2)), np.zeros(4)))},
+     "not a tf.data.Dataset: give dataset=(X, Y)"),
     ("NaN in arrays", {"dataset": (np.array([[0.0, np.nan]]), np.array([[1.0]]))}, "dataset"),
     ("class names as labels", {"dataset": (np.zeros((4, 2)), np.array(["cat", "dog"] * 2))},
      "give class indices 0, 1, ..."),

@@ -209,7 +209,7 @@ def predictive(simulation, features, labels=None, trajectory=None, burn_in=None,
     else:
         f = outputs.numpy().astype(np.float64)
         if name == "bernoulli":
-            f = 1.0 / (1.0 + np.exp(-f))
+            f = special.expit(f)  # no overflow warning at a separable class's large logits
         elif name == "categorical":
             f = np.exp(f - f.max(axis=-1, keepdims=True))
             f /= f.sum(axis=-1, keepdims=True)

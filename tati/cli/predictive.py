@@ -19,7 +19,7 @@ import sys
 
 from tati.cli.common import TOOL_GROUPS, add_option, fail, make_parser, parse, run_tool
 from tati.errors import InputError
-from tati.config.options import TWO_OUTPUTS, Boolean, Number, Optional, Text
+from tati.config.options import COUNTS, TWO_OUTPUTS, Boolean, Number, Optional, Text
 
 PROG = "tati-predictive"
 GROUPS = TOOL_GROUPS["tati-predictive"]
@@ -253,6 +253,7 @@ def plot(frame, x_name, label_names, training, own, likelihood):
     x = frame[x_name].to_numpy()[order]
     for k, ax in zip(outputs, axes[:, 0]):
         ax.fill_between(x, frame[f"lower_{k}"].to_numpy()[order], frame[f"upper_{k}"].to_numpy()[order],
+                        step="mid" if likelihood in COUNTS else None,  # counts' quantiles are steps
                         color="tab:blue", alpha=0.25, linewidth=0, label=f"central {own['level']:g} band")
         ax.plot(x, frame[f"mean_{k}"].to_numpy()[order], color="tab:blue", label="predictive mean")
         label = label_names[k] if k < len(label_names) else None

@@ -38,6 +38,9 @@ class Dataset(Kind):
             return Text(DATASETS)(option, value)
         if isinstance(value, (tuple, list)) and len(value) == 2:
             return tuple(value)
+        if any(kind.__name__ == "DatasetV2" for kind in type(value).__mro__):  # a tf.data pipeline, as Keras' fit takes
+            raise InputError(f"{option} takes arrays, not a tf.data.Dataset: give dataset=(X, Y) with its points and "
+                             "labels as arrays (tati batches and shuffles them itself: batch_size)")
         raise InputError(f"{option} must be a built-in dataset name or a pair (X, Y) of arrays, "
                          f"got {value!r:.60}")
 
