@@ -382,16 +382,9 @@ class Simulation:
         if likelihood not in ("gaussian", "poisson") or not self.model.uses_data:
             return
         features, labels = self.data.all()
-        outputs, labels = self.model.outputs(features).numpy().astype(np.float64), labels.numpy()
-        if likelihood == "poisson":
-            rates = np.exp(outputs)
-            spread = np.mean(np.square(labels - rates) / rates, axis=(1, 2))  # Pearson's chi^2 / N per walker
-            best = int(np.argmin(spread)) if walker is None else walker
-            line = data_scale.overdispersion_line(labels, rates[best], where)
-        else:
-            rms = np.sqrt(np.mean(np.square(labels - outputs), axis=(1, 2)))
-            best = int(np.argmin(rms)) if walker is None else walker
-            line = data_scale.noise_misfit_line(float(rms[best]), self.options["noise_standard_deviation"], where)
+        outputs = self.model.outputs(features).numpy().astype(np.float64)
+        line = data_scale.misfit_line(likelihood, labels.numpy(), outputs, walker, self.options["noise_standard_deviation"],
+                                      where)
         if line is not None:
             self.notes.append(line)
             warnings.warn(line, stacklevel=stacklevel)

@@ -56,7 +56,7 @@ def noise_misfit_line(residual_rms, noise, where="at the warm start's end"):
     """One line where the residuals' rms (of the best walker `where` it stands: at the warm start's end,
     or at a run's end where none started it) exceeds NOISE_MISFIT times likelihood gaussian's
     noise_standard_deviation, or None."""
-    if not residual_rms > NOISE_MISFIT * noise:
+    if not (residual_rms > NOISE_MISFIT * noise and np.isfinite(residual_rms)):  # a walker gone far: its own lines
         return None
     return (f"likelihood gaussian: the residuals' rms {where} is {residual_rms:.3g}, "
             f"{residual_rms / noise:.2g} times noise_standard_deviation {noise:g}, so the posterior is far too narrow "
@@ -71,11 +71,25 @@ def overdispersion_line(counts, rate, where="at the warm start's end"):
     terms = np.square(counts - rate) / rate
     dispersion = float(np.mean(terms))
     z = np.sum(terms - 1.0) / np.sqrt(np.sum(2.0 + 1.0 / rate))
-    if not (dispersion > OVERDISPERSED and z > OVERDISPERSED_Z):
+    if not (dispersion > OVERDISPERSED and z > OVERDISPERSED_Z and np.isfinite(dispersion)):
         return None
     return (f"likelihood poisson: the counts vary {dispersion:.3g} times as much about the fitted rates {where} as "
             f"Poisson's (Pearson's chi^2 / N), so the posterior is about {np.sqrt(dispersion):.2g} times too narrow: "
             "use likelihood negative_binomial")
+
+
+def misfit_line(likelihood, labels, outputs, walker, noise, where):
+    """likelihood gaussian's noise_misfit_line or poisson's overdispersion_line for the network `outputs`
+    [walkers, points, outputs] of `walker` (None: the walker that fits best), or None."""
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # a walker gone far reads inf or nan
+        if likelihood == "poisson":
+            rates = np.exp(outputs)
+            spread = np.mean(np.square(labels - rates) / rates, axis=(1, 2))  # Pearson's chi^2 / N per walker
+            best = int(np.argmin(spread)) if walker is None else walker
+            return overdispersion_line(labels, rates[best], where)
+        rms = np.sqrt(np.mean(np.square(labels - outputs), axis=(1, 2)))
+        best = int(np.argmin(rms)) if walker is None else walker
+        return noise_misfit_line(float(rms[best]), noise, where)
 
 
 NOTE_ABOVE = "see the note on the data above"

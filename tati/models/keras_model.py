@@ -61,7 +61,8 @@ def output_squashing(model, names=("softmax", "sigmoid")):
     """(the model's last layer, its activation's name) where that layer applies one of `names` (an
     activation, or a Softmax or Activation layer), else None: the likelihoods bernoulli and
     categorical, and the cross-entropy losses, take logits, not softmax's or sigmoid's
-    probabilities; poisson takes the log of the rate, not exponential's, softplus' or relu's rate."""
+    probabilities; poisson and negative_binomial take the log of the mean, not exponential's, softplus'
+    or relu's rate."""
     layer = model
     while isinstance(layer, keras.Model) and layer.layers:  # a nested model's own last layer
         layer = layer.layers[-1]

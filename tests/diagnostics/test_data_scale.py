@@ -1,5 +1,6 @@
-"""The data's two warnings (tati/diagnostics/data_scale.py): network inputs far from unit scale,
-and a Gaussian likelihood's noise far below the residuals at the warm start's end. Each names
+"""The data's warnings (tati/diagnostics/data_scale.py): network inputs far from unit scale, a
+Gaussian likelihood's noise far below the residuals, and Poisson counts that vary more than Poisson's
+(tests/models/test_likelihood.py runs the last). Each names
 what is wrong and the cure; data of unit scale and a noise that fits warn of nothing."""
 
 import warnings
@@ -8,7 +9,7 @@ import numpy as np
 import pytest
 
 import tati
-from tati.diagnostics.data_scale import did_not_hold, input_scale_line, measured_cure, noise_misfit_line
+from tati.diagnostics.data_scale import did_not_hold, input_scale_line, measured_cure, misfit_line, noise_misfit_line
 
 
 def test_inputs_far_from_unit_scale_are_named_counted_from_one():
@@ -27,7 +28,24 @@ def test_residuals_far_above_the_noise_are_named_with_the_cure():
     assert "4.4 times noise_standard_deviation 1" in line
     assert "set noise_standard_deviation near 4.4 or use likelihood heteroscedastic_gaussian" in line
     assert noise_misfit_line(2.9, 1.0) is None and noise_misfit_line(4.4, 2.0) is None
-    assert noise_misfit_line(float("nan"), 1.0) is None
+    assert noise_misfit_line(float("nan"), 1.0) is None and noise_misfit_line(float("inf"), 1.0) is None
+
+
+def test_the_misfit_is_judged_on_the_walker_that_fits_best_without_numpy_warnings():
+    """At a run's end (no warm start named a walker) the best walker's fit counts: a walker gone far (its
+    outputs inf, a rate exp(-900) = 0, nan) neither raises the line nor prints numpy's warnings."""
+    labels = np.array([[1.0], [0.0], [3.0], [2.0]])
+    fitting = labels[None] + 0.5
+    far = np.array([[[np.inf], [0.0], [1.0], [np.nan]]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert misfit_line("gaussian", labels, np.concatenate([far, fitting]), None, 1.0, "at x") is None
+        assert "rms at x is 4.5" in misfit_line("gaussian", labels, fitting + 4.0, None, 1.0, "at x")
+        assert misfit_line("gaussian", labels, far, None, 1.0, "at x") is None
+        assert misfit_line("poisson", labels, np.full((1, 4, 1), -900.0), None, 1.0, "at x") is None
+    counts = np.random.default_rng(0).negative_binomial(1.0, 0.2, (300, 1)).astype(float)  # mean 4, variance 20
+    line = misfit_line("poisson", counts, np.full((2, 300, 1), np.log(4.0)), None, 1.0, "at x")
+    assert line.startswith("likelihood poisson: the counts vary ") and "rates at x as Poisson's" in line
 
 
 def test_the_built_in_network_warns_of_raw_inputs_and_not_of_standardised_ones():
