@@ -24,6 +24,17 @@ if not os.environ.get("TATI_TEST_CACHE"):
     import tempfile
     os.environ["XDG_CACHE_HOME"] = os.environ["TATI_TEST_CACHE"] = tempfile.mkdtemp(prefix="tati-test-cache-")
     atexit.register(shutil.rmtree, os.environ["XDG_CACHE_HOME"], True)
+    # ArviZ (0.23) writes a once-a-day stamp in the user's cache at import, through one fixed temporary
+    # name: two workers importing it at once in this fresh cache raced, one failing its collection with
+    # FileNotFoundError. The controller writes the stamp first, so that no worker writes it.
+    import importlib.util
+    if importlib.util.find_spec("arviz") is not None and importlib.util.find_spec("platformdirs") is not None:
+        import datetime
+        import pathlib
+        from platformdirs import user_cache_dir
+        stamp = pathlib.Path(user_cache_dir("arviz", "arviz"), "daily_warning")
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.write_text(datetime.date.today().isoformat())
 
 # The longest files first (measured with --durations, about 80-210 s each against 30 s or less
 # for the rest): with one file per worker (--dist loadfile), a long file handed out near the end
