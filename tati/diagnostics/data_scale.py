@@ -23,7 +23,7 @@ within 60 steps or a walker at 1e7 times equipartition.
   At a mode a network's training residuals have an rms of at most about the noise's sigma
   (fitting lowers it), so NOISE_MISFIT times sigma is misfit, not chance.
 * **Counts that vary more than Poisson's** (overdispersion, the rule in count data: statsmodels' RAND
-  health insurance visits, 16,000 points, vary 6.3 times as much about a Poisson regression's rates):
+  health insurance visits, 16,000 points, vary 5.9 times as much about a Poisson regression's rates):
   likelihood poisson then gives a posterior too narrow by about the square root (NUTS's sds equal
   the Poisson fit's standard errors there, sd / SE 0.99-1.03, where a negative binomial's are wider),
   and the summary has no other sign of it. Pearson's chi^2 / N, mean (y - rate)^2 / rate at the warm
