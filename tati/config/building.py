@@ -225,8 +225,8 @@ def set_likelihood(o, model, data, implied):
 
 def _check_logits(o):
     """The classification likelihoods and losses read a Keras model's outputs as logits, the count
-    likelihoods as the log of the mean: a last layer with softmax or sigmoid (as Keras' own examples end), or with a
-    positive rate's activation, would give a wrong posterior."""
+    likelihoods as the log of the mean: a last layer with softmax or sigmoid (as Keras' own examples
+    end), or with a positive rate's activation, would give a wrong posterior."""
     takes, names = "logits", ("softmax", "sigmoid")
     if o["likelihood"] in ("bernoulli", "categorical"):
         reader = f"likelihood {o['likelihood']}"

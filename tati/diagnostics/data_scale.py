@@ -85,11 +85,16 @@ def misfit_line(likelihood, labels, outputs, walker, noise, where):
         if likelihood == "poisson":
             rates = np.exp(outputs)
             spread = np.mean(np.square(labels - rates) / rates, axis=(1, 2))  # Pearson's chi^2 / N per walker
-            best = int(np.argmin(spread)) if walker is None else walker
+            best = _best(spread) if walker is None else walker
             return overdispersion_line(labels, rates[best], where)
         rms = np.sqrt(np.mean(np.square(labels - outputs), axis=(1, 2)))
-        best = int(np.argmin(rms)) if walker is None else walker
+        best = _best(rms) if walker is None else walker
         return noise_misfit_line(float(rms[best]), noise, where)
+
+
+def _best(misfits):
+    """The walker of the least finite misfit (numpy's argmin would pick a nan)."""
+    return int(np.argmin(np.where(np.isfinite(misfits), misfits, np.inf)))
 
 
 NOTE_ABOVE = "see the note on the data above"
