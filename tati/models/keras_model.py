@@ -66,8 +66,9 @@ def output_squashing(model, names=("softmax", "sigmoid")):
     layer = model
     while isinstance(layer, keras.Model) and layer.layers:  # a nested model's own last layer
         layer = layer.layers[-1]
-    if isinstance(layer, keras.layers.Softmax) and "softmax" in names:
-        return layer, "softmax"
+    for kind, name in ((keras.layers.Softmax, "softmax"), (keras.layers.ReLU, "relu")):  # activations as layers
+        if isinstance(layer, kind) and name in names:
+            return layer, name
     activation = getattr(layer, "activation", None)
     for name in names:
         if activation is getattr(keras.activations, name):

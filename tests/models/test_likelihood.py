@@ -322,7 +322,8 @@ def test_count_likelihoods_loss_labels_and_keras_outputs():
     spread.parameters = theta
     log_mean, raw = features[:, 0] * theta[0] + theta[2], features[:, 0] * theta[1] + theta[3]
     r = 1.0 / (np.log1p(np.exp(raw)) + 1e-6)
-    expected = -np.sum(sps.nbinom.logpmf(labels[:, 0], r, r / (r + np.exp(log_mean)))) + np.sum(theta ** 2) / (2 * s ** 2)
+    expected = (-np.sum(sps.nbinom.logpmf(labels[:, 0], r, r / (r + np.exp(log_mean))))
+                + np.sum(theta ** 2) / (2 * s ** 2))
     assert spread.loss() == pytest.approx(expected, rel=1e-12)
     # near Poisson's limit (r = 1 / softplus(-12) = 1.6e5) float32 keeps each point's term within 1e-4
     # (lgamma(y + r) - lgamma(r) computed directly is off by 0.1)
@@ -338,12 +339,13 @@ def test_count_likelihoods_loss_labels_and_keras_outputs():
 
     for likelihood in ("poisson", "negative_binomial"):
         for bad, shown in ((labels - 10.0, "-"), (labels + 0.5, r"\d+\.5")):
-            with pytest.raises(tati.InputError, match=rf"^likelihood {likelihood} takes counts 0, 1, 2, ... as labels; "
-                                                      rf"these include {shown}.*: for real-valued labels use likelihood "
-                                                      "gaussian$"):
+            refused = (rf"^likelihood {likelihood} takes counts 0, 1, 2, ... as labels; these include {shown}.*: "
+                       "for real-valued labels use likelihood gaussian$")
+            with pytest.raises(tati.InputError, match=refused):
                 tati.Simulation(dataset=(features, bad), likelihood=likelihood)
-    for activation in ("exponential", "softplus", "relu"):
-        model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1, activation=activation)])
+    for activation, last in (("exponential", None), ("softplus", None), ("relu", None), ("relu", keras.layers.ReLU())):
+        layers = [keras.layers.Dense(1), last] if last is not None else [keras.layers.Dense(1, activation=activation)]
+        model = keras.Sequential([keras.Input((1,)), *layers])
         with pytest.raises(tati.InputError, match=rf"^likelihood poisson takes the log of the rate, and the model's "
                                                   rf"last layer '.*' applies {activation}: drop that activation "
                                                   r"\(likelihood poisson applies exp\)$"):
