@@ -109,7 +109,8 @@ def make_data(o, implied):
                              f"{features.shape[1]} feature columns of the data")
     features = network_inputs(o, features)
     classes = class_indices(o, labels)
-    if classes and not (np.all(labels >= 0) and np.all(labels == np.round(labels))):
+    not_counts = (labels < 0) | (labels != np.round(labels))  # what neither class indices nor counts can be
+    if classes and not_counts.any():
         raise InputError("loss softmax_cross_entropy with one label column takes class indices 0, 1, ...; "
                          "these labels are not (e.g. the built-in datasets' -1/+1: use another loss, "
                          "or one-hot label columns)")
@@ -119,10 +120,9 @@ def make_data(o, implied):
             shown = ", ".join(f"{v:g}" for v in values[:4]) + (", ..." if len(values) > 4 else "")
             raise InputError(f"likelihood bernoulli takes labels 0/1 or -1/+1; these have {len(values)} values "
                              f"({shown}): for more classes use likelihood categorical")
-    if o["likelihood"] in COUNTS and not (np.all(labels >= 0) and np.all(labels == np.round(labels))):
-        bad = labels[(labels < 0) | (labels != np.round(labels))][0]
+    if o["likelihood"] in COUNTS and not_counts.any():
         raise InputError(f"likelihood {o['likelihood']} takes counts 0, 1, 2, ... as labels; these include "
-                         f"{bad:g}: for real-valued labels use likelihood gaussian")
+                         f"{labels[not_counts][0]:g}: for real-valued labels use likelihood gaussian")
     width = int(labels.max()) + 1 if classes else labels.shape[1]
     if classes and o["output_dimension"] is not None:
         check_classes(o, labels, o["output_dimension"])

@@ -68,7 +68,7 @@ def overdispersion_line(counts, rate, where="at the warm start's end"):
     """One line where likelihood poisson's counts vary OVERDISPERSED times as much about the fitted
     `rate` (of the best walker `where` it stands) as Poisson's, beyond chance, or None."""
     counts, rate = np.asarray(counts, dtype=np.float64), np.asarray(rate, dtype=np.float64)
-    terms = np.square(counts - rate) / rate
+    terms = _pearson_terms(counts, rate)
     dispersion = float(np.mean(terms))
     z = np.sum(terms - 1.0) / np.sqrt(np.sum(2.0 + 1.0 / rate))
     if not (dispersion > OVERDISPERSED and z > OVERDISPERSED_Z and np.isfinite(dispersion)):
@@ -84,12 +84,17 @@ def misfit_line(likelihood, labels, outputs, walker, noise, where):
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # a walker gone far reads inf or nan
         if likelihood == "poisson":
             rates = np.exp(outputs)
-            spread = np.mean(np.square(labels - rates) / rates, axis=(1, 2))  # Pearson's chi^2 / N per walker
+            spread = np.mean(_pearson_terms(labels, rates), axis=(1, 2))  # Pearson's chi^2 / N per walker
             best = _best(spread) if walker is None else walker
             return overdispersion_line(labels, rates[best], where)
         rms = np.sqrt(np.mean(np.square(labels - outputs), axis=(1, 2)))
         best = _best(rms) if walker is None else walker
         return noise_misfit_line(float(rms[best]), noise, where)
+
+
+def _pearson_terms(counts, rate):
+    """(y - rate)^2 / rate per point: each 1 on average, of variance 2 + 1 / rate, for Poisson counts."""
+    return np.square(counts - rate) / rate
 
 
 def _best(misfits):
