@@ -69,14 +69,16 @@ class LegsKernel(Kernel):
         # one TensorArray, not one per field (each write an operation and a loop variable).
         self.rows = Rows(self.fields, walkers, model.num_parameters, loop.jit_compile, packed=True)
         self.evaluation = tf.function(self.evaluate, jit_compile=True, autograph=False)
+        # A chunk that starts inside a leg integrates its rest with the widths from a program of their own, as
+        # the evaluation hands them to the leg's first stretch: in graph mode, widths read in the chunk's graph
+        # let Grappler's arithmetic optimizer regroup the kicks' products there and not in the loop, so that
+        # a leg cut by a chunk's end (where depends on the clock, running.CALL_SECONDS) took other rounding,
+        # and a 50-unit network's HMC2 run (boston, 20,000 steps) gave other numbers in each process.
+        self.widths = tf.function(lambda: sampler.leg_widths(model.variables), jit_compile=True, autograph=False)
 
     def gradients_at(self, positions):
         """The gradient of the walkers' summed loss at the given positions ([theta], a loop tensor)."""
         return [self.loop.model.loss_and_gradient(*self.loop.data.next(), theta=positions[0])[1]]
-
-    def integrate(self, steps):
-        self.loop.kernel.integrate(steps, self.gradients_at, self.loop.model.variables)
-        self.loop.step.assign_add(tf.cast(steps, tf.int64))
 
     def count_free(self, free):
         """Advance the sampler's and the loop's step counts by the `free` integration steps that
@@ -88,7 +90,8 @@ class LegsKernel(Kernel):
     def start(self, n):
         """The inner steps up to the first evaluation (or the chunk's end)."""
         i = tf.minimum(self.loop.kernel.free_steps(), n)
-        self.integrate(i)
+        self.loop.kernel.integrate(i, self.gradients_at, self.loop.model.variables, widths=self.widths())
+        self.loop.step.assign_add(tf.cast(i, tf.int64))
         return (), i
 
     def evaluate(self, losses, grads, accuracy, left):
