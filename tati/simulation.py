@@ -374,18 +374,17 @@ class Simulation:
                              f"({self.options['sampler']} cannot leave a start where it is not)")
 
     def _check_noise(self, walker, where, stacklevel):
-        """likelihood gaussian: its noise against the residuals of `walker` (None: the walker that fits
-        best) `where` it stands (the warm start's end, or the run's); poisson: the counts' spread about its
-        rates. A warning and a summary line where the data vary far more than the likelihood allows
-        (diagnostics/data_scale.py)."""
+        """The Gaussian likelihoods: gaussian's noise against the residuals of `walker` (None: the walker that
+        fits best) `where` it stands (the warm start's end, or the run's), and their tails; poisson: the counts'
+        spread about its rates. A warning and a summary line each where the data vary far more than the
+        likelihood allows (diagnostics/data_scale.py)."""
         likelihood = self.options["likelihood"]
-        if likelihood not in ("gaussian", "poisson") or not self.model.uses_data:
+        if likelihood not in ("gaussian", "heteroscedastic_gaussian", "poisson") or not self.model.uses_data:
             return
         features, labels = self.data.all()
         outputs = self.model.outputs(features).numpy().astype(np.float64)
-        line = data_scale.misfit_line(likelihood, labels.numpy(), outputs, walker, self.options["noise_standard_deviation"],
-                                      where)
-        if line is not None:
+        for line in data_scale.misfit_lines(likelihood, labels.numpy(), outputs, walker,
+                                            self.options["noise_standard_deviation"], where):
             self.notes.append(line)
             warnings.warn(line, stacklevel=stacklevel)
 

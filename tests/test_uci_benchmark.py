@@ -120,12 +120,21 @@ def test_steps_factor_lengthens_the_sampling_methods_only(tool):
     assert tool.settings("map", False, 16) == tool.settings("map", False)
 
 
-def test_a_lengthened_method_is_named_so(tool, monkeypatch):
-    """--steps-factor 3: the sampling method's rows read "nuts x3", the fit's "map"."""
-    monkeypatch.setattr(tool, "evaluate", lambda *args: (1.0, -1.0, 10, 1.0, math.nan, ""))
+def test_a_lengthened_method_or_another_likelihood_is_named_so(tool, monkeypatch):
+    """--steps-factor 3: the sampling method's rows read "nuts x3", the fit's "map"; --likelihood student_t
+    reaches the network and the names: "nuts x3 student_t"."""
+    likelihoods = []
+
+    def evaluate(name, options, *args):
+        likelihoods.append(options["likelihood"])
+        return 1.0, -1.0, 10, 1.0, math.nan, ""
+    monkeypatch.setattr(tool, "evaluate", evaluate)
     dataset = tool.read_dataset(str(YACHT))
     rows = tool.run_benchmark(dataset, [0], ["map", "nuts"], 1, True, 3)
     assert list(rows.method) == ["map", "nuts x3"]
+    rows = tool.run_benchmark(dataset, [0], ["map", "nuts"], 1, True, 3, "student_t")
+    assert list(rows.method) == ["map student_t", "nuts x3 student_t"]
+    assert likelihoods == ["heteroscedastic_gaussian"] * 2 + ["student_t"] * 2
 
 
 @pytest.mark.parametrize("case, named", [

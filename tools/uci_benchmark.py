@@ -1,7 +1,7 @@
 """The UCI regression benchmark (Hernandez-Lobato and Adams 2015) with tati's methods.
 
     python tools/uci_benchmark.py DATA_FOLDER [--splits 0,1,...] [--methods map,nuts,...] [--quick]
-        [--steps-factor K] [--csv splits.csv] [--plot summary.png] [--seed 1]
+        [--steps-factor K] [--likelihood student_t] [--csv splits.csv] [--plot summary.png] [--seed 1]
 
 DATA_FOLDER holds one dataset in the format of the published experiments (as under
 ../shared/data/uci/): data.txt (whitespace-separated numbers, one row per example),
@@ -12,10 +12,11 @@ exist) and optionally n_hidden.txt (the hidden units; 50 without it).
 Each split: inputs and target standardised with the training part's mean and sd (an input
 constant on the training part is only centred); a network with one hidden layer of n_hidden relu
 units whose two outputs are the mean and the raw variance of y (likelihood
-heteroscedastic_gaussian), prior N(0, 1) on every parameter, float64, inverse temperature 1
-(the posterior). The methods and their settings are in METHODS below; --quick shrinks their
-steps (QUICK) and, without --splits, runs split 0 only; --steps-factor K multiplies the
-sampling methods' burn-in and steps (and names them so: "baoab x16"). Every method's draws go through
+heteroscedastic_gaussian; with --likelihood student_t the location and raw squared scale of a
+Student-t of 4 degrees of freedom, its methods named so: "hmc2 student_t"), prior N(0, 1) on every
+parameter, float64, inverse temperature 1 (the posterior). The methods and their settings are in
+METHODS below; --quick shrinks their steps (QUICK) and, without --splits, runs split 0 only;
+--steps-factor K multiplies the sampling methods' burn-in and steps (and names them so: "baoab x16"). Every method's draws go through
 Simulation.predictive: test RMSE of the predictive mean and test log-likelihood per point
 (LogSumExp over the draws - log n), both in the target's original units (RMSE times sd_y; the
 log-likelihood minus log sd_y), as in the published tables.
@@ -46,6 +47,9 @@ from tati.cli.common import run_command  # noqa: E402  (one line and exit 2 for 
 from tati.errors import InputError, SamplingError  # noqa: E402
 
 PROG = "uci_benchmark.py"
+# The benchmark's likelihood: two outputs, the mean and the raw variance of y; student_t (--likelihood) has the
+# same two outputs with heavy tails (degrees_of_freedom 4, the Simulation's default)
+LIKELIHOOD, LIKELIHOODS = "heteroscedastic_gaussian", ("heteroscedastic_gaussian", "student_t")
 DRAWS = 1000  # parameter draws of the predictive at most, thinned evenly
 MAP_FIT = dict(optimizer="L-BFGS", max_steps=2000, every_nth=100)
 # Each method's Simulation options; steps and burn_in are sampler steps (HMC2: leapfrog steps,
@@ -184,18 +188,19 @@ def sampler_options(s):
     return {k: v for k, v in s.items() if k not in TOOL_KEYS}
 
 
-def model_options(train, hidden, seed):
+def model_options(train, hidden, seed, likelihood=LIKELIHOOD):
     return dict(dataset=train, hidden_dimension=[hidden], hidden_activation="relu", output_dimension=2,
-                output_activation="linear", likelihood="heteroscedastic_gaussian", prior_standard_deviation=1.0,
+                output_activation="linear", likelihood=likelihood, prior_standard_deviation=1.0,
                 dtype="float64", seed=seed)
 
 
-def draws_of(name, train, hidden, seed, quick, factor=1):
-    """(Simulation, the parameter draws as trajectory rows, the sample() result or None) of one method."""
+def draws_of(name, options, quick, factor=1):
+    """(Simulation, the parameter draws as trajectory rows, the sample() result or None) of one method
+    on the network of `options` (model_options)."""
     import tati
     from tati.bayes.swag import swag
     s = settings(name, quick, factor)
-    options = model_options(train, hidden, seed)
+    seed = options["seed"]
     if "fit" in s:
         sim = tati.Simulation(**options, **s["fit"])
         return sim, sim.fit().trajectory.groupby("id").tail(1), None
@@ -268,10 +273,10 @@ def flagged(simulation, result):
                      [f"{reading.name} hot" for reading in hot_readings(simulation, result, found)])
 
 
-def evaluate(name, train, test, y_sd, hidden, seed, quick, factor=1):
+def evaluate(name, options, test, y_sd, quick, factor=1):
     """(test RMSE, test log-likelihood per point, draws, loss R-hat, kinetic temperature, flagged
-    walkers) of one method on one split."""
-    sim, draws, result = draws_of(name, train, hidden, seed, quick, factor)
+    walkers) of one method on one split's network (model_options)."""
+    sim, draws, result = draws_of(name, options, quick, factor)
     table, _ = sim.predictive(test[0], test[1], trajectory=draws, burn_in=-1, draws=DRAWS)
     residuals = test[1][:, 0] - table["mean_0"].to_numpy()
     rmse, ll = in_target_units(residuals, table["log_predictive_density"].to_numpy(), y_sd)
@@ -279,19 +284,20 @@ def evaluate(name, train, test, y_sd, hidden, seed, quick, factor=1):
             flagged(sim, result))
 
 
-def run_benchmark(dataset, splits, methods, seed, quick, factor=1):
+def run_benchmark(dataset, splits, methods, seed, quick, factor=1, likelihood=LIKELIHOOD):
     """One row per split and method (COLUMNS); a method that meets a non-finite loss gets NaN."""
     rows = []
-    # a method the factor lengthens is named so in the CSV, the summary and the plot: "baoab x16"
-    label = {name: f"{name} x{factor}" if settings(name, quick, factor) != settings(name, quick) else name
-             for name in methods}
+    # a method the factor lengthens, or on another likelihood, is named so in the CSV, the summary and the
+    # plot: "baoab x16", "hmc2 student_t"
+    label = {name: (f"{name} x{factor}" if settings(name, quick, factor) != settings(name, quick) else name)
+             + ("" if likelihood == LIKELIHOOD else f" {likelihood}") for name in methods}
     for count, k in enumerate(splits, 1):
         train, test, y_sd = standardise(dataset["x"], dataset["y"], *dataset["splits"][k])
+        options = model_options(train, dataset["hidden"], seed, likelihood)
         for name in methods:
             start = time.perf_counter()
             try:
-                rmse, ll, draws, r_hat, temperature, flags = evaluate(name, train, test, y_sd, dataset["hidden"],
-                                                                      seed, quick, factor)
+                rmse, ll, draws, r_hat, temperature, flags = evaluate(name, options, test, y_sd, quick, factor)
                 note = ("" if math.isnan(r_hat) else f", loss R-hat {r_hat:.2f}") + (
                     "" if math.isnan(temperature) else f", kinetic temperature {temperature:.3f}") + (
                     f", flagged: {flags}" if flags else "")
@@ -404,6 +410,9 @@ def parse(argv):
     parser.add_argument("--steps-factor", type=int, default=1, metavar="K",
                         help="every sampler's (and SWAG's) burn-in and steps times K (1): the stochastic-gradient "
                         "samplers need epochs more than tuning (doc/samplers.md, 'a floor in epochs')")
+    parser.add_argument("--likelihood", default=LIKELIHOOD, choices=LIKELIHOODS,
+                        help=f"the network's likelihood ({LIKELIHOOD}, the benchmark's; student_t's heavy tails "
+                        "take outliers)")
     parser.add_argument("--seed", type=int, default=1, help="seed of initialisations, samplers and SWAG")
     parser.add_argument("--csv", default=None, help="write every split and method to this CSV file")
     parser.add_argument("--plot", default=None, help="write the summary to this PNG file")
@@ -446,8 +455,9 @@ def main(argv=None):
         print(f"{dataset['name']}: {len(dataset['y'])} examples, {dataset['x'].shape[1]} inputs, "
               f"{len(splits)} of {len(dataset['splits'])} splits, {dataset['hidden']} hidden units, "
               f"methods {','.join(methods)}{' (quick)' if args.quick else ''}"
-              f"{f', steps times {args.steps_factor}' if args.steps_factor > 1 else ''}", flush=True)
-        rows = run_benchmark(dataset, splits, methods, args.seed, args.quick, args.steps_factor)
+              f"{f', steps times {args.steps_factor}' if args.steps_factor > 1 else ''}"
+              f"{f', likelihood {args.likelihood}' if args.likelihood != LIKELIHOOD else ''}", flush=True)
+        rows = run_benchmark(dataset, splits, methods, args.seed, args.quick, args.steps_factor, args.likelihood)
         if args.csv:
             rows.to_csv(args.csv, index=False)
             print(f"wrote {args.csv}")

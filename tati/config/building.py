@@ -219,7 +219,8 @@ def set_likelihood(o, model, data, implied):
     if o["model"] is not None and isinstance(data, Batches):  # the built-in network's follow the data
         check_model_outputs(o["likelihood"], model, data.all(), implied["output_dimension"])
     from tati.models.losses import LIKELIHOOD_ACCURACY, likelihood_loss
-    model.loss_function = likelihood_loss(o["likelihood"], data.size, o["noise_standard_deviation"])
+    model.loss_function = likelihood_loss(o["likelihood"], data.size, o["noise_standard_deviation"],
+                                          o["degrees_of_freedom"])
     model.loss_name = LIKELIHOOD_ACCURACY[o["likelihood"]]
 
 
@@ -247,7 +248,7 @@ def _check_logits(o):
 
 def check_model_outputs(likelihood, model, data, width):
     """A user's Keras model has the `width` outputs the data implies for its likelihood
-    (make_data: a mean and a raw variance per label column for heteroscedastic_gaussian, a
+    (make_data: two per label column for the TWO_OUTPUTS likelihoods, a
     logit per class for categorical, at least two and more allowed for class indices, else one
     per label column). A wrong width would broadcast into a wrong posterior without an error."""
     features, labels = data

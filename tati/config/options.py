@@ -66,10 +66,11 @@ class SamplerName(Kind):
 
 LOSS_NAMES = ("mean_squared", "sigmoid_cross_entropy", "softmax_cross_entropy", "log_loss",
               "hinge_loss", "absolute_difference", "cosine_distance")
-LIKELIHOODS = ("none", "gaussian", "heteroscedastic_gaussian", "bernoulli", "categorical", "poisson",
+LIKELIHOODS = ("none", "gaussian", "heteroscedastic_gaussian", "student_t", "bernoulli", "categorical", "poisson",
                "negative_binomial")
 # The likelihoods with two outputs per label column, and what the two are; those whose labels are counts.
 TWO_OUTPUTS = {"heteroscedastic_gaussian": "a mean and a raw variance",
+               "student_t": "a location and a raw squared scale",
                "negative_binomial": "a log mean and a raw dispersion"}
 COUNTS = ("poisson", "negative_binomial")
 ACTIVATION_NAMES = ("tanh", "sigmoid", "softplus", "softsign", "elu", "relu6", "relu", "linear")
@@ -118,12 +119,17 @@ OPTIONS = [
            "prior's, replacing the mean loss, so inverse_temperature 1 samples the posterior and "
            "prior_standard_deviation is in the parameters' units (on biases too): gaussian with "
            "noise_standard_deviation, heteroscedastic_gaussian (outputs a mean and a raw variance v per "
-           "label, variance softplus(v)), bernoulli (logits, labels 0/1 or -1/+1), categorical (logits), "
+           "label, variance softplus(v)), student_t (noise with heavy tails, robust to outliers: a location "
+           "and a raw squared scale v per label column, scale^2 softplus(v), with degrees_of_freedom), "
+           "bernoulli (logits, labels 0/1 or -1/+1), categorical (logits), "
            "poisson (the log of the rate per label column, labels counts 0, 1, 2, ...), negative_binomial (counts "
            "varying more than Poisson's: a log mean m and a raw dispersion a per label column, variance "
            "e^m + softplus(a) e^2m); none keeps loss."),
     Option("noise_standard_deviation", 1.0, POSITIVE, "network",
            "likelihood gaussian: the noise sigma of y = f(x) + N(0, sigma^2)."),
+    Option("degrees_of_freedom", 4.0, POSITIVE, "network",
+           "likelihood student_t: its degrees of freedom nu; smaller is heavier-tailed (1 is Cauchy's), "
+           "and as nu grows student_t tends to heteroscedastic_gaussian."),
     Option("dtype", "float32", Text(("float32", "float64")), "network",
            "Floating-point type of parameters and data."),
     Option("model", None, PythonObject(), "network",

@@ -50,10 +50,11 @@ _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 def mean_and_variance(name, f, noise=1.0):
-    """The predictive mean and variance of y given the outputs f, for the Gaussian likelihoods."""
+    """The predictive mean and variance of y given the outputs f, for the Gaussian likelihoods; for
+    student_t its location and squared scale (sigma^2, not the variance nu sigma^2 / (nu - 2))."""
     if name == "gaussian":
         return f, tf.fill(tf.shape(f), tf.cast(noise, f.dtype) ** 2)
-    columns = tf.shape(f)[-1] // 2  # heteroscedastic: (mu, raw variance) per label column
+    columns = tf.shape(f)[-1] // 2  # heteroscedastic_gaussian, student_t: (mu, raw variance) per label column
     return f[..., :columns], tf.nn.softplus(f[..., columns:]) + 1e-6
 
 
@@ -64,12 +65,21 @@ def negative_binomial_parameters(f):
     return f[..., :columns], 1.0 / (tf.nn.softplus(f[..., columns:]) + 1e-6)
 
 
-def point_nll(name, noise=1.0):
+def point_nll(name, noise=1.0, degrees_of_freedom=4.0):
     """(labels, outputs [W, batch, outputs]) -> [W, batch]: each point's negative log-likelihood."""
     if name in ("gaussian", "heteroscedastic_gaussian"):
         def nll(y, f):
             mu, variance = mean_and_variance(name, f, noise)
             terms = 0.5 * tf.square(y - mu) / variance + 0.5 * tf.math.log(variance) + _HALF_LOG_2PI
+            return tf.reduce_sum(terms, axis=-1)
+    elif name == "student_t":  # heteroscedastic_gaussian's outputs, nu fixed: its limit as nu grows
+        nu = float(degrees_of_freedom)
+        constant = math.lgamma(nu / 2.0) - math.lgamma((nu + 1.0) / 2.0) + 0.5 * math.log(nu * math.pi)
+
+        def nll(y, f):
+            mu, scale2 = mean_and_variance(name, f)
+            terms = (0.5 * (nu + 1.0) * tf.math.log1p(tf.square(y - mu) / (nu * scale2)) + 0.5 * tf.math.log(scale2)
+                     + constant)
             return tf.reduce_sum(terms, axis=-1)
     elif name == "bernoulli":
         def nll(y, f):
@@ -100,15 +110,16 @@ def point_nll(name, noise=1.0):
     return nll
 
 
-def likelihood_loss(name, size, noise=1.0):
+def likelihood_loss(name, size, noise=1.0, degrees_of_freedom=4.0):
     """(labels, outputs) -> [W]: size x the mean negative log-likelihood of the batch."""
-    nll = point_nll(name, noise)
+    nll = point_nll(name, noise, degrees_of_freedom)
     return lambda y, f: tf.cast(size, f.dtype) * tf.reduce_mean(nll(y, f), axis=1)
 
 
 # The rule of `accuracy` for each likelihood (None: a regression, no accuracy column).
-LIKELIHOOD_ACCURACY = {"gaussian": None, "heteroscedastic_gaussian": None, "bernoulli": "sigmoid_cross_entropy",
-                       "categorical": "softmax_cross_entropy", "poisson": None, "negative_binomial": None}
+LIKELIHOOD_ACCURACY = {"gaussian": None, "heteroscedastic_gaussian": None, "student_t": None,
+                       "bernoulli": "sigmoid_cross_entropy", "categorical": "softmax_cross_entropy", "poisson": None,
+                       "negative_binomial": None}
 
 ACTIVATIONS = {
     "tanh": tf.tanh, "sigmoid": tf.sigmoid, "softplus": tf.nn.softplus,

@@ -2,11 +2,11 @@
 likelihood at its draw's network outputs, in the labels' shape and coding.
 
 Checks against the exact distributions given the outputs (computed here with numpy from the same
-parameters), each with its false-failure budget: the Gaussian replicates' standardised residuals
-and the counts' randomised probability integral transforms by the DKWM inequality (alpha 1e-6), the
-class frequencies by a z-test at 4.9 sd summed over the points (two-sided, Bonferroni over the classes:
-below 1e-5 together); each has a negative control: the noise's sd 25% off, the log-odds (the log mean)
-0.2 off.
+parameters), each with its false-failure budget: the Gaussian and Student-t replicates' standardised
+residuals and the counts' randomised probability integral transforms by the DKWM inequality (alpha
+1e-6), the class frequencies by a z-test at 4.9 sd summed over the points (two-sided, Bonferroni over
+the classes: below 1e-5 together); each has a negative control: the noise's sd 25% off, a Gaussian's
+tail for Student's, the log-odds (the log mean) 0.2 off.
 """
 
 import numpy as np
@@ -23,13 +23,13 @@ from tati.errors import InputError
 POINTS, DRAWS, Z = 60, 400, 4.9
 
 
-def network(likelihood, labels, outputs, hidden=()):
+def network(likelihood, labels, outputs, hidden=(), **options):
     """A Simulation of a network on POINTS inputs with these labels, and DRAWS parameter rows drawn
     around 0 (their spread makes the outputs differ from draw to draw)."""
     x = np.random.default_rng(seed(1)).normal(size=(POINTS, 2))
     sim = tati.Simulation(dataset=(x, labels(x)), hidden_dimension=list(hidden), output_activation="linear",
                           output_dimension=outputs, likelihood=likelihood, prior_standard_deviation=1.0,
-                          dtype="float64", seed=seed(2))
+                          dtype="float64", seed=seed(2), **options)
     names = list(sim.model.parameter_names)
     draws = pd.DataFrame(np.random.default_rng(seed(3)).normal(size=(DRAWS, len(names))), columns=names)
     f = sim.model.outputs(sim.data.all()[0], theta=tf.constant(draws[names].to_numpy())).numpy()
@@ -54,6 +54,18 @@ def test_gaussian_replicates_are_the_likelihoods_draws(likelihood, outputs):
     assert scipy_stats.kstest(residuals / 1.25, "norm").statistic > bound
     # the generator's seed gives the same replicates
     np.testing.assert_array_equal(predictive.posterior_predictive_draws(sim, draws, seed=seed(4)), replicates)
+
+
+def test_student_t_replicates_are_the_likelihoods_draws():
+    """student_t (degrees_of_freedom 3): the replicates' probability integral transforms under mu + sigma
+    t_3 uniform; under the Gaussian of the same scale (a lighter tail: the negative control) not."""
+    sim, draws, f = network("student_t", lambda x: x[:, :1] + x[:, 1:], 2, hidden=(3,), degrees_of_freedom=3.0)
+    replicates = predictive.posterior_predictive_draws(sim, draws, seed=seed(4))
+    assert replicates.shape == (DRAWS, POINTS, 1) and replicates.dtype == np.float64
+    scaled = ((replicates - f[..., :1]) / np.sqrt(special.softplus(f[..., 1:]) + 1e-6)).ravel()
+    bound = dkwm_bound(len(scaled))
+    assert scipy_stats.kstest(scaled, scipy_stats.t(3.0).cdf).statistic < bound
+    assert scipy_stats.kstest(scaled, "norm").statistic > bound
 
 
 @pytest.mark.parametrize("coding", [(0.0, 1.0), (-1.0, 1.0)])
@@ -149,3 +161,27 @@ def test_replicates_at_new_points_take_the_runs_coding():
     assert (np.abs(z(special.softmax(f_run[:, :30], axis=-1))) > 5.3).any()
     with pytest.raises(InputError, match=r"features of shape \(30, 3\); the network takes \[points, 2\]"):
         predictive.posterior_predictive_draws(sim, draws, seed=0, features=np.zeros((30, 3)))
+
+
+def test_held_out_labels_beyond_the_tails_are_said_with_the_cure():
+    """Labels drawn from the predictive itself (calibrated) raise no line over 200 seeds' draws (budget 1e-4
+    each); 3 of 60 labels at the predictive's 1 - 1e-6 quantile do, naming student_t, or under student_t a smaller degrees_of_freedom;
+    the line is a warning of Simulation.predictive."""
+    probabilities = np.random.default_rng(seed(5)).random((200, 60))
+    assert not any(predictive.held_out_tail_line(p, "gaussian") for p in probabilities)
+    sim, draws, f = network("heteroscedastic_gaussian", lambda x: x[:, :1], 2)
+    x = sim.data.all()[0].numpy()
+    mu, sd = f[..., :1], np.sqrt(special.softplus(f[..., 1:]) + 1e-6)
+    labels = mu[0] + sd[0] * np.random.default_rng(seed(6)).normal(size=(POINTS, 1))
+    np.testing.assert_allclose(predictive.mixture_cdf(mu, sd, labels), special.ndtr((labels - mu) / sd).mean(axis=0))
+    trajectory = draws.assign(step=np.arange(1, DRAWS + 1), id=0)
+    labels[:3] = predictive.mixture_quantile(mu[:, :3], sd[:, :3], 1.0 - 1e-6)  # beyond the 99.9998% band
+    line = r"^predictive: 3 of 60 held-out labels lie beyond the predictive's 99.98% band, where 0.012 would, so " \
+           r"likelihood heteroscedastic_gaussian's tails are too light for these data: use likelihood student_t$"
+    with pytest.warns(UserWarning, match=line):
+        sim.predictive(x, labels, trajectory=trajectory, burn_in=0)
+    probabilities = probabilities[0]
+    probabilities[:3] = 1e-6
+    line = predictive.held_out_tail_line(probabilities, "student_t", 4.0)
+    assert line.endswith("likelihood student_t's tails are too light for these data: give a smaller "
+                         "degrees_of_freedom (now 4)")

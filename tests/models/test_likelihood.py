@@ -395,3 +395,97 @@ def test_count_bands_are_the_mixtures_quantile():
             q = count_mixture_quantile(counts, p)
             assert np.all(counts.cdf(q).mean(axis=0) >= p)
             assert np.all(counts.cdf(q - 1).mean(axis=0) < p)
+
+
+def student_t_location_scale():
+    """y ~ mu + sigma t_3 with a few gross outliers; the network's inputs all 0, so its outputs are its two
+    biases: the location mu = b0 and the raw squared scale b1, sigma^2 = softplus(b1) + 1e-6 (its weights
+    meet no data: their posterior is the prior). Prior N(0, s^2) on each. (features, labels, s, posterior
+    mean and covariance of (b0, b1), the grid's weights and points): by quadrature on 401^2 points over
+    where a coarse grid's density exceeds 1e-16 of its peak, one coarse cell wider each side, whose edges
+    hold less than 1e-12 of the peak's density."""
+    rng = np.random.default_rng(seed(4800))
+    y = np.concatenate([0.7 + 0.5 * rng.standard_t(3.0, size=40), [9.0, -7.0, 12.0]])
+    s, nu = 2.0, 3.0
+
+    def density(b0_range, b1_range, points):
+        b0, b1 = np.meshgrid(np.linspace(*b0_range, points), np.linspace(*b1_range, points), indexing="ij")
+        scale = np.sqrt(np.log1p(np.exp(b1)) + 1e-6)
+        log_post = sps.t.logpdf(y, nu, loc=b0[..., None], scale=scale[..., None]).sum(axis=-1) - (
+            b0 ** 2 + b1 ** 2) / (2 * s ** 2)
+        return b0, b1, np.exp(log_post - log_post.max())
+    b0, b1, weight = density((-8.0, 8.0), (-10.0, 16.0), 161)
+    held, cell = weight > 1e-16, (16.0 / 160, 26.0 / 160)
+    b0, b1, weight = density((b0[held].min() - cell[0], b0[held].max() + cell[0]),
+                             (b1[held].min() - cell[1], b1[held].max() + cell[1]), 401)
+    edges = np.concatenate([weight[0], weight[-1], weight[:, 0], weight[:, -1]])
+    assert edges.max() < 1e-12
+    weight /= weight.sum()
+    grid = np.stack([b0.ravel(), b1.ravel()], axis=1)
+    mean = weight.ravel() @ grid
+    covariance = (weight.ravel()[:, None] * (grid - mean)).T @ (grid - mean)
+    return np.zeros((len(y), 1)), y[:, None], s, mean, covariance, weight, grid
+
+
+@pytest.mark.statistical
+def test_student_t_likelihood_samples_the_exact_posterior():
+    """NUTS, 4 walkers, degrees_of_freedom 3: the means and covariance of (location, raw squared scale) within
+    the MCSE bound of the quadrature's (Bonferroni over 5, budget 1e-3); the posterior tempered to
+    inverse_temperature 2 fails the bound; and the location is the bulk's (its median's, within 0.1), not
+    pulled to the outliers' side as the data's mean is (by 0.14-0.37 over TATI_TEST_SEED 0-5)."""
+    features, labels, s, mean, covariance, weight, grid = student_t_location_scale()
+    sim = tati.Simulation(dataset=(features, labels), hidden_dimension=[], likelihood="student_t",
+                          degrees_of_freedom=3.0, prior_standard_deviation=s, sampler="NUTS", number_walkers=4,
+                          burn_in_steps=500, max_steps=2500, dtype="float64", seed=seed(48))
+    trajectory = sim.sample().trajectory
+    moments, (i, j) = first_and_second_moments(trajectory, ["bias0", "bias1"], 500)
+    bound = sps.norm.ppf(1 - 1e-3 / (2 * 5))
+
+    def deviations(mean, covariance):
+        x = moments[..., :2]
+        centred = np.concatenate([x, (x - mean)[..., i] * (x - mean)[..., j]], axis=-1)
+        return mcse_deviations(centred, np.concatenate([mean, covariance[i, j]]))
+    assert np.all(deviations(mean, covariance) < bound), deviations(mean, covariance)
+    cooled = weight ** 2 / np.sum(weight ** 2)
+    cooled_mean = cooled.ravel() @ grid
+    cooled_covariance = (cooled.ravel()[:, None] * (grid - cooled_mean)).T @ (grid - cooled_mean)
+    assert np.any(deviations(cooled_mean, cooled_covariance) > bound)
+    bulk = np.median(labels[:40])
+    assert abs(trajectory.bias0[trajectory.step > 500].mean() - bulk) < 0.1 < abs(labels.mean() - bulk)
+
+
+def test_student_t_loss_limit_widths_and_bands():
+    """U equals minus scipy's Student-t log-density plus the prior, and tends to heteroscedastic_gaussian's as
+    nu grows; two outputs per label column; the band of one draw is mu + sigma t_nu's quantile, a mixture's
+    quantile has CDF exactly p (10 sd would not bracket t_1's 97.5% quantile, 12.7 sd)."""
+    from scipy import special
+
+    from tati.bayes.predictive import mixture_quantile
+    from tati.models.losses import point_nll
+    features, labels, sigma, s, _, _ = conjugate_regression()
+    sim = tati.Simulation(dataset=(features, labels), hidden_dimension=[], likelihood="student_t",
+                          degrees_of_freedom=2.5, prior_standard_deviation=s, dtype="float64")
+    assert sim.num_parameters == 6 and sim.options["output_activation"] == "linear"
+    theta = np.array([0.5, 0.1, -0.2, 0.3, 0.1, -1.0])  # weights [2, 2] row by row, then the two biases
+    sim.parameters = theta
+    f = features @ theta[:4].reshape(2, 2) + theta[4:]
+    scale = np.sqrt(np.log1p(np.exp(f[:, 1])) + 1e-6)
+    expected = -np.sum(sps.t.logpdf(labels[:, 0], 2.5, loc=f[:, 0], scale=scale)) + np.sum(theta ** 2) / (2 * s ** 2)
+    assert sim.loss() == pytest.approx(expected, rel=1e-12)
+    outputs = tf.constant(np.random.default_rng(1).normal(size=(3, len(labels), 2)))
+    far = point_nll("student_t", degrees_of_freedom=1e7)(tf.constant(labels), outputs).numpy()
+    np.testing.assert_allclose(far, point_nll("heteroscedastic_gaussian")(tf.constant(labels), outputs).numpy(),
+                               rtol=0, atol=1e-4)
+    with pytest.raises(tati.InputError, match=r"^output_dimension 1 must be 2 with likelihood student_t "
+                                              r"\(a location and a raw squared scale per label column\)$"):
+        tati.Simulation(dataset=(features, labels), likelihood="student_t", output_dimension=1)
+    mu, sd = np.array([[0.3, -2.0]]), np.array([[0.5, 1e-3]])
+    for p in (0.025, 0.5, 0.975):
+        np.testing.assert_allclose(mixture_quantile(mu, sd, p, 1.0), mu[0] + sps.t.ppf(p, 1.0) * sd[0],
+                                   rtol=0, atol=1e-12)
+    rng = np.random.default_rng(4)
+    mu, sd = rng.normal(size=(50, 7)), rng.uniform(0.1, 2.0, size=(50, 7))
+    for nu in (1.0, 4.0):
+        for p in (0.025, 0.975):
+            q = mixture_quantile(mu, sd, p, nu)
+            np.testing.assert_allclose(special.stdtr(nu, (q - mu) / sd).mean(axis=0), p, rtol=0, atol=1e-12)
