@@ -16,9 +16,9 @@ heteroscedastic_gaussian; with --likelihood student_t the location and raw squar
 Student-t of 4 degrees of freedom, its methods named so: "hmc2 student_t"), prior N(0, 1) on every
 parameter, float64, inverse temperature 1 (the posterior). The methods and their settings are in
 METHODS below; --quick shrinks their steps (QUICK) and, without --splits, runs split 0 only;
---steps-factor K multiplies the sampling methods' burn-in and steps (and names them so: "baoab x16"). Every method's draws go through
-Simulation.predictive: test RMSE of the predictive mean and test log-likelihood per point
-(LogSumExp over the draws - log n), both in the target's original units (RMSE times sd_y; the
+--steps-factor K multiplies the sampling methods' burn-in and steps (and names them so: "baoab x16").
+Every method's draws go through Simulation.predictive: test RMSE of the predictive mean and test
+log-likelihood per point (LogSumExp over the draws - log n), both in the target's original units (RMSE times sd_y; the
 log-likelihood minus log sd_y), as in the published tables.
 
 Printed: a progress line per split and method (for a sampler with several walkers also the

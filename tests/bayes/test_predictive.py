@@ -165,8 +165,8 @@ def test_replicates_at_new_points_take_the_runs_coding():
 
 def test_held_out_labels_beyond_the_tails_are_said_with_the_cure():
     """Labels drawn from the predictive itself (calibrated) raise no line over 200 seeds' draws (budget 1e-4
-    each); 3 of 60 labels at the predictive's 1 - 1e-6 quantile do, naming student_t, or under student_t a smaller degrees_of_freedom;
-    the line is a warning of Simulation.predictive."""
+    each); 3 of 60 labels at the predictive's 1 - 1e-6 quantile do, naming student_t, or under student_t
+    a smaller degrees_of_freedom; the line is a warning of Simulation.predictive."""
     probabilities = np.random.default_rng(seed(5)).random((200, 60))
     assert not any(predictive.held_out_tail_line(p, "gaussian") for p in probabilities)
     sim, draws, f = network("heteroscedastic_gaussian", lambda x: x[:, :1], 2)
