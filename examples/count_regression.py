@@ -54,22 +54,24 @@ def run(likelihood, train, test, quick):
     return sim, row, band
 
 
-def plot(bands, train, path):
+def plot_bands(bands, train, truth, path, ylabel="count y", step="mid"):
+    """Each likelihood's predictive band and mean on GRID beside `truth` (values, label) and the run's data,
+    one panel per likelihood, sharing y (robust_regression.py draws its figure so too, step None: a
+    continuous band)."""
     from tati.analysis import figures
     figure, axes = figures.new_figure(columns=len(bands), width=9.2, height=3.4)
     axes[0, 1].sharey(axes[0, 0])
-    truth = np.exp(np.sin(2.0 * GRID[:, 0]) + 1.0)
     for ax, (likelihood, band) in zip(axes[0], bands.items()):
-        ax.fill_between(GRID[:, 0], band["lower_0"], band["upper_0"], step="mid", color="tab:blue", alpha=0.25,
+        ax.fill_between(GRID[:, 0], band["lower_0"], band["upper_0"], step=step, color="tab:blue", alpha=0.25,
                         linewidth=0, label="central 95% band")
         ax.plot(GRID[:, 0], band["mean_0"], color="tab:blue", label="predictive mean")
-        ax.plot(GRID[:, 0], truth, "--", color="black", linewidth=1, label="true mean")
+        ax.plot(GRID[:, 0], truth[0], "--", color="black", linewidth=1, label=truth[1])
         ax.plot(train[0][:, 0], train[1][:, 0], "o", markerfacecolor="none", color="tab:red", markersize=4,
                 markeredgewidth=0.8, label="run's data")
         ax.set_title(f"likelihood {likelihood}")
         ax.set_xlabel("x")
         ax.grid(alpha=0.3)
-    axes[0, 0].set_ylabel("count y")
+    axes[0, 0].set_ylabel(ylabel)
     figures.legend_above(figure, axes)
     figures.save(figure, path)
     print(f"wrote {path}")
@@ -91,7 +93,7 @@ def main():
         print(pd.DataFrame(rows).set_index("likelihood"))
     if args.plot is not None:
         try:
-            plot(bands, train, args.plot)
+            plot_bands(bands, train, (np.exp(np.sin(2.0 * GRID[:, 0]) + 1.0), "true mean"), args.plot)
         except ImportError:
             print("install tati[plots] (matplotlib) for the figure")
 

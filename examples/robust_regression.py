@@ -24,8 +24,7 @@ import numpy as np
 import pandas as pd
 
 import tati
-
-GRID = np.linspace(-2.0, 2.0, 81)[:, None]
+from count_regression import GRID, plot_bands  # the same x grid and side-by-side figure
 NOISE, SHARE = 0.2, 0.08
 
 
@@ -57,26 +56,6 @@ def run(likelihood, train, test, quick):
     return said, row, band
 
 
-def plot(bands, train, path):
-    from tati.analysis import figures
-    figure, axes = figures.new_figure(columns=len(bands), width=9.2, height=3.4)
-    axes[0, 1].sharey(axes[0, 0])
-    for ax, (likelihood, band) in zip(axes[0], bands.items()):
-        ax.fill_between(GRID[:, 0], band["lower_0"], band["upper_0"], color="tab:blue", alpha=0.25, linewidth=0,
-                        label="central 95% band")
-        ax.plot(GRID[:, 0], band["mean_0"], color="tab:blue", label="predictive mean")
-        ax.plot(GRID[:, 0], np.sin(2.0 * GRID[:, 0]), "--", color="black", linewidth=1, label="true sin(2x)")
-        ax.plot(train[0][:, 0], train[1][:, 0], "o", markerfacecolor="none", color="tab:red", markersize=4,
-                markeredgewidth=0.8, label="run's data")
-        ax.set_title(f"likelihood {likelihood}")
-        ax.set_xlabel("x")
-        ax.grid(alpha=0.3)
-    axes[0, 0].set_ylabel("y")
-    figures.legend_above(figure, axes)
-    figures.save(figure, path)
-    print(f"wrote {path}")
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="short runs (150 + 250 NUTS steps)")
@@ -93,7 +72,7 @@ def main():
         print(pd.DataFrame(rows).set_index("likelihood"))
     if args.plot is not None:
         try:
-            plot(bands, train, args.plot)
+            plot_bands(bands, train, (np.sin(2.0 * GRID[:, 0]), "true sin(2x)"), args.plot, ylabel="y", step=None)
         except ImportError:
             print("install tati[plots] (matplotlib) for the figure")
 

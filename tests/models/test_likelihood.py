@@ -248,10 +248,40 @@ def test_mixture_quantile_is_exact():
         np.testing.assert_allclose(special.ndtr((q - mu) / sd).mean(axis=0), p, rtol=0, atol=1e-12)
 
 
+def grid_moments(weight, grid):
+    """The mean and covariance of the grid's points [n, 2] under the weights (normalised here)."""
+    weight = weight.ravel() / weight.sum()
+    mean = weight @ grid
+    return mean, (weight[:, None] * (grid - mean)).T @ (grid - mean)
+
+
+def grid_posterior(weight, first, second):
+    """(weights, points [n, 2]) of a posterior's density `weight` on the meshgrid (first, second), whose
+    edges must hold less than 1e-12 of its peak (the grid holds the posterior)."""
+    edges = np.concatenate([weight[0], weight[-1], weight[:, 0], weight[:, -1]])
+    assert edges.max() < 1e-12
+    return weight, np.stack([first.ravel(), second.ravel()], axis=1)
+
+
+def assert_samples_the_grid_posterior(trajectory, columns, burn_in, weight, grid):
+    """The sampled means and covariance of the two `columns` after burn_in within the MCSE bound of the grid
+    posterior's (Bonferroni over the 5 statistics, budget 1e-3); negative control: those of the posterior
+    tempered to inverse_temperature 2, weight^2 (whose covariance is about half), fail the same bound."""
+    moments, (i, j) = first_and_second_moments(trajectory, columns, burn_in)
+    bound = sps.norm.ppf(1 - 1e-3 / (2 * 5))
+
+    def deviations(weight):
+        mean, covariance = grid_moments(weight, grid)
+        x = moments[..., :2]
+        centred = np.concatenate([x, (x - mean)[..., i] * (x - mean)[..., j]], axis=-1)
+        return mcse_deviations(centred, np.concatenate([mean, covariance[i, j]]))
+    assert np.all(deviations(weight) < bound), deviations(weight)
+    assert np.any(deviations(weight ** 2) > bound)
+
+
 def poisson_regression():
-    """Counts y ~ Poisson(exp(w x + b)), prior N(0, s^2) on w and b: (features, labels, s, posterior
-    mean, posterior covariance, the grid's weights and points), the moments by quadrature on a grid of
-    401^2 points over 12 sd each side of the mode (Newton's, the sd Laplace's), whose edges hold less
+    """Counts y ~ Poisson(exp(w x + b)), prior N(0, s^2) on w and b: (features, labels, s, the grid's
+    weights and points), the posterior's density for quadrature on a grid of 401^2 points over 12 sd each side of the mode (Newton's, the sd Laplace's), whose edges hold less
     than 1e-12 of the peak's density (the skewed tail reaches further than a Gaussian's)."""
     rng = np.random.default_rng(seed(4700))
     n, s = 50, 1.0
@@ -268,13 +298,7 @@ def poisson_regression():
     log_f = w[..., None] * x + b[..., None]
     log_post = (y * log_f - np.exp(log_f)).sum(axis=-1) - (w ** 2 + b ** 2) / (2 * s ** 2)
     weight = np.exp(log_post - log_post.max())
-    edges = np.concatenate([weight[0], weight[-1], weight[:, 0], weight[:, -1]])
-    assert edges.max() < 1e-12
-    weight /= weight.sum()
-    grid = np.stack([w.ravel(), b.ravel()], axis=1)
-    mean = weight.ravel() @ grid
-    covariance = (weight.ravel()[:, None] * (grid - mean)).T @ (grid - mean)
-    return x[:, None], y[:, None], s, mean, covariance, weight, grid
+    return (x[:, None], y[:, None], s) + grid_posterior(weight, w, b)
 
 
 @pytest.mark.statistical
@@ -282,22 +306,11 @@ def test_poisson_likelihood_samples_the_exact_posterior():
     """NUTS, 4 walkers: the means and covariance of (w, b) within the MCSE bound of the quadrature's
     (Bonferroni over the 5 statistics, budget 1e-3); negative control: the posterior tempered to
     inverse_temperature 2 (whose covariance is about half) fails the same bound."""
-    features, labels, s, mean, covariance, weight, grid = poisson_regression()
+    features, labels, s, weight, grid = poisson_regression()
     sim = tati.Simulation(dataset=(features, labels), hidden_dimension=[], likelihood="poisson",
                           prior_standard_deviation=s, sampler="NUTS", number_walkers=4, burn_in_steps=500,
                           max_steps=2500, dtype="float64", seed=seed(47))
-    moments, (i, j) = first_and_second_moments(sim.sample().trajectory, ["weight0", "bias0"], 500)
-    bound = sps.norm.ppf(1 - 1e-3 / (2 * 5))
-
-    def deviations(mean, covariance):
-        x = moments[..., :2]
-        centred = np.concatenate([x, (x - mean)[..., i] * (x - mean)[..., j]], axis=-1)
-        return mcse_deviations(centred, np.concatenate([mean, covariance[i, j]]))
-    assert np.all(deviations(mean, covariance) < bound), deviations(mean, covariance)
-    cooled = weight ** 2 / np.sum(weight ** 2)  # exp(-2 U), normalised
-    cooled_mean = cooled.ravel() @ grid
-    cooled_covariance = (cooled.ravel()[:, None] * (grid - cooled_mean)).T @ (grid - cooled_mean)
-    assert np.any(deviations(cooled_mean, cooled_covariance) > bound)
+    assert_samples_the_grid_posterior(sim.sample().trajectory, ["weight0", "bias0"], 500, weight, grid)
 
 
 def test_count_likelihoods_loss_labels_and_keras_outputs():
@@ -400,8 +413,8 @@ def test_count_bands_are_the_mixtures_quantile():
 def student_t_location_scale():
     """y ~ mu + sigma t_3 with a few gross outliers; the network's inputs all 0, so its outputs are its two
     biases: the location mu = b0 and the raw squared scale b1, sigma^2 = softplus(b1) + 1e-6 (its weights
-    meet no data: their posterior is the prior). Prior N(0, s^2) on each. (features, labels, s, posterior
-    mean and covariance of (b0, b1), the grid's weights and points): by quadrature on 401^2 points over
+    meet no data: their posterior is the prior). Prior N(0, s^2) on each. (features, labels, s, the grid's
+    weights and points of (b0, b1)): the posterior's density for quadrature on 401^2 points over
     where a coarse grid's density exceeds 1e-16 of its peak, one coarse cell wider each side, whose edges
     hold less than 1e-12 of the peak's density."""
     rng = np.random.default_rng(seed(4800))
@@ -418,13 +431,7 @@ def student_t_location_scale():
     held, cell = weight > 1e-16, (16.0 / 160, 26.0 / 160)
     b0, b1, weight = density((b0[held].min() - cell[0], b0[held].max() + cell[0]),
                              (b1[held].min() - cell[1], b1[held].max() + cell[1]), 401)
-    edges = np.concatenate([weight[0], weight[-1], weight[:, 0], weight[:, -1]])
-    assert edges.max() < 1e-12
-    weight /= weight.sum()
-    grid = np.stack([b0.ravel(), b1.ravel()], axis=1)
-    mean = weight.ravel() @ grid
-    covariance = (weight.ravel()[:, None] * (grid - mean)).T @ (grid - mean)
-    return np.zeros((len(y), 1)), y[:, None], s, mean, covariance, weight, grid
+    return (np.zeros((len(y), 1)), y[:, None], s) + grid_posterior(weight, b0, b1)
 
 
 @pytest.mark.statistical
@@ -433,23 +440,12 @@ def test_student_t_likelihood_samples_the_exact_posterior():
     the MCSE bound of the quadrature's (Bonferroni over 5, budget 1e-3); the posterior tempered to
     inverse_temperature 2 fails the bound; and the location is the bulk's (its median's, within 0.1), not
     pulled to the outliers' side as the data's mean is (by 0.14-0.37 over TATI_TEST_SEED 0-5)."""
-    features, labels, s, mean, covariance, weight, grid = student_t_location_scale()
+    features, labels, s, weight, grid = student_t_location_scale()
     sim = tati.Simulation(dataset=(features, labels), hidden_dimension=[], likelihood="student_t",
                           degrees_of_freedom=3.0, prior_standard_deviation=s, sampler="NUTS", number_walkers=4,
                           burn_in_steps=500, max_steps=2500, dtype="float64", seed=seed(48))
     trajectory = sim.sample().trajectory
-    moments, (i, j) = first_and_second_moments(trajectory, ["bias0", "bias1"], 500)
-    bound = sps.norm.ppf(1 - 1e-3 / (2 * 5))
-
-    def deviations(mean, covariance):
-        x = moments[..., :2]
-        centred = np.concatenate([x, (x - mean)[..., i] * (x - mean)[..., j]], axis=-1)
-        return mcse_deviations(centred, np.concatenate([mean, covariance[i, j]]))
-    assert np.all(deviations(mean, covariance) < bound), deviations(mean, covariance)
-    cooled = weight ** 2 / np.sum(weight ** 2)
-    cooled_mean = cooled.ravel() @ grid
-    cooled_covariance = (cooled.ravel()[:, None] * (grid - cooled_mean)).T @ (grid - cooled_mean)
-    assert np.any(deviations(cooled_mean, cooled_covariance) > bound)
+    assert_samples_the_grid_posterior(trajectory, ["bias0", "bias1"], 500, weight, grid)
     bulk = np.median(labels[:40])
     assert abs(trajectory.bias0[trajectory.step > 500].mean() - bulk) < 0.1 < abs(labels.mean() - bulk)
 
