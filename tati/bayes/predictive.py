@@ -209,7 +209,9 @@ def count_mixture_quantile(distribution, probability):
 def predictive(simulation, features, labels=None, trajectory=None, burn_in=None, draws=1000, level=0.95):
     """(table, lpd): a DataFrame with one row per point and output column k: `mean_k`,
     `lower_k` and `upper_k` (the central `level` band), and with `labels` the point's
-    `log_predictive_density`; lpd is their sum (None without labels)."""
+    `log_predictive_density` and, for regression and counts, `pit_k`, the predictive's CDF at label
+    column k (randomised for counts; uniform where calibrated: tati/bayes/calibration.py); lpd is the
+    densities' sum (None without labels)."""
     o = simulation.options
     model = simulation.model
     if not model.uses_data:
@@ -257,10 +259,24 @@ def predictive(simulation, features, labels=None, trajectory=None, burn_in=None,
     density = largest + np.log(np.exp(log_p - largest).sum(axis=0)) - math.log(len(theta))
     table["log_predictive_density"] = density
     if name in ("gaussian", "heteroscedastic_gaussian", "student_t"):
-        line = held_out_tail_line(mixture_cdf(mu, np.sqrt(variance), labels, nu), name, nu)
+        pit = mixture_cdf(mu, np.sqrt(variance), labels, nu)
+        line = held_out_tail_line(pit, name, nu)
         if line is not None:
             warnings.warn(line, stacklevel=3)
+    elif name in COUNTS:
+        pit = randomised_pit(counts, labels, o["seed"])
+    else:
+        return table, float(density.sum())
+    for k in range(pit.shape[1]):
+        table[f"pit_{k}"] = pit[:, k]
     return table, float(density.sum())
+
+
+def randomised_pit(distribution, counts, seed):
+    """[points, columns]: u drawn uniformly between the mixture's CDF at y - 1 and at y, the counts' PIT
+    (uniform where the predictive is calibrated: tati/bayes/calibration.py)."""
+    below, at = (distribution.cdf(counts + shift).mean(axis=0) for shift in (-1.0, 0.0))
+    return below + np.random.default_rng(seed).uniform(size=np.shape(at)) * (at - below)
 
 
 def mixture_cdf(mu, sd, y, degrees_of_freedom=None):

@@ -1,6 +1,6 @@
 """tati-predictive: the posterior predictive distribution of a network at held-out points, from
-a run's trajectory (or the SWAG Gaussian of an optimizer's trajectory), as a CSV file and, for
-1-D inputs, a PNG figure.
+a run's trajectory (or the SWAG Gaussian of an optimizer's trajectory), as a CSV file and a PNG
+figure: the band over 1-D inputs, else the held-out labels' calibration.
 
     tati-predictive --batch_data_files train.csv --hidden_dimension 8 --likelihood gaussian \\
         --trajectory_file trajectory.csv --burn_in_steps 500 --test_data_files test.csv \\
@@ -39,8 +39,9 @@ OWN = [
      "layout, features then labels (without label columns: no log predictive density)"),
     ("output", Text(), "predictive.csv", "the CSV file to write: features, labels, mean_k, lower_k, "
      "upper_k and log_predictive_density"),
-    ("plot", Optional(Text()), None, "also draw the band into this PNG file (.pdf, .svg: that format), "
-     "for 1-D inputs (needs matplotlib: pip install tati[plots])"),
+    ("plot", Optional(Text()), None, "also draw a figure into this PNG file (.pdf, .svg: that format): "
+     "for 1-D inputs the band over them, else the calibration of the held-out labels (PIT histogram, or "
+     "a classifier's reliability diagram; tati/bayes/calibration.py); needs matplotlib: pip install tati[plots]"),
     ("inference_data", Optional(Text()), None, "also write ArviZ's InferenceData to this NetCDF file "
      "(arviz.from_netcdf): the posterior (every trajectory row after burn-in, walkers as chains), the "
      "pointwise log-likelihood of the run's data and a replicate of it per draw (az.loo, az.plot_ppc; "
@@ -57,8 +58,8 @@ def make_tool_parser():
     parser = make_parser(
         PROG, "Compute the posterior predictive distribution (mean, central band and, with labels, the "
         "log predictive density) of a network at held-out points from a run's trajectory, and write "
-        "it as a CSV file (with --plot as a PNG for 1-D inputs). Give the network's options as for "
-        "the run.", GROUPS)
+        "it as a CSV file (with --plot a PNG: the band over 1-D inputs, else the labels' calibration). "
+        "Give the network's options as for the run.", GROUPS)
     group = parser.add_argument_group("predictive")
     for name, kind, default, text in OWN:
         shown = "none" if default is None else str(default).lower() if isinstance(default, bool) else default
@@ -187,6 +188,7 @@ def placeholder_labels(n, o):
 def predict(sim_options, own, trajectory, points):
     """Compute and write; the summary line."""
     from tati.analysis.output import write_csv
+    from tati.bayes import calibration
     from tati.recording.columns import check_parameter_columns
     from tati.simulation import Simulation
     import pandas as pd
@@ -203,8 +205,11 @@ def predict(sim_options, own, trajectory, points):
         raise InputError(f"test_data_files: file '{own['test_data_files']}' has {features.shape[1] + labels.shape[1]} "
                          f"columns: {features.shape[1]} feature and {labels.shape[1]} label columns; the run's "
                          f"data has {run_labels} label column(s)")
-    if own["plot"] is not None and features.shape[1] != 1:
-        raise InputError(f"plot draws 1-D inputs; the network takes {features.shape[1]} features")
+    lpd_wanted = labels is not None and o["likelihood"] != "none"
+    if own["plot"] is not None and features.shape[1] != 1 and not lpd_wanted:
+        raise InputError(f"plot draws the band over 1-D inputs (the network takes {features.shape[1]} features), "
+                         "or the calibration of held-out labels: give test_data_files with label columns" +
+                         ("" if labels is None else " and the run's likelihood"))
     given = own["burn_in_steps"] is not None
     asked = burn_in = own["burn_in_steps"] or 0
     draws, source = trajectory, f"trajectory_file '{own['trajectory_file']}'"
@@ -217,7 +222,6 @@ def predict(sim_options, own, trajectory, points):
         draws = posterior.sample(math.ceil(own["draws"] / walkers), seed=own["seed"])
         burn_in = posterior.last_step
         source = f"SWAG (rank {own['swag_rank']}) of {source}"
-    lpd_wanted = labels is not None and o["likelihood"] != "none"
     table, lpd = sim.predictive(features, labels if lpd_wanted else None, trajectory=draws, burn_in=burn_in,
                                 draws=own["draws"], level=own["level"])
     n = min(own["draws"], int((draws["step"] > burn_in).sum()))
@@ -232,13 +236,18 @@ def predict(sim_options, own, trajectory, points):
         written.append(f"{own['inference_data']} (all {every} draws)")
     if own["plot"] is not None:
         training = None if "dataset" in sim_options and isinstance(sim_options["dataset"], tuple) else sim.data.all()
-        plot(frame, feature_names[0], label_names if labels is not None else [], training, own, o["likelihood"])
+        if features.shape[1] == 1:
+            plot(frame, feature_names[0], label_names if labels is not None else [], training, own, o["likelihood"])
+        else:
+            calibration.plot(table, labels, o["likelihood"], own["plot"], own["level"], label_names)
         written.append(own["plot"])
     what = (f"log predictive density {lpd:.6g} ({lpd / len(frame):.4g} per point)" if lpd is not None else
             "no labels, so no log predictive density" if labels is None else
             "no likelihood, so no log predictive density")
     return (f"{PROG}: {len(frame)} points, {n} draws from {source} ({walkers} walker{'s' * (walkers != 1)}, "
             f"steps after {asked}); {what}; wrote {', '.join(written)}"
+            + (f"\n  held-out: {calibration.scores(table, labels, o['likelihood'], own['level'])}"
+               if lpd_wanted else "")
             + ("" if given else "\n  burn_in_steps not given: every row was a draw, the run's burn-in too "
                                 "(give --burn_in_steps, the run's)"))
 

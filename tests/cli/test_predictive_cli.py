@@ -68,10 +68,16 @@ def test_csv_and_summary_are_the_python_predictive(run, capsys):
     assert status == 0, err
     table, lpd = sim.predictive(x_test, y_test, trajectory=trajectory, burn_in=100, draws=50)
     written = read_csv(output)
-    assert list(written.columns) == ["x1", "label", "mean_0", "lower_0", "upper_0", "log_predictive_density"]
+    assert list(written.columns) == ["x1", "label", "mean_0", "lower_0", "upper_0", "log_predictive_density",
+                                     "pit_0"]
     np.testing.assert_array_equal(written[["x1", "label"]].to_numpy(), np.hstack([x_test, y_test]))
     pd.testing.assert_frame_equal(written[table.columns], table, check_exact=True)
-    assert out.count("\n") == 1 and f"log predictive density {lpd:.6g}" in out  # burn_in_steps given: one line
+    # burn_in_steps given: the line and the held-out scores
+    assert out.count("\n") == 2 and f"log predictive density {lpd:.6g}" in out
+    inside = int(((table["lower_0"] <= y_test[:, 0]) & (y_test[:, 0] <= table["upper_0"])).sum())
+    rmse = np.sqrt(np.mean((table["mean_0"] - y_test[:, 0]) ** 2))
+    assert out.splitlines()[1] == (f"  held-out: RMSE {rmse:.4g} of the predictive mean; the central 0.95 band "
+                                   f"holds {inside} of 21 labels ({inside / 21:.0%})")
     assert "50 draws from trajectory_file" in out and "(3 walkers" in out
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -90,12 +96,12 @@ def test_without_burn_in_every_row_is_a_draw_and_it_says_so(run, capsys):
     directory, options, *_ = run
     outputs = [directory / "all0.csv", directory / "all.csv"]
     status, out, err = tool(capsys, directory, options, "--burn_in_steps", 0, "--output", outputs[0])
-    assert status == 0 and out.count("\n") == 1, err
+    assert status == 0 and out.count("\n") == 2, err
     status, out, err = tool(capsys, directory, options, "--output", outputs[1])
     assert status == 0, err
     lines = out.splitlines()
-    assert len(lines) == 2 and "steps after 0)" in lines[0], out
-    assert lines[1] == ("  burn_in_steps not given: every row was a draw, the run's burn-in too (give "
+    assert len(lines) == 3 and "steps after 0)" in lines[0], out
+    assert lines[2] == ("  burn_in_steps not given: every row was a draw, the run's burn-in too (give "
                         "--burn_in_steps, the run's)")
     pd.testing.assert_frame_equal(read_csv(outputs[0]), read_csv(outputs[1]), check_exact=True)
 
@@ -120,8 +126,9 @@ def test_the_runs_command_line_serves_with_its_prior(run, capsys):
     (["--burn_in_steps", "500"], "has no row after burn_in_steps 500"),
     (["--level", "1.5"], "level must be below 1"),
     (["--output", "{d}/trajectory.csv", "--overwrite", "true"], "is the run's trajectory_file"),
-    (["--test_data_files", "{d}/test2d.csv", "--input_dimension", "2", "--plot", "{d}/x.png"],
-     "plot draws 1-D inputs; the network takes 2 features"),
+    (["--test_data_files", "{d}/features2d.csv", "--input_dimension", "2", "--plot", "{d}/x.png"],
+     "plot draws the band over 1-D inputs (the network takes 2 features), or the calibration of held-out "
+     "labels: give test_data_files with label columns"),
     (["--trajectory_file", "{d}/info.csv"], "trajectory_file '{d}/info.csv' is a run-info table, not a "
                                             "trajectory table: give it as run_file (--run_file)"),
     (["--swag_rank", "1"], "error: swag_rank must be 0 (the diagonal alone) or at least 2"),
@@ -142,6 +149,7 @@ def test_bad_input_is_one_line_and_status_2(run, capsys, extra, message):
     directory, options, *_ = run
     (directory / "out.csv").touch()
     (directory / "bad.csv").write_text("x1,label\n0.5,1.0\n0.7,abc\n")
+    (directory / "features2d.csv").write_text("x1,x2\n0.5,1.0\n0.7,0.2\n")
     (directory / "info.csv").write_text("id,step,epoch,loss,time_per_nth_step,total_energy\n0,200,200,1.0,0.1,1.0\n")
     pd.DataFrame({"id": [0], "step": [200], "loss": [1.0], "weight0": [0.5], "weight1": [0.1],
                   "bias0": [0.0]}).to_csv(directory / "wider.csv", index=False)  # a network of 2 inputs
@@ -163,7 +171,7 @@ def test_inference_data_is_the_python_export(run, capsys):
                             "--inference_data", path, "--seed", sim.options["seed"])
     assert status == 0, err
     rows = int((trajectory["step"] > 100).sum())  # every walker's rows after burn-in: the fit's are equally many
-    assert out.rstrip().endswith(f"wrote {directory / 'id.csv'}, {path} (all {rows} draws)"), out
+    assert out.splitlines()[0].endswith(f"wrote {directory / 'id.csv'}, {path} (all {rows} draws)"), out
     assert not (directory / "run.nc.partial").exists()
     written = az.from_netcdf(path)
     expected = to_inference_data(RunTables(trajectory=trajectory), 100, log_likelihood=sim, posterior_predictive=sim,

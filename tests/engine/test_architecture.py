@@ -38,7 +38,7 @@ WIDE = {
 # (c) Modules that must import without TensorFlow (options are checked before it starts).
 TF_FREE = ("tati.engine.contract", "tati.engine.registry", "tati.config.option_kinds", "tati.config.options",
            "tati.config.preflight", "tati.errors", "tati.recording.columns", "tati.adaptation.width_rules",
-           "tati.analysis.temperature")
+           "tati.analysis.temperature", "tati.bayes.calibration")
 # (d) module -> why its literals name a sampler (beside its own module and the registry).
 NAMING = {
     "tati.config.original": "the original TATi's spellings of samplers and options (doc/migration.md)",
