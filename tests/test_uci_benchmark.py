@@ -59,14 +59,16 @@ def test_units_of_the_published_tables(tool):
 
 def test_summary_mean_and_standard_error(tool):
     rows = pd.DataFrame({"method": ["baoab"] * 3, "test_rmse": [1.0, 2.0, 3.0], "test_log_likelihood": [0.0, 0.0, 3.0],
-                         "seconds": [1.0, 2.0, 6.0], "flagged": ["", "walker 1 far out", math.nan]})  # NaN: "" read back
+                         "test_coverage": [0.9, 0.95, 1.0], "seconds": [1.0, 2.0, 6.0],
+                         "flagged": ["", "walker 1 far out", math.nan]})  # NaN: "" read back
     summary = tool.summarise(rows).iloc[0]
     assert (summary.rmse, summary.ll, summary.seconds, summary.splits, summary.flagged) == (2.0, 1.0, 3.0, 3, 1)
     assert summary.rmse_se == pytest.approx(1 / math.sqrt(3), rel=1e-15)
     assert summary.ll_se == pytest.approx(math.sqrt(3) / math.sqrt(3), rel=1e-15)
+    assert (summary.coverage, summary.coverage_se) == pytest.approx((95.0, 5.0 / math.sqrt(3)), rel=1e-12)
     table = tool.format_summary(tool.summarise(rows), "yacht")
-    assert "| baoab | 2.00 +- 0.58 | 1.00 +- 1.00 | 3.0 | 3 | 1 |" in table
-    assert "| published: MC dropout | 0.67 +- 0.05 | -1.25 +- 0.01 | | 20 | |" in table
+    assert "| baoab | 2.00 +- 0.58 | 1.00 +- 1.00 | 95 +- 3 | 3.0 | 3 | 1 |" in table
+    assert "| published: MC dropout | 0.67 +- 0.05 | -1.25 +- 0.01 | | | 20 | |" in table
 
 
 def test_a_sampler_run_reports_its_temperature_and_flagged_walkers(tool):
@@ -127,7 +129,7 @@ def test_a_lengthened_method_or_another_likelihood_is_named_so(tool, monkeypatch
 
     def evaluate(name, options, *args):
         likelihoods.append(options["likelihood"])
-        return 1.0, -1.0, 10, 1.0, math.nan, ""
+        return 1.0, -1.0, 0.95, 10, 1.0, math.nan, ""
     monkeypatch.setattr(tool, "evaluate", evaluate)
     dataset = tool.read_dataset(str(YACHT))
     rows = tool.run_benchmark(dataset, [0], ["map", "nuts"], 1, True, 3)
@@ -182,6 +184,8 @@ def test_quick_run_on_yacht(tool, tmp_path, monkeypatch):
     assert list(rows.columns) == tool.COLUMNS
     assert list(rows.method) == ["map", "nuts"] and set(rows.split) == {1} and set(rows.dataset) == {"yacht"}
     assert np.isfinite(rows[["test_rmse", "test_log_likelihood", "seconds"]].to_numpy()).all()
+    # a share of the 31 test targets; both bands hold most of them (29 of 31, measured)
+    assert np.allclose(31 * rows.test_coverage, np.round(31 * rows.test_coverage)) and (rows.test_coverage > 0.5).all()
     assert list(rows.draws) == [1, 20]  # MAP's one point; NUTS's 2 walkers x 10 transitions after burn-in
     assert math.isnan(rows.loss_r_hat[0]) and np.isfinite(rows.loss_r_hat[1])
     assert rows.kinetic_temperature.isna().all()  # a fit, and NUTS's redrawn momenta

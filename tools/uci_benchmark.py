@@ -19,7 +19,8 @@ METHODS below; --quick shrinks their steps (QUICK) and, without --splits, runs s
 --steps-factor K multiplies the sampling methods' burn-in and steps (and names them so: "baoab x16").
 Every method's draws go through Simulation.predictive: test RMSE of the predictive mean and test
 log-likelihood per point (LogSumExp over the draws - log n), both in the target's original units (RMSE times sd_y; the
-log-likelihood minus log sd_y), as in the published tables.
+log-likelihood minus log sd_y), as in the published tables; and the share of test targets inside the
+predictive's central 95% band (0.95 where the predictive is calibrated; the published tables do not give it).
 
 Printed: a progress line per split and method (for a sampler with several walkers also the
 R-hat of the loss across them after burn-in, the CSV's loss_r_hat: near 1 when the walkers
@@ -51,6 +52,7 @@ PROG = "uci_benchmark.py"
 # same two outputs with heavy tails (degrees_of_freedom 4, the Simulation's default)
 LIKELIHOOD, LIKELIHOODS = "heteroscedastic_gaussian", ("heteroscedastic_gaussian", "student_t")
 DRAWS = 1000  # parameter draws of the predictive at most, thinned evenly
+LEVEL = 0.95  # the predictive's central band whose share of the test targets is reported (calibrated: LEVEL)
 MAP_FIT = dict(optimizer="L-BFGS", max_steps=2000, every_nth=100)
 # Each method's Simulation options; steps and burn_in are sampler steps (HMC2: leapfrog steps,
 # NUTS: transitions), burn-in included. start_at_map: first fit the MAP (MAP_FIT) and sample from
@@ -102,8 +104,8 @@ PUBLISHED = {
     "yacht": {"PBP": ((1.02, 0.05), (-1.63, 0.02)), "MC dropout": ((0.67, 0.05), (-1.25, 0.01)),
               "deep ensembles": ((1.58, 0.48), (-1.18, 0.21))},
 }
-COLUMNS = ["dataset", "split", "method", "test_rmse", "test_log_likelihood", "draws", "seconds", "loss_r_hat",
-           "kinetic_temperature", "flagged"]
+COLUMNS = ["dataset", "split", "method", "test_rmse", "test_log_likelihood", "test_coverage", "draws", "seconds",
+           "loss_r_hat", "kinetic_temperature", "flagged"]
 
 
 # ---- the data ----
@@ -274,13 +276,15 @@ def flagged(simulation, result):
 
 
 def evaluate(name, options, test, y_sd, quick, factor=1):
-    """(test RMSE, test log-likelihood per point, draws, loss R-hat, kinetic temperature, flagged
-    walkers) of one method on one split's network (model_options)."""
+    """(test RMSE, test log-likelihood per point, the fraction of test targets inside the predictive's
+    central 95% band, draws, loss R-hat, kinetic temperature, flagged walkers) of one method on one split's
+    network (model_options)."""
     sim, draws, result = draws_of(name, options, quick, factor)
-    table, _ = sim.predictive(test[0], test[1], trajectory=draws, burn_in=-1, draws=DRAWS)
-    residuals = test[1][:, 0] - table["mean_0"].to_numpy()
-    rmse, ll = in_target_units(residuals, table["log_predictive_density"].to_numpy(), y_sd)
-    return (rmse, ll, min(len(draws), DRAWS), loss_r_hat(name, draws), kinetic_temperature(sim, result),
+    table, _ = sim.predictive(test[0], test[1], trajectory=draws, burn_in=-1, draws=DRAWS, level=LEVEL)
+    y = test[1][:, 0]
+    rmse, ll = in_target_units(y - table["mean_0"].to_numpy(), table["log_predictive_density"].to_numpy(), y_sd)
+    coverage = float(np.mean((table["lower_0"] <= y) & (y <= table["upper_0"])))
+    return (rmse, ll, coverage, min(len(draws), DRAWS), loss_r_hat(name, draws), kinetic_temperature(sim, result),
             flagged(sim, result))
 
 
@@ -297,18 +301,20 @@ def run_benchmark(dataset, splits, methods, seed, quick, factor=1, likelihood=LI
         for name in methods:
             start = time.perf_counter()
             try:
-                rmse, ll, draws, r_hat, temperature, flags = evaluate(name, options, test, y_sd, quick, factor)
+                rmse, ll, coverage, draws, r_hat, temperature, flags = evaluate(name, options, test, y_sd, quick,
+                                                                                factor)
                 note = ("" if math.isnan(r_hat) else f", loss R-hat {r_hat:.2f}") + (
                     "" if math.isnan(temperature) else f", kinetic temperature {temperature:.3f}") + (
                     f", flagged: {flags}" if flags else "")
             except SamplingError as error:
-                rmse, ll, draws, r_hat, temperature, flags = math.nan, math.nan, 0, math.nan, math.nan, "failed"
+                rmse, ll, coverage, draws, r_hat, temperature, flags = (math.nan, math.nan, math.nan, 0, math.nan,
+                                                                        math.nan, "failed")
                 note = f" (failed: {error})"
             seconds = time.perf_counter() - start
-            rows.append(dict(zip(COLUMNS, (dataset["name"], k, label[name], rmse, ll, draws, seconds, r_hat,
-                                           temperature, flags))))
+            rows.append(dict(zip(COLUMNS, (dataset["name"], k, label[name], rmse, ll, coverage, draws, seconds,
+                                           r_hat, temperature, flags))))
             print(f"split {k} ({count}/{len(splits)}) {label[name]}: test RMSE {rmse:.3f}, test LL {ll:.3f}, "
-                  f"{seconds:.1f} s{note}", flush=True)
+                  f"{LEVEL:.0%} band holds {coverage:.0%}, {seconds:.1f} s{note}", flush=True)
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -327,23 +333,26 @@ def summarise(rows):
     table = []
     for name, group in rows.groupby("method", sort=False):
         rmse, ll = mean_and_error(group.test_rmse), mean_and_error(group.test_log_likelihood)
+        coverage = mean_and_error(100.0 * group.test_coverage)
         table.append(dict(method=name, rmse=rmse[0], rmse_se=rmse[1], ll=ll[0], ll_se=ll[1],
+                          coverage=coverage[0], coverage_se=coverage[1],
                           seconds=float(group.seconds.mean()), splits=len(group),
                           flagged=int((group.flagged.fillna("") != "").sum())))
     return pd.DataFrame(table)
 
 
-def _pm(value, error):
-    return f"{value:.2f}" if math.isnan(error) else f"{value:.2f} +- {error:.2f}"
+def _pm(value, error, digits=2):
+    return f"{value:.{digits}f}" if math.isnan(error) else f"{value:.{digits}f} +- {error:.{digits}f}"
 
 
 def format_summary(summary, name):
-    lines = ["| method | test RMSE | test LL | seconds per split | splits | flagged |", "|---|---|---|---|---|---|"]
+    lines = [f"| method | test RMSE | test LL | {LEVEL:.0%} band holds (%) | seconds per split | splits | flagged |",
+             "|---|---|---|---|---|---|---|"]
     for r in summary.itertuples():
-        lines.append(f"| {r.method} | {_pm(r.rmse, r.rmse_se)} | {_pm(r.ll, r.ll_se)} | {r.seconds:.1f} | {r.splits} "
-                     f"| {r.flagged} |")
+        lines.append(f"| {r.method} | {_pm(r.rmse, r.rmse_se)} | {_pm(r.ll, r.ll_se)} | "
+                     f"{_pm(r.coverage, r.coverage_se, 0)} | {r.seconds:.1f} | {r.splits} | {r.flagged} |")
     for source, (rmse, ll) in PUBLISHED.get(name, {}).items():
-        lines.append(f"| published: {source} | {_pm(*rmse)} | {_pm(*ll)} | | 20 | |")
+        lines.append(f"| published: {source} | {_pm(*rmse)} | {_pm(*ll)} | | | 20 | |")
     return "\n".join(lines)
 
 
