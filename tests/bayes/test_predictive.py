@@ -172,7 +172,9 @@ def test_held_out_labels_beyond_the_tails_are_said_with_the_cure():
     sim, draws, f = network("heteroscedastic_gaussian", lambda x: x[:, :1], 2)
     x = sim.data.all()[0].numpy()
     mu, sd = f[..., :1], np.sqrt(special.softplus(f[..., 1:]) + 1e-6)
-    labels = mu[0] + sd[0] * np.random.default_rng(seed(6)).normal(size=(POINTS, 1))
+    rng = np.random.default_rng(seed(6))
+    pick = rng.integers(DRAWS, size=POINTS)  # each label from a draw picked at random: from the mixture
+    labels = mu[pick, np.arange(POINTS)] + sd[pick, np.arange(POINTS)] * rng.normal(size=(POINTS, 1))
     np.testing.assert_allclose(predictive.mixture_cdf(mu, sd, labels), special.ndtr((labels - mu) / sd).mean(axis=0))
     trajectory = draws.assign(step=np.arange(1, DRAWS + 1), id=0)
     labels[:3] = predictive.mixture_quantile(mu[:, :3], sd[:, :3], 1.0 - 1e-6)  # beyond the 99.9998% band
@@ -185,3 +187,37 @@ def test_held_out_labels_beyond_the_tails_are_said_with_the_cure():
     line = predictive.held_out_tail_line(probabilities, "student_t", 4.0)
     assert line.endswith("likelihood student_t's tails are too light for these data: give a smaller "
                          "degrees_of_freedom (now 4)")
+
+
+def test_a_predictive_too_narrow_overall_is_said_with_the_cure():
+    """Labels three times as far from one network's mean as its noise sd: its central 95% band holds about
+    half (P(|z| < 0.65) = 0.48), far below what chance allows at 1e-4 (49 of 60 or more), and the line names a
+    fit's cure, to sample. From a fit's few networks, labels beyond the 99.98% band are the same narrowness;
+    from a run's many draws they are outliers (the test above), and a band too narrow without them points at
+    the run's convergence; with a fixed noise sd, the cure is a larger one. Labels drawn from the predictive
+    raise no line: the 200 seeds of the test above."""
+    sim, draws, f = network("heteroscedastic_gaussian", lambda x: x[:, :1], 2)
+    x = sim.data.all()[0].numpy()
+    mu, sd = f[0, :, :1], np.sqrt(special.softplus(f[0, :, 1:]) + 1e-6)
+    z = 3.0 * np.random.default_rng(seed(7)).normal(size=(POINTS, 1))
+    inside, far = int(np.sum(np.abs(z) < scipy_stats.norm.ppf(0.975))), int(np.sum(np.abs(z) > 3.719))
+    assert inside <= 48
+    line = (rf"^predictive: the central 95% band holds {inside} of 60 held-out labels \(57 would\) and {far} lie "
+            r"beyond its 99.98% band \(0.012 would\): the predictive of 1 network is far too narrow for these "
+            r"data, its noise variance fitted to the training points: sample the posterior \(a sampler's draws\)$")
+    with pytest.warns(UserWarning, match=line):
+        sim.predictive(x, mu + sd * z, trajectory=draws.iloc[:1].assign(step=1, id=0), burn_in=0)
+    narrow = np.r_[np.full(40, 0.5), np.full(20, 0.01)]
+    outliers = np.r_[np.full(57, 0.5), np.full(3, 1e-6)]
+    assert predictive.held_out_tail_line(outliers, "student_t", 4.0, 5).endswith(
+        "the predictive of 5 networks is far too narrow for these data, their noise variances fitted to the "
+        "training points: sample the posterior (a sampler's draws)")
+    assert predictive.held_out_tail_line(outliers, "student_t", 4.0, 400).endswith(
+        "give a smaller degrees_of_freedom (now 4)")
+    assert predictive.held_out_tail_line(narrow, "heteroscedastic_gaussian", None, 400).endswith(
+        "the predictive of these draws is far too narrow for these data: check the run's convergence (its "
+        "summary's R-hat) and temperature")
+    assert predictive.held_out_tail_line(narrow, "gaussian", None, 1).endswith(
+        "far too narrow for these data: give a larger noise_standard_deviation, or likelihood "
+        "heteroscedastic_gaussian")
+    assert predictive.held_out_tail_line(np.r_[np.full(49, 0.5), np.full(11, 0.01)], "gaussian", None, 1) is None
