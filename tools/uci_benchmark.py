@@ -366,9 +366,9 @@ def _off_scale(axis, values, rows, lowest):
 
 
 def plot(summary, name, path):
-    """Three panels: RMSE (log scale), log-likelihood (cut 5 below the best, so that a diverged
-    method does not hide the others) and seconds per split; the published figures in grey; a
-    method with splits flagged says how many under its name."""
+    """Four panels: RMSE (log scale), log-likelihood (cut 5 below the best, so that a diverged
+    method does not hide the others), the share of test targets in the central band, and seconds per
+    split; the published figures in grey; a method with splits flagged says how many under its name."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -380,9 +380,9 @@ def plot(summary, name, path):
               for r in summary.itertuples()] + [f"published: {s}" for s in published]
     rows = np.arange(len(labels))[::-1]
     ours = len(summary)
-    figure, axes = plt.subplots(1, 3, figsize=(11, 0.45 * len(labels) + 1.6), sharey=True, layout="constrained")
+    figure, axes = plt.subplots(1, 4, figsize=(14, 0.45 * len(labels) + 1.6), sharey=True, layout="constrained")
     for axis, key, title in ((axes[0], "rmse", "test RMSE (lower is better)"),
-                             (axes[1], "ll", "test log-likelihood per point (higher is better)")):
+                             (axes[1], "ll", "test LL per point (higher is better)")):
         axis.errorbar(summary[key], rows[:ours], xerr=np.nan_to_num(summary[f"{key}_se"]), fmt="o",
                       color="tab:blue", capsize=3)
         for row, (rmse, ll) in zip(rows[ours:], published.values()):
@@ -396,9 +396,14 @@ def plot(summary, name, path):
     lowest = max(np.nanmin(values), best - 5.0)
     axes[1].set_xlim(lowest - 0.3, best + 0.3)
     _off_scale(axes[1], summary.ll, rows[:ours], lowest - 0.3)
-    axes[2].barh(rows[:ours], summary.seconds, color="tab:blue", alpha=0.7)
-    axes[2].set_title("seconds per split", fontsize=10)
+    axes[2].errorbar(summary.coverage, rows[:ours], xerr=np.nan_to_num(summary.coverage_se), fmt="o",
+                     color="tab:blue", capsize=3)
+    axes[2].axvline(100.0 * LEVEL, color="0.3", lw=0.8, ls="--")
+    axes[2].set_title(f"in the {LEVEL:.0%} band (%; {100 * LEVEL:g} if calibrated)", fontsize=10)
     axes[2].grid(alpha=0.3)
+    axes[3].barh(rows[:ours], summary.seconds, color="tab:blue", alpha=0.7)
+    axes[3].set_title("seconds per split", fontsize=10)
+    axes[3].grid(alpha=0.3)
     axes[0].set_yticks(rows, labels)
     splits = ", ".join(sorted({str(n) for n in summary.splits}))
     figure.suptitle(f"UCI {name}: mean +- standard error over the splits ({splits}); published: 20 splits",

@@ -145,9 +145,9 @@ def _reliability_panels(axes, probabilities, classes):
     ax.vlines(bins["confidence"], low, high, color="0.5", lw=6, alpha=0.35,
               label=f"{1 - BAND_CHANCE:.0%} band of a calibrated predictive (all bins)")
     ax.plot(bins["confidence"], bins["accuracy"], "o-", color="tab:blue", label="accuracy per bin of confidence")
-    for points, confidence, accuracy in zip(bins["points"], bins["confidence"], bins["accuracy"]):
+    for k, (points, confidence, accuracy) in enumerate(zip(bins["points"], bins["confidence"], bins["accuracy"])):
         ax.annotate(f"{points} point{'s' * (points != 1)}", (confidence, accuracy), textcoords="offset points",
-                    xytext=(4, -10), fontsize=7, color="0.3")
+                    xytext=(4, 6 if k % 2 else -10), fontsize=7, color="0.3")  # alternately: neighbours apart
     ax.set_xlim(lowest, 1.0)
     ax.set_xlabel("confidence (the predicted class's probability)")
     ax.set_ylabel("accuracy")
