@@ -726,7 +726,12 @@ def test_nuts_and_rwmh_summaries_say_acceptance_width_and_stans_warnings():
     assert re.match(r"  acceptance 0\.[6-9][0-9] \(target 0\.8, adapted\), step_width [0-9.]+ \(started at 0\.1\)$",
                     line_with(text, "  acceptance")), text
     assert line_with(text, "  0 of 800 transitions after burn-in divergent")
-    assert "    max_tree_depth reached" not in text
+    assert "    max_tree_depth reached" not in text and "acceptance under" not in text
+    # had the walkers accepted under half the target after burn-in, the width's cure would be said
+    result = sim.sample()
+    result.run_info["average_rejection_rate"] = 0.65
+    assert line_with(summarise("tati-sample", sim, result, sampler=True), "    acceptance under half") == (
+        "    acceptance under half its target: the adapted width is too large now; raise burn_in_steps")
 
     sim = gaussian(sampler="NUTS", max_tree_depth=1, max_steps=300, every_nth=1, seed=seed(16))
     text = summarise("tati-sample", sim, sim.sample(), sampler=True)
