@@ -38,7 +38,7 @@ OWN = [
     ("test_data_files", Optional(Text()), None, "the held-out points: a CSV file in batch_data_files' "
      "layout, features then labels (without label columns: no log predictive density)"),
     ("output", Text(), "predictive.csv", "the CSV file to write: features, labels, mean_k, lower_k, "
-     "upper_k and log_predictive_density"),
+     "upper_k, log_predictive_density and, for regression and counts, pit_k (the predictive's CDF at label k)"),
     ("plot", Optional(Text()), None, "also draw a figure into this PNG file (.pdf, .svg: that format): "
      "for 1-D inputs the band over them, else the calibration of the held-out labels (PIT histogram, or "
      "a classifier's reliability diagram; tati/bayes/calibration.py); needs matplotlib: pip install tati[plots]"),
