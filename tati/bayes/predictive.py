@@ -24,7 +24,9 @@ outliers the likelihood's tails price at almost nothing, each costing the lpd ma
 housing, heteroscedastic_gaussian, split 0: 2 of 51 test points, lpd -9.2 and -6.9, where 0.01 are
 expected): a warning names the cure, student_t's heavier tails. Fewer labels inside the central 95% band
 than chance allows is a predictive too narrow overall, and from a fit's few networks so are labels beyond
-the tails: the warning's cure is then to sample (held_out_tail_line).
+the tails: the warning's cure is then to sample (held_out_tail_line). A classifier's held-out points of a
+bin of confidence with fewer right classes than chance allows are an overconfident predictive, said likewise
+(overconfidence_line).
 """
 
 import math
@@ -35,6 +37,7 @@ import pandas as pd
 import tensorflow as tf
 from scipy import special, stats
 
+from tati.bayes import calibration
 from tati.errors import InputError
 from tati.config.options import COUNTS
 from tati.models.losses import mean_and_variance, negative_binomial_parameters, point_nll
@@ -273,6 +276,10 @@ def predictive(simulation, features, labels=None, trajectory=None, burn_in=None,
     elif name in COUNTS:
         pit = randomised_pit(counts, labels, o["seed"])
     else:
+        line = overconfidence_line(calibration.class_probabilities(table, name),
+                                   calibration.classes_of(labels, name), len(np.unique(theta, axis=0)))
+        if line is not None:
+            warnings.warn(line, stacklevel=3)
         return table, float(density.sum())
     for k in range(pit.shape[1]):
         table[f"pit_{k}"] = pit[:, k]
@@ -323,3 +330,26 @@ def held_out_tail_line(probabilities, likelihood, degrees_of_freedom=None, netwo
     return (f"predictive: the central {NARROW_BAND:.0%} band holds {inside} of {n} held-out labels "
             f"({NARROW_BAND * n:.3g} would) and {far} lie beyond its {100 * (1 - TAIL_BAND):g}% band "
             f"({TAIL_BAND * n:.2g} would): the predictive {what} is far too narrow for these data{cure}")
+
+
+def overconfidence_line(probabilities, classes, networks=None):
+    """One line, with the cure, where a classifier's held-out points of some bin of confidence
+    (calibration.reliability's) hold fewer right classes than chance allows at TAIL_CHANCE over the bins:
+    under calibration the right ones number a sum of Bernoulli(confidence) draws, whose lower tail is
+    below the binomial's of the bin's mean confidence, so the test errs at most at its level; or None."""
+    bins, _ = calibration.reliability(probabilities, classes)
+    right = np.round(bins["accuracy"] * bins["points"]).astype(int)
+    chance = stats.binom.cdf(right, bins["points"], bins["confidence"])
+    worst = int(np.argmin(chance))
+    if chance[worst] >= TAIL_CHANCE / calibration.BINS:
+        return None
+    row = bins.iloc[worst]
+    few = networks is not None and networks <= FEW_NETWORKS
+    cure = (f"the predictive of {networks} network{'s' * (networks != 1)}, fitted to the training points, is "
+            "overconfident: sample the posterior (a sampler's draws)" if few else
+            "the predictive of these draws is overconfident: check the run's convergence (its summary's R-hat) "
+            "and temperature")
+    wrong = int(row["points"]) - int(right[worst])
+    return (f"predictive: {wrong} of the {int(row['points'])} held-out points whose predicted class has probability "
+            f"{row['lower']:.2g}-{row['upper']:.2g} are wrong, where {row['points'] * (1.0 - row['confidence']):.2g} "
+            f"would be: {cure}")

@@ -5,6 +5,7 @@ expected calibration error exact on a small case, and on a large one within its 
 drawn from the probabilities (10 bins' accuracies each within 5.33 binomial sd: Bonferroni at 1e-6) and
 beyond it for a sharpened predictive; the figures written."""
 
+import re
 import warnings
 
 import numpy as np
@@ -130,3 +131,28 @@ def test_the_classes_of_labels_and_predictive():
     assert calibration.classes_of(np.array([-1.0, 1.0, 1.0]), "bernoulli").tolist() == [0, 1, 1]
     table = pd.DataFrame({"mean_0": [0.2, 0.9]})
     np.testing.assert_allclose(calibration.class_probabilities(table, "bernoulli"), [[0.8, 0.2], [0.1, 0.9]])
+
+
+def test_an_overconfident_classifier_is_said_with_the_cure():
+    """Classes drawn from the probabilities raise no line over 200 seeds (each at most 1e-4); the same
+    classes under sharpened probabilities (logits tripled) do, naming a fit's cure for one network and the
+    run's convergence for many draws; sim.predictive warns where one network's large logits meet labels of a
+    coin."""
+    rng = np.random.default_rng(seed(36))
+    for _ in range(200):
+        p = special.softmax(1.5 * rng.normal(size=(300, 3)), axis=1)
+        classes = (rng.random(300)[:, None] > np.cumsum(p, axis=1)).sum(axis=1)
+        assert predictive.overconfidence_line(p, classes, 1) is None
+    sharpened = special.softmax(3.0 * np.log(p), axis=1)
+    line = predictive.overconfidence_line(sharpened, classes, 1)
+    found = re.fullmatch(r"predictive: (\d+) of the (\d+) held-out points whose predicted class has probability "
+                         r"0\.\d+-1 are wrong, where ([\d.]+) would be: the predictive of 1 network, fitted to the "
+                         r"training points, is overconfident: sample the posterior \(a sampler's draws\)", line)
+    assert found and int(found[1]) > float(found[3]), line
+    assert predictive.overconfidence_line(sharpened, classes, 400).endswith(
+        "the predictive of these draws is overconfident: check the run's convergence (its summary's R-hat) and "
+        "temperature")
+    sim, draws, features = network("bernoulli", 1)
+    coin = (np.random.default_rng(seed(37)).random((300, 1)) < 0.5).astype(float)
+    with pytest.warns(UserWarning, match=r"^predictive: \d+ of the \d+ held-out points .* predictive of 1 network"):
+        sim.predictive(features[:300], coin, trajectory=(10.0 * draws.iloc[:1]).assign(step=1), burn_in=0)
