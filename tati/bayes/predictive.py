@@ -336,9 +336,10 @@ def overconfidence_line(probabilities, classes, networks=None):
     """One line, with the cure, where a classifier's held-out points of some bin of confidence
     (calibration.reliability's) hold fewer right classes than chance allows at TAIL_CHANCE over the bins:
     under calibration the right ones number a sum of Bernoulli(confidence) draws, whose lower tail is
-    below the binomial's of the bin's mean confidence, so the test errs at most at its level; or None."""
+    below the binomial's of the bin's mean confidence there (Hoeffding 1956), so the test errs at most at
+    its level; or None."""
     bins, _ = calibration.reliability(probabilities, classes)
-    right = np.round(bins["accuracy"] * bins["points"]).astype(int)
+    right = np.round(bins["accuracy"] * bins["points"]).to_numpy(int)
     chance = stats.binom.cdf(right, bins["points"], bins["confidence"])
     worst = int(np.argmin(chance))
     if chance[worst] >= TAIL_CHANCE / calibration.BINS:
