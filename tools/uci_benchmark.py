@@ -45,6 +45,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # run from a checkout without installing
 
 from tati.cli.common import run_command  # noqa: E402  (one line and exit 2 for bad input)
+from tati.bayes import calibration  # noqa: E402
 from tati.errors import InputError, SamplingError  # noqa: E402
 
 PROG = "uci_benchmark.py"
@@ -283,7 +284,7 @@ def evaluate(name, options, test, y_sd, quick, factor=1):
     table, _ = sim.predictive(test[0], test[1], trajectory=draws, burn_in=-1, draws=DRAWS, level=LEVEL)
     y = test[1][:, 0]
     rmse, ll = in_target_units(y - table["mean_0"].to_numpy(), table["log_predictive_density"].to_numpy(), y_sd)
-    coverage = float(np.mean((table["lower_0"] <= y) & (y <= table["upper_0"])))
+    coverage = float(calibration.inside_band(table, y).mean())
     return (rmse, ll, coverage, min(len(draws), DRAWS), loss_r_hat(name, draws), kinetic_temperature(sim, result),
             flagged(sim, result))
 

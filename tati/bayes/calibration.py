@@ -27,11 +27,23 @@ BAND_CHANCE = 0.01
 CLASSIFIERS = ("bernoulli", "categorical")
 
 
+def as_columns(labels):
+    """labels as float64 [points, label columns] (a vector is one column)."""
+    labels = np.asarray(labels, np.float64)
+    return labels.reshape(-1, 1) if labels.ndim == 1 else labels
+
+
+def inside_band(table, labels):
+    """[points, label columns] bool: whether each label lies in the predictive's band (`lower_k`, `upper_k`)."""
+    labels = as_columns(labels)
+    return np.column_stack([(table[f"lower_{k}"].to_numpy() <= labels[:, k]) & (labels[:, k] <= table[f"upper_{k}"])
+                            for k in range(labels.shape[1])])
+
+
 def classes_of(labels, likelihood):
     """[points] int: the class of each label (bernoulli: 1 for a label above 0, of 0/1 or -1/+1;
     categorical: an index column or the one-hot column that is 1)."""
-    labels = np.asarray(labels)
-    labels = labels.reshape(-1, 1) if labels.ndim == 1 else labels
+    labels = as_columns(labels)
     if likelihood == "bernoulli":
         return (labels[:, 0] > 0).astype(int)
     return labels[:, 0].round().astype(int) if labels.shape[1] == 1 else labels.argmax(axis=1)
@@ -61,8 +73,7 @@ def reliability(probabilities, classes, bins=BINS):
 def scores(table, labels, likelihood, level):
     """One line on the held-out labels: a classifier's accuracy and expected calibration error, else
     the predictive mean's RMSE and how many labels the central `level` band holds."""
-    labels = np.asarray(labels, np.float64)
-    labels = labels.reshape(-1, 1) if labels.ndim == 1 else labels
+    labels = as_columns(labels)
     if likelihood in CLASSIFIERS:
         probabilities = class_probabilities(table, likelihood)
         classes = classes_of(labels, likelihood)
@@ -70,10 +81,8 @@ def scores(table, labels, likelihood, level):
         _, error = reliability(probabilities, classes)
         return (f"accuracy {right / len(classes):.4g} ({right} of {len(classes)}), expected calibration error "
                 f"{error:.3g} ({BINS} bins of confidence)")
-    columns = range(labels.shape[1])
-    mean = np.column_stack([table[f"mean_{k}"] for k in columns])
-    inside = sum(int(np.sum((table[f"lower_{k}"] <= labels[:, k]) & (labels[:, k] <= table[f"upper_{k}"])))
-                 for k in columns)
+    mean = np.column_stack([table[f"mean_{k}"] for k in range(labels.shape[1])])
+    inside = int(inside_band(table, labels).sum())
     rmse = float(np.sqrt(np.mean((labels - mean) ** 2)))
     return (f"RMSE {rmse:.4g} of the predictive mean; the central {level:g} band holds {inside} of "
             f"{labels.size} labels ({inside / labels.size:.0%})")
@@ -92,24 +101,24 @@ def plot(table, labels, likelihood, path, level=0.95, label_names=None):
     from tati.analysis import figures
     if likelihood == "none":
         raise InputError("a calibration figure needs a likelihood (option likelihood)")
-    labels = np.asarray(labels, np.float64)
-    labels = labels.reshape(-1, 1) if labels.ndim == 1 else labels
+    labels = as_columns(labels)
     if likelihood in CLASSIFIERS:
         figure, axes = figures.new_figure(columns=2, height=3.6)
         _reliability_panels(axes[0], class_probabilities(table, likelihood), classes_of(labels, likelihood))
     else:
         figure, axes = figures.new_figure(rows=labels.shape[1], columns=2, height=3.4)
+        inside = inside_band(table, labels)
         for k, row in enumerate(axes):
             name = label_names[k] if label_names else f"label {k}"
-            _label_panel(row[0], table, labels[:, k], k, name, level)
+            _label_panel(row[0], table, labels[:, k], inside[:, k], k, name, level)
             _pit_panel(row[1], table[f"pit_{k}"].to_numpy(), name)
     figures.legend_above(figure, axes, columns=3)
     figures.save(figure, path)
 
 
-def _label_panel(ax, table, y, k, name, level):
+def _label_panel(ax, table, y, inside, k, name, level):
     mean, lower, upper = (table[f"{c}_{k}"].to_numpy() for c in ("mean", "lower", "upper"))
-    outside = (y < lower) | (y > upper)
+    outside = ~inside
     for part, colour, text in ((~outside, "tab:blue", f"inside the central {level:g} band"),
                                (outside, "tab:red", "outside it")):
         if np.any(part):

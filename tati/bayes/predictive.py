@@ -50,6 +50,7 @@ TAIL_BAND, TAIL_CHANCE = 2e-4, 1e-4  # held-out labels beyond the 99.98% band; a
 # 51 test targets over the 20 splits, where BAOAB's and HMC2's hold 41-51, never said). Where it averages
 # FEW_NETWORKS draws or fewer it is a fit's (a MAP, a deep ensemble).
 NARROW_BAND, FEW_NETWORKS = 0.95, 10
+RUN_CURE = "check the run's convergence (its summary's R-hat) and temperature"
 
 
 def parameter_draws(trajectory, parameter_names, burn_in, draws):
@@ -312,7 +313,7 @@ def held_out_tail_line(probabilities, likelihood, degrees_of_freedom=None, netwo
     inside = int(np.sum(np.abs(probabilities - 0.5) < NARROW_BAND / 2))
     outliers = far >= 2 and stats.binom.sf(far - 1, n, TAIL_BAND) < TAIL_CHANCE
     narrow = stats.binom.cdf(inside, n, NARROW_BAND) < TAIL_CHANCE
-    few = networks is not None and networks <= FEW_NETWORKS
+    few, what = _fit_or_run(networks)
     if outliers and not few:
         cure = ("give a smaller degrees_of_freedom (now {:g})".format(degrees_of_freedom) if likelihood == "student_t"
                 else "use likelihood student_t")
@@ -321,12 +322,11 @@ def held_out_tail_line(probabilities, likelihood, degrees_of_freedom=None, netwo
                 f"data: {cure}")
     if not (narrow or outliers):
         return None
-    what = f"of {networks} network{'s' * (networks != 1)}" if few else "of these draws"
     cure = (": give a larger noise_standard_deviation, or likelihood heteroscedastic_gaussian"
             if likelihood == "gaussian" else
             f", {'its noise variance' if networks == 1 else 'their noise variances'} fitted to the training "
             "points: sample the posterior (a sampler's draws)" if few else
-            ": check the run's convergence (its summary's R-hat) and temperature")
+            f": {RUN_CURE}")
     return (f"predictive: the central {NARROW_BAND:.0%} band holds {inside} of {n} held-out labels "
             f"({NARROW_BAND * n:.3g} would) and {far} lie beyond its {100 * (1 - TAIL_BAND):g}% band "
             f"({TAIL_BAND * n:.2g} would): the predictive {what} is far too narrow for these data{cure}")
@@ -345,12 +345,16 @@ def overconfidence_line(probabilities, classes, networks=None):
     if chance[worst] >= TAIL_CHANCE / calibration.BINS:
         return None
     row = bins.iloc[worst]
-    few = networks is not None and networks <= FEW_NETWORKS
-    cure = (f"the predictive of {networks} network{'s' * (networks != 1)}, fitted to the training points, is "
-            "overconfident: sample the posterior (a sampler's draws)" if few else
-            "the predictive of these draws is overconfident: check the run's convergence (its summary's R-hat) "
-            "and temperature")
+    few, what = _fit_or_run(networks)
+    cure = (f"the predictive {what}, fitted to the training points, is overconfident: sample the posterior (a "
+            "sampler's draws)" if few else f"the predictive {what} is overconfident: {RUN_CURE}")
     wrong = int(row["points"]) - int(right[worst])
     return (f"predictive: {wrong} of the {int(row['points'])} held-out points whose predicted class has probability "
             f"{row['lower']:.2g}-{row['upper']:.2g} are wrong, where {row['points'] * (1.0 - row['confidence']):.2g} "
             f"would be: {cure}")
+
+
+def _fit_or_run(networks):
+    """(whether the predictive averages a fit's few `networks` (distinct draws), the words for it)."""
+    few = networks is not None and networks <= FEW_NETWORKS
+    return few, f"of {networks} network{'s' * (networks != 1)}" if few else "of these draws"
